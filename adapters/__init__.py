@@ -1,0 +1,1 @@
+"""Target adapters: one module per GPU family (amdgpu, nvptx, intel)."""
