@@ -78,6 +78,17 @@ class EvalTarget(Protocol):
     def read_memory(self, space: AddressSpace, lanes: np.ndarray, addrs: np.ndarray, size: int) -> MemoryRead:
         """`size` bytes at each lane's address (uint64 array, one per lane)."""
 
+    def frame_base_address(self, regno: int, value: np.ndarray) -> tuple[AddressSpace, np.ndarray]:
+        """Where a frame base held in register `regno` (values per lane) points.
+
+        DWARF 5 reads a register frame base as an address in the default space;
+        targets whose frame pointer holds something else (AMDGPU's wave-scaled
+        scratch offset) say so here.
+        """
+
+    # Optional, for writes into the dump's in-memory overlay:
+    # write_register(regno, lanes, byte_offsets, data) and write_memory(space, lanes, addrs, data)
+
 
 @dataclass
 class FrameContext:
@@ -88,6 +99,7 @@ class FrameContext:
     """
 
     pc: int = 0
+    load_bias: int = 0  # added to DW_OP_addr / DW_OP_addrx addresses (code object load address)
     frame_base_expr: bytes | None = None  # the subprogram's DW_AT_frame_base
     cfa: object | None = None  # callable(lanes) -> Location, from CFI
     entry_value: object | None = None  # callable(expr: bytes, lanes) -> StackEntry | None (caller's state)
