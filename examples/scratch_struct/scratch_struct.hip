@@ -1,15 +1,21 @@
 // Integrates particles with a struct local and a step history that is indexed
 // by a value read from memory. The dynamic indices keep `p` and `history` in
-// private (scratch) memory even when optimised.
+// private (scratch) memory even when optimised: neither can become registers,
+// and `p` is too large (72 bytes x 1024 work-items) to be moved to LDS.
 #include <hip/hip_runtime.h>
 
 #define STEPS 24
 
+#define NEIGHBORS 6
+
 struct Particle {
     float pos[3];
     float vel[3];
+    float force[3];
+    float mass;
     int id;
     unsigned flags;
+    int neighbors[NEIGHBORS];
 };
 
 __global__ void integrate(const float *state, const int *probe, float *out,
@@ -22,16 +28,20 @@ __global__ void integrate(const float *state, const int *probe, float *out,
     Particle p;
     p.id = gid;
     p.flags = threadIdx.x & 3u;
+    p.mass = 1.0f + (float)(gid & 7);
     for (int k = 0; k < 3; ++k) {
         p.pos[k] = state[gid * 6 + k];
         p.vel[k] = state[gid * 6 + 3 + k];
+        p.force[k] = -0.1f * p.pos[k];
     }
+    for (int j = 0; j < NEIGHBORS; ++j)
+        p.neighbors[j] = (gid + 7 * (j + 1)) % n;
 
     float history[STEPS];
     float damping = 1.0f - 0.01f * (float)(threadIdx.x % 8);
     for (int s = 0; s < STEPS; ++s) {
         for (int k = 0; k < 3; ++k) {
-            p.vel[k] *= damping;
+            p.vel[k] = p.vel[k] * damping + p.force[k] / p.mass * dt;
             p.pos[k] += p.vel[k] * dt;
         }
         history[s] = p.pos[0] + p.pos[1] + p.pos[2];
@@ -40,6 +50,7 @@ __global__ void integrate(const float *state, const int *probe, float *out,
     int pick = probe[gid];
     int step = (pick & 0xffff) % STEPS;
     int axis = (pick >> 16) % 3;
+    int neighbor = p.neighbors[(pick >> 8) % NEIGHBORS];
     float sample = history[step] + p.pos[axis];
-    out[gid] = sample * (p.flags + 1) + (float)p.id;
+    out[gid] = sample * (p.flags + 1) + (float)(p.id + neighbor);
 }
