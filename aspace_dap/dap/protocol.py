@@ -1,0 +1,370 @@
+"""Sans-io DAP framing: bytes in, messages out; messages in, bytes out.
+
+The base protocol frames each JSON object with `Content-Length: N\\r\\n\\r\\n`.
+Nothing here does I/O, so every corner of the framing can be tested by feeding
+bytes. Input the parser cannot use becomes a `ProtocolProblem`; afterwards the
+parser skips ahead to the next `Content-Length:` and carries on, so one bad
+message never ends a session. Buffering is bounded by the header and body caps.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import OutgoingMessageError
+
+MAX_HEADER_SIZE = 64 * 1024
+DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
+
+_HEADER_END = b"\r\n\r\n"
+_SYNC_TOKEN = b"Content-Length:"
+
+
+@dataclass(frozen=True)
+class Request:
+    seq: int
+    command: str
+    arguments: dict[str, Any]
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response from the client, to a reverse request such as runInTerminal."""
+
+    seq: int
+    request_seq: int
+    command: str
+    success: bool
+    message: str | None
+    body: Any
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    event: str
+    body: Any
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+Message = Request | Response | Event
+
+
+@dataclass(frozen=True)
+class ProtocolProblem:
+    """Input that is not a usable message.
+
+    `request_seq` and `command` are filled in when the message got far enough to
+    be answered with an error response. `recoverable` is False only when the
+    stream itself is finished (it ended in the middle of a message).
+    """
+
+    description: str
+    request_seq: int | None = None
+    command: str | None = None
+    recoverable: bool = True
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _reject_constant(name: str) -> Any:
+    # JSON has no NaN/Infinity; Python's json module would accept them.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class DapConnection:
+    """One side of a DAP conversation, without I/O.
+
+    Feed received bytes with `receive_data` (b"" means the peer closed), pull
+    messages with `next_message`, and turn outgoing messages into bytes with the
+    `send_*` methods, which number them with this side's `seq` counter.
+    `outgoing_hook`, when given, sees every outgoing message dict before it is
+    encoded (tests use it to check each message against the DAP schema).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        max_header_size: int = MAX_HEADER_SIZE,
+        outgoing_hook: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.max_body_size = max_body_size
+        self.max_header_size = max_header_size
+        self.outgoing_hook = outgoing_hook
+        self._buffer = bytearray()
+        self._body_length: int | None = None  # set once a header is parsed
+        self._resyncing = False
+        self._eof = False
+        self._eof_reported = False
+        self._next_seq = 1
+
+    # ---- incoming -------------------------------------------------------
+
+    @property
+    def peer_closed(self) -> bool:
+        return self._eof
+
+    def receive_data(self, data: bytes) -> None:
+        if not data:
+            self._eof = True
+            return
+        if self._eof:
+            raise ValueError("data received after end of stream")
+        self._buffer += data
+
+    def next_message(self) -> Message | ProtocolProblem | None:
+        """The next complete message or problem, or None when more bytes are needed."""
+        while True:
+            if self._resyncing and not self._resync():
+                return self._end_of_stream_problem()
+            if self._body_length is None:
+                header = self._take_header()
+                if header is None:
+                    return self._end_of_stream_problem()
+                if isinstance(header, ProtocolProblem):
+                    return header
+                self._body_length = header
+            if len(self._buffer) < self._body_length:
+                return self._end_of_stream_problem()
+            body = bytes(self._buffer[: self._body_length])
+            del self._buffer[: self._body_length]
+            self._body_length = None
+            return parse_message(body)
+
+    def _end_of_stream_problem(self) -> ProtocolProblem | None:
+        if not self._eof or self._eof_reported:
+            return None
+        pending = bool(self._buffer) or self._body_length is not None
+        self._eof_reported = True
+        if pending and not self._resyncing:
+            return ProtocolProblem("stream ended in the middle of a message", recoverable=False)
+        return None
+
+    def _take_header(self) -> int | ProtocolProblem | None:
+        end = self._buffer.find(_HEADER_END)
+        if end < 0:
+            if len(self._buffer) > self.max_header_size:
+                self._start_resync()
+                return ProtocolProblem(f"message header longer than {self.max_header_size} bytes")
+            return None
+        if end > self.max_header_size:
+            self._start_resync()
+            return ProtocolProblem(f"message header longer than {self.max_header_size} bytes")
+        header = bytes(self._buffer[:end])
+        length = self._content_length(header)
+        if isinstance(length, ProtocolProblem):
+            self._start_resync()
+            return length
+        del self._buffer[: end + len(_HEADER_END)]
+        return length
+
+    def _content_length(self, header: bytes) -> int | ProtocolProblem:
+        length_text = None
+        for line in header.split(b"\r\n"):
+            name, colon, value = line.partition(b":")
+            if not colon:
+                return ProtocolProblem(f"malformed header line {line[:80]!r}")
+            if name.strip().lower() == b"content-length":
+                length_text = value.strip()
+        if length_text is None:
+            return ProtocolProblem("message header has no Content-Length")
+        if not length_text.isdigit() or len(length_text) > 20:
+            return ProtocolProblem(f"bad Content-Length {length_text[:40]!r}")
+        length = int(length_text)
+        if length > self.max_body_size:
+            return ProtocolProblem(
+                f"message body of {length} bytes is over the limit of {self.max_body_size} bytes"
+            )
+        return length
+
+    def _start_resync(self) -> None:
+        # Drop one byte so the search cannot find the header that just failed.
+        del self._buffer[:1]
+        self._resyncing = True
+
+    def _resync(self) -> bool:
+        """Skip to the next `Content-Length:`; False while it has not arrived yet."""
+        found = self._buffer.find(_SYNC_TOKEN)
+        if found < 0:
+            # Keep a tail that may be the start of a token split across chunks.
+            keep = len(_SYNC_TOKEN) - 1
+            if len(self._buffer) > keep:
+                del self._buffer[: len(self._buffer) - keep]
+            return False
+        del self._buffer[:found]
+        self._resyncing = False
+        return True
+
+    # ---- outgoing -------------------------------------------------------
+
+    def send_response(
+        self,
+        request: Request | int,
+        body: Any = None,
+        success: bool = True,
+        message: str | None = None,
+        *,
+        command: str | None = None,
+    ) -> bytes:
+        """Answer `request` (a Request, or its seq together with `command`)."""
+        if isinstance(request, Request):
+            request_seq, command = request.seq, request.command
+        else:
+            request_seq = request
+            if command is None:
+                raise ValueError("command is required when answering by seq")
+        msg: dict[str, Any] = {
+            "type": "response",
+            "request_seq": request_seq,
+            "success": success,
+            "command": command,
+        }
+        if message is not None:
+            msg["message"] = message
+        if body is not None:
+            msg["body"] = body
+        return self._encode(msg)
+
+    def send_event(self, event: str, body: Any = None) -> bytes:
+        msg: dict[str, Any] = {"type": "event", "event": event}
+        if body is not None:
+            msg["body"] = body
+        return self._encode(msg)
+
+    def send_error(
+        self,
+        request_seq: int,
+        command: str,
+        message: str,
+        error_id: int,
+        format_vars: dict[str, str] | None = None,
+        *,
+        short_message: str | None = None,
+        show_user: bool | None = None,
+    ) -> bytes:
+        """A failed response with a structured `body.error` (an ErrorResponse).
+
+        `message` is the readable text; `short_message` goes in the response's
+        own `message` field (e.g. "cancelled") and defaults to `message`.
+        """
+        # `format` may hold {name} placeholders filled from `variables`; the
+        # plain `message` field carries the text with the values already in.
+        error: dict[str, Any] = {"id": error_id, "format": message}
+        text = message
+        if format_vars:
+            error["variables"] = {str(k): str(v) for k, v in format_vars.items()}
+            for name, value in error["variables"].items():
+                text = text.replace("{" + name + "}", value)
+        if show_user is not None:
+            error["showUser"] = show_user
+        return self.send_response(
+            request_seq,
+            body={"error": error},
+            success=False,
+            message=short_message if short_message is not None else text,
+            command=command,
+        )
+
+    def send_request(self, command: str, arguments: Any = None) -> bytes:
+        """A request to the peer (clients, and reverse requests such as runInTerminal)."""
+        msg: dict[str, Any] = {"type": "request", "command": command}
+        if arguments is not None:
+            msg["arguments"] = arguments
+        return self._encode(msg)
+
+    def _encode(self, msg: dict[str, Any]) -> bytes:
+        msg = {"seq": self._next_seq, **msg}
+        if self.outgoing_hook is not None:
+            self.outgoing_hook(msg)
+        try:
+            # ASCII output keeps lone surrogates (from undecodable names) valid on the wire.
+            payload = json.dumps(msg, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise OutgoingMessageError(f"{msg.get('command') or msg.get('event')}: {exc}") from exc
+        # Only a message that was really produced uses up a seq number.
+        self._next_seq += 1
+        data = payload.encode("ascii")
+        return b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+
+
+def parse_message(body: bytes) -> Message | ProtocolProblem:
+    """Turn one message body into a Request/Response/Event, or say what is wrong."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ProtocolProblem(f"message body is not UTF-8 (byte {exc.start})")
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return ProtocolProblem(f"message body is not JSON: {str(exc)[:200]}")
+    if not isinstance(obj, dict):
+        return ProtocolProblem(f"message is a JSON {type(obj).__name__}, not an object")
+
+    seq = obj.get("seq")
+    command = obj.get("command")
+    known_seq = seq if _is_int(seq) else None
+    known_command = command if isinstance(command, str) else None
+    kind = obj.get("type")
+
+    def problem(description: str) -> ProtocolProblem:
+        # Only a request can be answered, so only then pass seq/command along.
+        if kind == "request" and known_seq is not None and known_command is not None:
+            return ProtocolProblem(description, request_seq=known_seq, command=known_command)
+        return ProtocolProblem(description)
+
+    if "seq" not in obj:
+        return problem("message has no 'seq'")
+    if known_seq is None:
+        return problem(f"'seq' must be an integer, not {_json_type(seq)}")
+    if not isinstance(kind, str):
+        return problem("message has no string 'type'")
+
+    if kind == "request":
+        if known_command is None:
+            return problem("request has no string 'command'")
+        arguments = obj.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            return problem(f"'arguments' must be an object, not {_json_type(arguments)}")
+        return Request(seq, known_command, arguments, obj)
+    if kind == "response":
+        request_seq = obj.get("request_seq")
+        success = obj.get("success")
+        message = obj.get("message")
+        if not _is_int(request_seq):
+            return problem("response has no integer 'request_seq'")
+        if not isinstance(success, bool):
+            return problem("response has no boolean 'success'")
+        if known_command is None:
+            return problem("response has no string 'command'")
+        if message is not None and not isinstance(message, str):
+            return problem("response 'message' must be a string")
+        return Response(seq, request_seq, known_command, success, message, obj.get("body"), obj)
+    if kind == "event":
+        event = obj.get("event")
+        if not isinstance(event, str):
+            return problem("event has no string 'event'")
+        return Event(seq, event, obj.get("body"), obj)
+    return problem(f"unknown message type {kind[:40]!r}")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

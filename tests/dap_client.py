@@ -1,0 +1,315 @@
+"""A test-side DAP client built on debugpy's JsonIOStream, independent of the server's code.
+
+Every message the client receives is checked against the DAP JSON schema and
+for consecutive `seq` numbers; a violation fails the next call the test makes.
+The end of the file holds a minimal handler set and a way to start it as a
+server process, for end-to-end tests of the transport.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from debugpy.common.messaging import JsonIOStream, NoMoreMessages
+
+from dap_schema import validate_message
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS_DIR = os.path.join(REPO_ROOT, "tests")
+WAIT_SECONDS = 30.0  # a safety net against hangs, not a measurement
+
+
+class RequestFailed(AssertionError):
+    def __init__(self, response: dict[str, Any]):
+        self.response = response
+        super().__init__(f"{response.get('command')} failed: {response.get('message')}")
+
+
+class DapTestClient:
+    def __init__(self, stream: JsonIOStream, write_raw, closer, process: subprocess.Popen | None = None):
+        self._stream = stream
+        self._write_raw = write_raw
+        self._closer = closer
+        self.process = process
+        self.messages: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+        self._taken_events: set[int] = set()
+        self._next_seq = 1
+        self._write_lock = threading.Lock()
+        self._changed = threading.Condition()
+        self.eof = False
+        self._reader = threading.Thread(target=self._read_all, daemon=True)
+        self._reader.start()
+
+    # ---- receiving ----
+
+    def _read_all(self) -> None:
+        expected_seq = 1
+        while True:
+            try:
+                message = self._stream.read_json()
+            except (NoMoreMessages, OSError, ValueError):
+                break
+            problem = None
+            try:
+                validate_message(message)
+            except AssertionError as exc:
+                problem = str(exc)
+            if message.get("seq") != expected_seq:
+                problem = f"seq {message.get('seq')} where {expected_seq} was expected"
+            expected_seq += 1
+            with self._changed:
+                if problem:
+                    self.violations.append(problem)
+                self.messages.append(message)
+                self._changed.notify_all()
+        with self._changed:
+            self.eof = True
+            self._changed.notify_all()
+
+    def check(self) -> None:
+        if self.violations:
+            raise AssertionError("server sent invalid DAP: " + " | ".join(self.violations))
+
+    def _wait_for(self, predicate, what: str):
+        deadline = time.monotonic() + WAIT_SECONDS
+        with self._changed:
+            while True:
+                self.check()
+                found = predicate()
+                if found is not None:
+                    return found
+                if self.eof:
+                    raise AssertionError(f"server closed the stream while waiting for {what}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"no {what} from the server")
+                self._changed.wait(remaining)
+
+    def wait_response(self, request_seq: int) -> dict[str, Any]:
+        def find():
+            for message in self.messages:
+                if message.get("type") == "response" and message.get("request_seq") == request_seq:
+                    return message
+            return None
+
+        return self._wait_for(find, f"response to request {request_seq}")
+
+    def wait_event(self, name: str) -> dict[str, Any]:
+        """The first `name` event not returned by an earlier call."""
+
+        def find():
+            for index, message in enumerate(self.messages):
+                if message.get("type") == "event" and message.get("event") == name \
+                        and index not in self._taken_events:
+                    self._taken_events.add(index)
+                    return message
+            return None
+
+        return self._wait_for(find, f"'{name}' event")
+
+    def wait_closed(self) -> None:
+        self._wait_for(lambda: True if self.eof else None, "end of stream")
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [m for m in self.messages if m.get("type") == "event" and m.get("event") == name]
+
+    # ---- sending ----
+
+    def send(self, command: str, arguments: dict[str, Any] | None = None) -> int:
+        with self._write_lock:
+            seq = self._next_seq
+            self._next_seq += 1
+            message: dict[str, Any] = {"seq": seq, "type": "request", "command": command}
+            if arguments is not None:
+                message["arguments"] = arguments
+            self._stream.write_json(message)
+            return seq
+
+    def send_raw(self, data: bytes) -> None:
+        """Bytes as they are, for testing how the server copes with broken input."""
+        with self._write_lock:
+            self._write_raw(data)
+
+    def request_raw(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.wait_response(self.send(command, arguments))
+
+    def request(self, command: str, arguments: dict[str, Any] | None = None) -> Any:
+        """Send a request and return its response body; raise RequestFailed if it failed."""
+        response = self.request_raw(command, arguments)
+        if not response["success"]:
+            raise RequestFailed(response)
+        return response.get("body")
+
+    def close(self) -> None:
+        self._closer()
+        if self.process is not None:
+            try:
+                self.process.wait(WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(WAIT_SECONDS)
+        self.check()
+
+
+def _server_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([REPO_ROOT, TESTS_DIR, env.get("PYTHONPATH", "")])
+    return env
+
+
+class _StderrCollector:
+    def __init__(self, pipe):
+        self.lines: list[str] = []
+        self._pipe = pipe
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        for raw in self._pipe:
+            with self._changed:
+                self.lines.append(raw.decode("utf-8", "replace"))
+                self._changed.notify_all()
+
+    def wait_for_line(self, prefix: str) -> str:
+        deadline = time.monotonic() + WAIT_SECONDS
+        with self._changed:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._thread.is_alive():
+                    raise AssertionError(f"server never printed {prefix!r}; stderr: {''.join(self.lines)}")
+                self._changed.wait(min(remaining, 0.5))
+
+    @property
+    def text(self) -> str:
+        with self._changed:
+            return "".join(self.lines)
+
+
+def start_server_subprocess(args: list[str]) -> DapTestClient:
+    """Run `python *args` as a stdio DAP server and talk to it through its pipes."""
+    process = subprocess.Popen(
+        [sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+    )
+    stderr = _StderrCollector(process.stderr)
+    stream = JsonIOStream.from_process(process, name="server")
+
+    def write_raw(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    def closer() -> None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+
+    client = DapTestClient(stream, write_raw, closer, process)
+    client.stderr = stderr
+    return client
+
+
+def start_tcp_server_subprocess(args: list[str]) -> tuple[subprocess.Popen, _StderrCollector, int]:
+    """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed)."""
+    process = subprocess.Popen(
+        [sys.executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+    )
+    stderr = _StderrCollector(process.stderr)
+    line = stderr.wait_for_line("aspace-dap: listening on ")
+    port = int(line.strip().rsplit(":", 1)[1])
+    return process, stderr, port
+
+
+def connect_tcp(port: int, host: str = "127.0.0.1") -> DapTestClient:
+    sock = socket.create_connection((host, port), timeout=WAIT_SECONDS)
+    stream = JsonIOStream.from_socket(sock, name="server")
+    return DapTestClient(stream, sock.sendall, stream.close)
+
+
+# ---- a minimal server for end-to-end tests --------------------------------
+# Just enough handlers to exercise ordering, cancel, progress and failures;
+# the product's handlers live in aspace_dap/dap/handlers.py.
+
+from aspace_dap.dap.dispatch import Dispatcher, HandlerTable, Reply  # noqa: E402
+from aspace_dap.errors import AspaceError, LimitExceeded  # noqa: E402
+
+MINIMAL_HANDLERS = HandlerTable()
+MEMORY = bytes(range(256))
+MAX_READ = 1 << 20
+
+
+@MINIMAL_HANDLERS.request("initialize", required={"adapterID": str})
+def _initialize(ctx, arguments):
+    return {"supportsConfigurationDoneRequest": True, "supportsReadMemoryRequest": True,
+            "supportsTerminateRequest": True}
+
+
+@MINIMAL_HANDLERS.request("launch", optional={"program": str})
+def _launch(ctx, arguments):
+    progress = ctx.progress_start("Loading state", percentage=0)
+    ctx.progress_update(progress, "indexing", 50)
+    ctx.progress_end(progress)
+    ctx.state["launched"] = True
+    return Reply(events_after=[("stopped", {"reason": "exception", "threadId": 1, "allThreadsStopped": True})])
+
+
+@MINIMAL_HANDLERS.request("threads")
+def _threads(ctx, arguments):
+    if not ctx.state.get("launched"):
+        raise AspaceError("no GPU state is loaded")
+    return {"threads": [{"id": 1, "name": "wave 0"}, {"id": 2, "name": "wave 1"}]}
+
+
+@MINIMAL_HANDLERS.request("readMemory", required={"memoryReference": str, "count": int},
+                          optional={"offset": int})
+def _read_memory(ctx, arguments):
+    count = arguments["count"]
+    if count < 0 or count > MAX_READ:
+        raise LimitExceeded(f"readMemory of {count} bytes is over the limit of {MAX_READ}")
+    start = int(arguments["memoryReference"], 0) + arguments.get("offset", 0)
+    readable = MEMORY[max(start, 0):max(start + count, 0)] if start >= 0 else b""
+    return {"address": hex(start), "data": base64.b64encode(readable).decode("ascii"),
+            "unreadableBytes": count - len(readable)}
+
+
+@MINIMAL_HANDLERS.request("evaluate", required={"expression": str})
+def _evaluate(ctx, arguments):
+    expression = arguments["expression"]
+    if expression == "wait-for-cancel":
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        ctx.check_cancelled()
+    elif expression == "crash":
+        return {"result": str([][1]), "variablesReference": 0}
+    elif expression == "print":
+        print("a stray line on stdout")
+        os.write(1, b"and one written to fd 1\n")
+    return {"result": expression, "variablesReference": 0}
+
+
+def minimal_dispatcher() -> Dispatcher:
+    return Dispatcher(MINIMAL_HANDLERS, state={})
+
+
+def minimal_server_args(port: int | None = None) -> list[str]:
+    """`python` arguments that run the minimal server over stdio, or TCP when `port` is given."""
+    code = ("import sys; from dap_client import minimal_dispatcher; "
+            "from aspace_dap.dap.transport import run_server; "
+            f"sys.exit(run_server(minimal_dispatcher, port={port!r}))")
+    return ["-c", code]
