@@ -87,9 +87,9 @@ def _build_encodings() -> tuple[dict[str, OpSpec], dict[str, OpSpec], dict[str, 
 _PLAIN, _AMD_USER, _AMD_LEGACY = _build_encodings()
 
 
-def _allowed(vendor_ops: str) -> set[tuple[int, int | None]]:
+def _allowed(vendor_ops: str) -> set[OpSpec]:
     single, user = specs_for(vendor_ops)
-    return {(s.code, s.user_subop) for s in single} | {(s.code, s.user_subop) for s in user}
+    return set(single) | set(user)
 
 
 def _split_ops(text: str) -> list[str]:
@@ -218,7 +218,7 @@ class _Assembler:
             spec = _AMD_LEGACY.get(name)
             if spec is None:
                 raise AspaceError(f"{name} has no legacy single-byte encoding")
-        if self.allowed is not None and (spec.code, spec.user_subop) not in self.allowed:
+        if self.allowed is not None and spec not in self.allowed:
             raise AspaceError(f"{name} is not an operation of the {self.dialect.vendor_ops} dialect")
         return spec
 
