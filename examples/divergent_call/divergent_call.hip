@@ -3,7 +3,9 @@
 // a non-inlined device function so a real call frame exists.
 #include <hip/hip_runtime.h>
 
-__device__ __noinline__ float settle(float x, int lane, int steps)
+// HIP 5.2's host_defines.h defines __noinline__ as nothing, so the attribute is
+// spelled out; without it -O2 inlines the call away.
+__device__ __attribute__((noinline)) float settle(float x, int lane, int steps)
 {
     float acc = x;
     for (int i = 0; i < steps; ++i)
