@@ -1,0 +1,307 @@
+"""Line tables (.debug_line, versions 2-5): PC to source position and back.
+
+One `LineTable` per line program (one per compile unit). Rows are kept per
+sequence, sorted by address, so a PC lookup is a bisection.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import CodeObjectError
+from .loclists import ByteReader
+
+LNCT_PATH = 0x1
+LNCT_DIRECTORY_INDEX = 0x2
+LNCT_TIMESTAMP = 0x3
+LNCT_SIZE = 0x4
+LNCT_MD5 = 0x5
+LNCT_LLVM_SOURCE = 0x2001
+
+# Hostile input must not make a table take for ever to read.
+MAX_ROWS = 1 << 24
+
+
+@dataclass(frozen=True)
+class LineInfo:
+    file: str  # full path
+    line: int
+    column: int
+    is_stmt: bool
+    address: int = 0  # start address of the row that covers the PC
+
+
+@dataclass
+class _Sequence:
+    addresses: list[int]  # row start addresses, ascending; the last one is the end_sequence row
+    rows: list[tuple[int, int, int, bool]]  # (file index, line, column, is_stmt), same indexes
+
+
+def _join(directory: str, path: str) -> str:
+    if not directory or posixpath.isabs(path):
+        return posixpath.normpath(path) if path else path
+    return posixpath.normpath(posixpath.join(directory, path))
+
+
+class LineTable:
+    def __init__(self, files: dict[int, str], sources: dict[str, str], sequences: list[_Sequence]):
+        self.files = files  # file number -> full path
+        self.sources = sources  # full path -> embedded source text
+        self._sequences = sorted((s for s in sequences if s.addresses), key=lambda s: s.addresses[0])
+        self._starts = [s.addresses[0] for s in self._sequences]
+        self._reach = []  # highest end address of sequences[0..i]
+        reach = 0
+        for seq in self._sequences:
+            reach = max(reach, seq.addresses[-1])
+            self._reach.append(reach)
+
+    def lookup(self, pc: int) -> LineInfo | None:
+        i = bisect.bisect_right(self._starts, pc) - 1
+        # Sequences may overlap (e.g. discarded functions at address 0): walk back
+        # while an earlier sequence could still reach the PC.
+        while i >= 0 and self._reach[i] > pc:
+            seq = self._sequences[i]
+            if pc < seq.addresses[-1]:
+                j = bisect.bisect_right(seq.addresses, pc) - 1
+                file_no, line, column, is_stmt = seq.rows[j]
+                return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
+            i -= 1
+        return None
+
+    def matches_file(self, file_no: int, wanted: str) -> bool:
+        path = self.files.get(file_no)
+        if path is None:
+            return False
+        if path == wanted:
+            return True
+        return not posixpath.isabs(wanted) and path.endswith("/" + wanted.lstrip("./"))
+
+    def pcs_for_line(self, file: str, line: int) -> list[int]:
+        """Addresses where code for `line` begins (is_stmt rows that start a run of that line).
+
+        When the line has no code, the next line of the same file that has code is
+        used, as debuggers do for breakpoints on blank lines.
+        """
+        wanted = posixpath.normpath(file) if posixpath.isabs(file) else file
+        file_numbers = {n for n in self.files if self.matches_file(n, wanted)}
+        if not file_numbers:
+            return []
+        best_line = None
+        hits: dict[int, list[int]] = {}
+        for seq in self._sequences:
+            prev = None
+            for addr, row in zip(seq.addresses[:-1], seq.rows[:-1]):
+                file_no, row_line, _col, is_stmt = row
+                key = (file_no, row_line)
+                if file_no in file_numbers and row_line >= line and is_stmt and key != prev:
+                    hits.setdefault(row_line, []).append(addr)
+                    if best_line is None or row_line < best_line:
+                        best_line = row_line
+                prev = key
+        if best_line is None:
+            return []
+        return sorted(set(hits[best_line]))
+
+    def file_names(self) -> list[str]:
+        return sorted(set(self.files.values()))
+
+
+def parse_line_table(
+    data: bytes,
+    offset: int,
+    *,
+    comp_dir: str = "",
+    address_size: int = 8,
+    line_str: bytes = b"",
+    debug_str: bytes = b"",
+    strx: Callable[[int], str] | None = None,
+) -> LineTable:
+    r = ByteReader(data, offset, ".debug_line")
+    unit_length, offset_size = r.initial_length()
+    end = r.pos + unit_length
+    if end > len(data):
+        raise CodeObjectError(f".debug_line: unit at {offset:#x} runs past the section")
+    version = r.u16()
+    if version < 2 or version > 5:
+        raise CodeObjectError(f".debug_line: unsupported version {version} at {offset:#x}")
+    if version >= 5:
+        address_size = r.u8()
+        r.u8()  # segment selector size
+    header_length = r.offset(offset_size)
+    program_start = r.pos + header_length
+    min_inst = r.u8()
+    max_ops = r.u8() if version >= 4 else 1
+    default_is_stmt = bool(r.u8())
+    line_base = r.sint(1)
+    line_range = r.u8()
+    opcode_base = r.u8()
+    if line_range == 0:
+        raise CodeObjectError(f".debug_line: line_range 0 at {offset:#x}")
+    std_lengths = [r.u8() for _ in range(max(opcode_base - 1, 0))]
+
+    def string_at(section: bytes, name: str, off: int) -> str:
+        end_s = section.find(b"\0", off)
+        if off >= len(section) or end_s < 0:
+            raise CodeObjectError(f"{name}: bad string offset {off:#x}")
+        return section[off:end_s].decode("utf-8", "replace")
+
+    def read_form(form: int):
+        if form == 0x08:  # string
+            return r.cstr().decode("utf-8", "replace")
+        if form == 0x1F:  # line_strp
+            return string_at(line_str, ".debug_line_str", r.offset(offset_size))
+        if form == 0x0E:  # strp
+            return string_at(debug_str, ".debug_str", r.offset(offset_size))
+        if form in (0x1A, 0x25, 0x26, 0x27, 0x28):  # strx*
+            index = r.uleb() if form == 0x1A else r.uint({0x25: 1, 0x26: 2, 0x27: 3, 0x28: 4}[form])
+            if strx is None:
+                raise CodeObjectError(".debug_line: strx form without string offsets")
+            return strx(index)
+        if form == 0x0F:
+            return r.uleb()
+        if form == 0x0B:
+            return r.u8()
+        if form == 0x05:
+            return r.u16()
+        if form == 0x06:
+            return r.u32()
+        if form == 0x07:
+            return r.uint(8)
+        if form == 0x1E:
+            return r.bytes(16)
+        if form == 0x09:
+            return r.bytes(r.uleb())
+        raise CodeObjectError(f".debug_line: unsupported form {form:#x} in header at {offset:#x}")
+
+    def read_entries() -> list[dict[int, object]]:
+        fmt_count = r.u8()
+        fmt = [(r.uleb(), r.uleb()) for _ in range(fmt_count)]
+        count = r.uleb()
+        if count > len(data):
+            raise CodeObjectError(f".debug_line: absurd entry count {count} at {offset:#x}")
+        return [{ct: read_form(form) for ct, form in fmt} for _ in range(count)]
+
+    files: dict[int, str] = {}
+    sources: dict[str, str] = {}
+    if version >= 5:
+        dirs = [str(d.get(LNCT_PATH, "")) for d in read_entries()]
+        if dirs and comp_dir and not posixpath.isabs(dirs[0]):
+            dirs[0] = _join(comp_dir, dirs[0])
+        for i, entry in enumerate(read_entries()):
+            dir_index = entry.get(LNCT_DIRECTORY_INDEX, 0)
+            directory = dirs[dir_index] if isinstance(dir_index, int) and dir_index < len(dirs) else ""
+            directory = _join(comp_dir, directory) if comp_dir else directory
+            path = _join(directory, str(entry.get(LNCT_PATH, "")))
+            files[i] = path
+            source = entry.get(LNCT_LLVM_SOURCE)
+            if isinstance(source, str) and source:
+                sources.setdefault(path, source)
+    else:
+        dirs = [comp_dir]
+        while True:
+            d = r.cstr()
+            if not d:
+                break
+            dirs.append(_join(comp_dir, d.decode("utf-8", "replace")))
+        n = 1
+        while True:
+            name = r.cstr()
+            if not name:
+                break
+            dir_index = r.uleb()
+            r.uleb()
+            r.uleb()
+            directory = dirs[dir_index] if dir_index < len(dirs) else ""
+            files[n] = _join(directory, name.decode("utf-8", "replace"))
+            n += 1
+
+    r.pos = program_start
+    sequences = _run_program(r, end, version, address_size, min_inst, max_ops, default_is_stmt,
+                             line_base, line_range, opcode_base, std_lengths, files, dirs)
+    return LineTable(files, sources, sequences)
+
+
+def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_stmt,
+                 line_base, line_range, opcode_base, std_lengths, files, dirs) -> list[_Sequence]:
+    first_file = 1
+    sequences: list[_Sequence] = []
+    address = op_index = 0
+    file_no, line, column, is_stmt = first_file, 1, 0, default_is_stmt
+    addresses: list[int] = []
+    rows: list[tuple[int, int, int, bool]] = []
+    max_ops = max_ops or 1
+
+    def advance(operation_advance: int) -> None:
+        nonlocal address, op_index
+        if max_ops == 1:
+            address += min_inst * operation_advance
+        else:
+            total = op_index + operation_advance
+            address += min_inst * (total // max_ops)
+            op_index = total % max_ops
+
+    count = 0
+    while r.pos < end:
+        count += 1
+        if count > MAX_ROWS:
+            raise CodeObjectError(".debug_line: line program too long")
+        opcode = r.u8()
+        if opcode >= opcode_base:
+            adjusted = opcode - opcode_base
+            advance(adjusted // line_range)
+            line += line_base + adjusted % line_range
+            addresses.append(address)
+            rows.append((file_no, line, column, is_stmt))
+        elif opcode == 0:
+            length = r.uleb()
+            sub_start = r.pos
+            if length == 0:
+                continue
+            sub = r.u8()
+            if sub == 1:  # end_sequence
+                addresses.append(address)
+                rows.append((file_no, line, column, is_stmt))
+                sequences.append(_Sequence(addresses, rows))
+                addresses, rows = [], []
+                address = op_index = 0
+                file_no, line, column, is_stmt = first_file, 1, 0, default_is_stmt
+            elif sub == 2:
+                address = r.uint(length - 1)
+                op_index = 0
+            elif sub == 3:  # define_file (DWARF <= 4)
+                name = r.cstr().decode("utf-8", "replace")
+                dir_index = r.uleb()
+                directory = dirs[dir_index] if dir_index < len(dirs) else ""
+                files[max(files, default=0) + 1] = _join(directory, name)
+            r.pos = sub_start + length
+        elif opcode == 1:
+            addresses.append(address)
+            rows.append((file_no, line, column, is_stmt))
+        elif opcode == 2:
+            advance(r.uleb())
+        elif opcode == 3:
+            line += r.sleb()
+        elif opcode == 4:
+            file_no = r.uleb()
+        elif opcode == 5:
+            column = r.uleb()
+        elif opcode == 6:
+            is_stmt = not is_stmt
+        elif opcode == 8:
+            advance((255 - opcode_base) // line_range)
+        elif opcode == 9:
+            address += r.u16()
+            op_index = 0
+        elif opcode in (7, 10, 11):
+            pass
+        else:
+            # Unknown standard opcode (or set_isa): skip its ULEB operands.
+            for _ in range(std_lengths[opcode - 1]):
+                r.uleb()
+    if addresses:
+        # A sequence without end_sequence: keep what is there, ending at its last row.
+        sequences.append(_Sequence(addresses, rows))
+    return sequences
