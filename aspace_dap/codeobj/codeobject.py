@@ -1,0 +1,281 @@
+"""One device code object: its ELF, target, metadata, kernels and symbols."""
+
+from __future__ import annotations
+
+import bisect
+import io
+import struct
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.construct import ConstructError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from aspace_dap.errors import CodeObjectError
+
+from .descriptor import KERNEL_DESCRIPTOR_SIZE, KernelDescriptor
+from .elfflags import EM_AMDGPU, HSA_ABI_VERSION_OFFSET, decode_device_target, gfx_major
+from .metadata import (
+    AMDGPU_NOTE_OWNER,
+    NT_AMDGPU_METADATA,
+    KernelInfo,
+    decode_metadata,
+    kernels_from_metadata,
+    parse_notes,
+)
+
+# What pyelftools raises on malformed input, besides its own ELFError.
+ELF_PARSE_ERRORS = (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError,
+                    UnicodeDecodeError, OverflowError, TypeError)
+
+SHT_NOBITS = "SHT_NOBITS"
+SHT_NOTE = "SHT_NOTE"
+SHF_ALLOC = 0x2
+_SYMBOL_TYPES_WITH_EXTENT = ("STT_FUNC", "STT_OBJECT")
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    value: int
+    size: int
+    type: str  # "FUNC", "OBJECT", "NOTYPE", "SECTION", "FILE", ...
+    binding: str = "GLOBAL"  # "LOCAL", "GLOBAL", "WEAK"
+
+    def contains(self, address: int) -> bool:
+        return self.value <= address < self.value + max(self.size, 1)
+
+
+@dataclass(frozen=True)
+class _LoadedSection:
+    start: int
+    end: int
+    file_offset: int
+    nobits: bool
+
+
+def open_elf(data: bytes, where: str) -> ELFFile:
+    """An ELFFile over `data` whose headers have been checked against the buffer size."""
+    if not data.startswith(b"\x7fELF"):
+        raise CodeObjectError(f"{where}: not an ELF file")
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        for index in range(elf.num_sections()):
+            header = elf._get_section_header(index)
+            if header["sh_type"] != SHT_NOBITS and header["sh_offset"] + header["sh_size"] > len(data):
+                raise CodeObjectError(
+                    f"{where}: section {index} [{header['sh_offset']}, +{header['sh_size']}) "
+                    f"lies past the end of the {len(data)}-byte file (truncated?)"
+                )
+        elf.get_section_by_name(".shstrtab")  # forces the section name table to parse
+    except ELF_PARSE_ERRORS as exc:
+        raise CodeObjectError(f"{where}: malformed ELF: {exc}") from exc
+    return elf
+
+
+def raw_machine(data: bytes) -> int:
+    """e_machine as a number (pyelftools turns known values into names, unknown ones stay ints)."""
+    if len(data) < 20:
+        raise CodeObjectError("ELF header is truncated")
+    order = ">" if data[5] == 2 else "<"  # EI_DATA: 2 is big endian
+    return struct.unpack_from(f"{order}H", data, 18)[0]
+
+
+class CodeObject:
+    """A device ELF. Everything except DWARF is parsed eagerly so bad input fails at load."""
+
+    def __init__(self, data: bytes, name: str):
+        self.name = name
+        self.data = bytes(data)
+        self.elf = open_elf(self.data, name)
+        try:
+            header = self.elf.header
+            self.e_machine: int = raw_machine(self.data)
+            self.e_flags: int = header["e_flags"]
+            self.e_type: str = header["e_type"]
+            self.os_abi: int = self.data[7]  # EI_OSABI, raw: pyelftools names only some values
+            self.abi_version: int = header["e_ident"]["EI_ABIVERSION"]
+            target = decode_device_target(self.e_machine, self.e_flags, self.os_abi, self.abi_version)
+            self.vendor: str = target.vendor
+            self.processor: str = target.processor
+            self.xnack: str = target.xnack
+            self.sramecc: str = target.sramecc
+            self.generic_version: int = target.generic_version
+            self._sections = {s.name: s for s in self.elf.iter_sections() if s.name}
+            self._loaded = self._loaded_sections()
+            self.symbols: dict[str, Symbol] = self._read_symbols()
+            self.metadata: dict[str, Any] = self._read_metadata()
+        except ELF_PARSE_ERRORS as exc:
+            raise CodeObjectError(f"{name}: malformed ELF: {exc}") from exc
+        self._by_address = sorted(
+            (s for s in self.symbols.values() if s.type in ("FUNC", "OBJECT")),
+            key=lambda s: (s.value, s.type != "FUNC"),
+        )
+        self._starts = [s.value for s in self._by_address]
+        self._max_end = []
+        running = 0
+        for sym in self._by_address:
+            running = max(running, sym.value + max(sym.size, 1))
+            self._max_end.append(running)
+        self.kernels: list[KernelInfo] = self._read_kernels()
+        self._dwarf = None
+
+    def __repr__(self) -> str:
+        return f"CodeObject({self.name!r}, {self.vendor} {self.processor}, {len(self.kernels)} kernels)"
+
+    # Target facts
+    @property
+    def code_object_version(self) -> int | None:
+        """AMDHSA code object version (2..6), None for other OS ABIs and vendors."""
+        if self.e_machine != EM_AMDGPU or self.os_abi != 64:
+            return None
+        return self.abi_version + HSA_ABI_VERSION_OFFSET
+
+    @property
+    def target_id(self) -> str:
+        """"amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-" from metadata, else built from e_flags."""
+        target = self.metadata.get("amdhsa.target")
+        if isinstance(target, str):
+            return target
+        features = "".join(
+            f":{name}{'+' if state == 'on' else '-'}"
+            for name, state in (("sramecc", self.sramecc), ("xnack", self.xnack))
+            if state in ("on", "off")
+        )
+        return f"{self.processor}{features}"
+
+    @property
+    def wavefront_size(self) -> int:
+        """Wave width the kernels run at; GFX10+ defaults to 32, older GPUs only have 64."""
+        sizes = {k.wavefront_size for k in self.kernels}
+        if len(sizes) == 1:
+            return sizes.pop()
+        if self.vendor == "nvidia":
+            return 32
+        major = gfx_major(self.processor)
+        return 32 if major is not None and major >= 10 else 64
+
+    # Bytes
+    def section_data(self, name: str) -> bytes | None:
+        section = self._sections.get(name)
+        if section is None or section["sh_type"] == SHT_NOBITS:
+            return None
+        start = section["sh_offset"]
+        return self.data[start : start + section["sh_size"]]
+
+    def read_memory(self, address: int, size: int) -> bytes | None:
+        """Bytes of the loaded image at a virtual address; None if not backed by file data."""
+        for loaded in self._loaded:
+            if loaded.start <= address and address + size <= loaded.end:
+                if loaded.nobits:
+                    return None
+                offset = loaded.file_offset + (address - loaded.start)
+                return self.data[offset : offset + size]
+        return None
+
+    def text_range(self) -> tuple[int, int] | None:
+        text = self._sections.get(".text")
+        if text is None:
+            return None
+        return text["sh_addr"], text["sh_addr"] + text["sh_size"]
+
+    # Symbols
+    def symbol_at(self, address: int) -> Symbol | None:
+        """The function or object symbol covering `address` (functions win ties)."""
+        index = bisect.bisect_right(self._starts, address) - 1
+        while index >= 0 and self._max_end[index] > address:
+            candidate = self._by_address[index]
+            if candidate.contains(address):
+                # Walk back to the first symbol at this start so FUNC wins over OBJECT aliases.
+                while index > 0 and self._by_address[index - 1].value == candidate.value:
+                    index -= 1
+                    if self._by_address[index].contains(address):
+                        candidate = self._by_address[index]
+                return candidate
+            index -= 1
+        return None
+
+    def kernel(self, name: str) -> KernelInfo | None:
+        for kernel in self.kernels:
+            if name in (kernel.name, kernel.symbol):
+                return kernel
+        return None
+
+    # DWARF
+    def has_dwarf(self) -> bool:
+        return ".debug_info" in self._sections
+
+    def dwarf_info(self):
+        """pyelftools DWARFInfo, parsed on first use (relocations are already applied in linked objects)."""
+        if self._dwarf is None:
+            if not self.has_dwarf():
+                raise CodeObjectError(f"{self.name}: has no DWARF (.debug_info missing)")
+            try:
+                self._dwarf = self.elf.get_dwarf_info(relocate_dwarf_sections=self.e_type == "ET_REL")
+            except ELF_PARSE_ERRORS as exc:
+                raise CodeObjectError(f"{self.name}: malformed DWARF sections: {exc}") from exc
+        return self._dwarf
+
+    # Parsing helpers
+    def _loaded_sections(self) -> list[_LoadedSection]:
+        loaded = []
+        for section in self.elf.iter_sections():
+            if section["sh_flags"] & SHF_ALLOC and section["sh_size"]:
+                loaded.append(
+                    _LoadedSection(
+                        section["sh_addr"],
+                        section["sh_addr"] + section["sh_size"],
+                        section["sh_offset"],
+                        section["sh_type"] == SHT_NOBITS,
+                    )
+                )
+        return loaded
+
+    def _read_symbols(self) -> dict[str, Symbol]:
+        symbols: dict[str, Symbol] = {}
+        for section in self.elf.iter_sections():
+            if not isinstance(section, SymbolTableSection):
+                continue
+            for sym in section.iter_symbols():
+                if not sym.name or sym.name in symbols:
+                    continue  # .dynsym repeats .symtab entries
+                kind = sym["st_info"]["type"]
+                bind = sym["st_info"]["bind"]
+                symbols[sym.name] = Symbol(
+                    sym.name,
+                    sym["st_value"],
+                    sym["st_size"],
+                    kind[4:] if isinstance(kind, str) and kind.startswith("STT_") else str(kind),
+                    bind[4:] if isinstance(bind, str) and bind.startswith("STB_") else str(bind),
+                )
+        return symbols
+
+    def _read_metadata(self) -> dict[str, Any]:
+        if self.e_machine != EM_AMDGPU:
+            return {}
+        for section in self.elf.iter_sections():
+            if section["sh_type"] != SHT_NOTE:
+                continue
+            where = f"{self.name}: note section {section.name}"
+            for note in parse_notes(self.section_data(section.name) or b"", where):
+                if note.owner == AMDGPU_NOTE_OWNER and note.note_type == NT_AMDGPU_METADATA:
+                    return decode_metadata(note.desc, where)
+        return {}
+
+    def _read_kernels(self) -> list[KernelInfo]:
+        kernels = []
+        for kernel, descriptor_symbol in kernels_from_metadata(self.metadata, self.name):
+            symbol = self.symbols.get(descriptor_symbol)
+            if symbol is not None:
+                raw = self.read_memory(symbol.value, KERNEL_DESCRIPTOR_SIZE)
+                if raw is None:
+                    raise CodeObjectError(
+                        f"{self.name}: kernel descriptor {descriptor_symbol} at 0x{symbol.value:x} "
+                        f"is not inside a loaded section"
+                    )
+                kernel.descriptor = KernelDescriptor.parse(raw, symbol.value)
+            kernels.append(kernel)
+        return kernels

@@ -1,0 +1,70 @@
+"""Entry point: turn a file or buffer into the device code objects it holds."""
+
+from __future__ import annotations
+
+import os
+
+from aspace_dap.errors import CodeObjectError
+
+from .bundle import is_bundle, parse_bundles
+from .codeobject import ELF_PARSE_ERRORS, CodeObject, open_elf, raw_machine
+from .elfflags import EM_AMDGPU, EM_CUDA, EM_INTELGT
+
+DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT})
+HIP_FATBIN_SECTION = ".hip_fatbin"
+CUDA_FATBIN_SECTION = ".nv_fatbin"
+
+
+def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | memoryview, *,
+                      name: str | None = None) -> list[CodeObject]:
+    """Device code objects in a standalone ELF, an offload bundle, or a host ELF's .hip_fatbin.
+
+    Bundle entries that are not amdgcn device code (the host entry, other
+    targets) are skipped. Raises CodeObjectError when nothing usable is found.
+    """
+    if isinstance(path_or_bytes, (str, os.PathLike)):
+        path = os.fspath(path_or_bytes)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise CodeObjectError(f"cannot read code object {path}: {exc.strerror or exc}") from exc
+        label = name or os.path.basename(path)
+    elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        data = bytes(path_or_bytes)
+        label = name or "<memory>"
+    else:
+        raise CodeObjectError(f"cannot load a code object from {type(path_or_bytes).__name__}")
+
+    if is_bundle(data):
+        return _from_bundle(data, label)
+    if not data.startswith(b"\x7fELF"):
+        raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
+    if raw_machine(data) in DEVICE_MACHINES:
+        return [CodeObject(data, label)]
+    return _from_host_elf(data, label)
+
+
+def _from_bundle(data: bytes, label: str) -> list[CodeObject]:
+    objects = [
+        CodeObject(entry.data, f"{label}#{entry.bundle_id}")
+        for entry in parse_bundles(data, label)
+        if entry.is_amdgcn and entry.data
+    ]
+    if not objects:
+        raise CodeObjectError(f"{label}: offload bundle holds no amdgcn code object")
+    return objects
+
+
+def _from_host_elf(data: bytes, label: str) -> list[CodeObject]:
+    elf = open_elf(data, label)
+    try:
+        fatbin = elf.get_section_by_name(HIP_FATBIN_SECTION)
+        has_cuda_fatbin = elf.get_section_by_name(CUDA_FATBIN_SECTION) is not None
+        payload = fatbin.data() if fatbin is not None and fatbin["sh_type"] != "SHT_NOBITS" else None
+    except ELF_PARSE_ERRORS as exc:
+        raise CodeObjectError(f"{label}: malformed ELF: {exc}") from exc
+    if payload is None:
+        hint = " (it has .nv_fatbin: CUDA fat binaries are not supported)" if has_cuda_fatbin else ""
+        raise CodeObjectError(f"{label}: host ELF without a {HIP_FATBIN_SECTION} section{hint}")
+    return _from_bundle(payload, f"{label}:{HIP_FATBIN_SECTION}")
