@@ -143,6 +143,7 @@ def test_input_types_and_empty_expression():
     assert decode(b"", AMD) == []
     cached = decode_cached(raw, AMD)
     assert cached is decode_cached(raw, AMD) and isinstance(cached, tuple)
+    assert decode_cached(memoryview(raw), AMD) is cached
 
 
 # --- AMD: both encodings -------------------------------------------------------------

@@ -26,7 +26,6 @@ import re
 from ..errors import AspaceError
 from .opcodes import (
     FIXED_KINDS,
-    LLVM_USER,
     OpSpec,
     all_specs,
     canonical,
@@ -306,4 +305,4 @@ def assemble(text: str, dialect: Dialect | None = None, *, legacy_amd: bool = Fa
     return _Assembler(dialect, legacy_amd).assemble(text)
 
 
-__all__ = ["assemble", "encode_uleb", "encode_sleb", "LLVM_USER"]
+__all__ = ["assemble", "encode_uleb", "encode_sleb"]

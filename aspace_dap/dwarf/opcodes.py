@@ -288,8 +288,9 @@ def ref_size(version: int, address_size: int, offset_size: int) -> int:
     return address_size if version <= 2 else offset_size
 
 
-# One dispatch entry: (name, resolved operand kinds). USER marks DW_OP_LLVM_user.
-USER = ("DW_OP_LLVM_user", ("user",))
+# One dispatch entry: (name, resolved operand kinds). USER stands for 0xe9 in
+# tables with DW_OP_LLVM_user: its ULEB sub-op selects the entry of the user table.
+USER = ("DW_OP_LLVM_user", ())
 
 
 @lru_cache(maxsize=64)

@@ -179,7 +179,7 @@ def _tables(dialect: Dialect):
         if entry is None:
             return None
         name, kinds = entry
-        return name, tuple(READERS[k] for k in kinds if k != "user")
+        return name, tuple(READERS[k] for k in kinds)
 
     return tuple(bind(e) for e in single), {sub: bind(e) for sub, e in user.items()}
 
@@ -216,9 +216,13 @@ def decode(expr: bytes | bytearray | memoryview, dialect: Dialect) -> list[Op]:
     return ops
 
 
-@lru_cache(maxsize=4096)
-def decode_cached(expr: bytes, dialect: Dialect) -> tuple[Op, ...]:
+def decode_cached(expr: bytes | bytearray | memoryview, dialect: Dialect) -> tuple[Op, ...]:
     """`decode` memoised on (bytes, dialect); the result is shared, hence a tuple."""
+    return _decode_cached(expr if type(expr) is bytes else bytes(expr), dialect)
+
+
+@lru_cache(maxsize=4096)
+def _decode_cached(expr: bytes, dialect: Dialect) -> tuple[Op, ...]:
     return tuple(decode(expr, dialect))
 
 
