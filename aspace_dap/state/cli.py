@@ -1,0 +1,33 @@
+"""`aspace-dap state validate PATH`: print a dump's problems, or a one-line summary."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import AspaceError
+from .problems import Problem
+from .reader import load_state
+from .validate import validate_state
+
+
+def validate_command(path: str, json_output: bool = False) -> int:
+    """Exit status 0 when the dump loads (warnings allowed), 1 when it has errors."""
+    problems = validate_state(path)
+    summary = None
+    if not any(p.is_error for p in problems):
+        try:
+            with load_state(path) as state:
+                summary = state.summary()
+        except AspaceError as exc:  # e.g. a zip member that cannot be extracted
+            problems.append(Problem(getattr(exc, "path", "") or str(path), str(exc)))
+    ok = not any(p.is_error for p in problems)
+    if json_output:
+        print(json.dumps({"ok": ok, "summary": summary,
+                          "problems": [{"path": p.path, "message": p.message, "severity": p.severity}
+                                       for p in problems]}, indent=1))
+    else:
+        for problem in problems:
+            print(problem)
+        if ok:
+            print(f"ok: {summary}")
+    return 0 if ok else 1

@@ -1,0 +1,132 @@
+"""load_state: validate a dump, then build the model over memory-mapped files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StateError
+from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
+from .memory import Region, SparseMemory
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
+                    mask_to_lanes)
+from .numbers import parse_number
+from .private import PrivateMemory
+from .registers import RegisterFile
+from .validate import check_manifest, read_manifest
+
+
+def _num(value: Any, default: int | None = None) -> int | None:
+    return default if value is None else parse_number(value)
+
+
+class _Builder:
+    def __init__(self, manifest: dict, files: DumpFiles):
+        self.manifest = manifest
+        self.files = files
+        self.spans: dict[str, FileSpan] = {}
+        target = manifest["target"]
+        self.lanes = parse_number(target["lanes"])
+
+    def span(self, rel: str) -> FileSpan:
+        # Regions often share one file at different offsets: map it once.
+        found = self.spans.get(rel)
+        if found is None:
+            found = self.files.span(rel)
+            self.spans[rel] = found
+        return found
+
+    def regions(self, entries: list[dict], path: str) -> dict[str, SparseMemory]:
+        by_space: dict[str, list[Region]] = {}
+        for entry in entries:
+            region = Region(address=parse_number(entry["address"]), size=parse_number(entry["size"]),
+                            file=entry["file"], file_offset=parse_number(entry["file_offset"]),
+                            bank=_num(entry.get("bank")), span=self.span(entry["file"]))
+            by_space.setdefault(entry["space"], []).append(region)
+        return {space: SparseMemory(regions, space, path) for space, regions in by_space.items()}
+
+    def target(self) -> Target:
+        target = self.manifest["target"]
+        apertures = {name: Aperture(parse_number(a["base"]), parse_number(a["size"]))
+                     for name, a in (target.get("apertures") or {}).items()}
+        return Target(target["vendor"], target["processor"], self.lanes, apertures)
+
+    def code_objects(self) -> list[CodeObjectRef]:
+        return [CodeObjectRef(parse_number(e["id"]), self.files.materialise(e["path"]),
+                              parse_number(e["load_address"]), e["path"])
+                for e in self.manifest["code_objects"]]
+
+    def wave(self, entry: dict, path: str, layouts: dict[str, list[tuple[str, int]]]) -> Wave:
+        regs = entry["registers"]
+        registers = RegisterFile(layouts[regs["layout"]], self.files.span(regs["file"]), f"{path}.registers",
+                                 regs["layout"])
+        mask = entry.get("valid_lanes")
+        valid = np.ones(self.lanes, dtype=bool) if mask is None else mask_to_lanes(parse_number(mask), self.lanes)
+        private = None
+        if entry.get("private") is not None:
+            p = entry["private"]
+            size = parse_number(p["size"])
+            view = SparseMemory([Region(0, size, p["file"], 0, span=self.files.span(p["file"]))],
+                                "private_wave", f"{path}.private")
+            private = PrivateMemory(p["layout"], size, self.lanes, view, _num(p.get("base"), 0), f"{path}.private")
+        lane_pcs = None
+        if entry.get("lane_pcs") is not None:
+            lane_pcs = np.array([parse_number(pc) for pc in entry["lane_pcs"]], dtype=np.uint64)
+        return Wave(parse_number(entry["id"]), parse_number(entry["index_in_workgroup"]), registers, self.lanes,
+                    valid, private, lane_pcs, path)
+
+    def dispatches(self) -> list[Dispatch]:
+        layouts = {name: [(reg, parse_number(size)) for reg, size in entries]
+                   for name, entries in self.manifest["register_layouts"].items()}
+        result = []
+        for d, entry in enumerate(self.manifest["dispatches"]):
+            here = f"dispatches[{d}]"
+            workgroups = []
+            for g, wg in enumerate(entry["workgroups"]):
+                wg_path = f"{here}.workgroups[{g}]"
+                lds = None
+                if wg.get("lds") is not None:
+                    size = parse_number(wg["lds"]["size"])
+                    lds = SparseMemory([Region(0, size, wg["lds"]["file"], 0, span=self.files.span(wg["lds"]["file"]))],
+                                       "local", f"{wg_path}.lds")
+                waves = [self.wave(w, f"{wg_path}.waves[{i}]", layouts) for i, w in enumerate(wg["waves"])]
+                workgroups.append(Workgroup(tuple(parse_number(x) for x in wg["id"]), lds, waves, wg_path))
+            co = entry.get("code_object")
+            result.append(Dispatch(
+                parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
+                tuple(parse_number(x) for x in entry["grid_size"]),
+                tuple(parse_number(x) for x in entry["workgroup_size"]), workgroups,
+                self.regions(entry.get("memory") or [], f"{here}.memory"), here))
+        return result
+
+    def build(self) -> GpuState:
+        focus = self.manifest.get("focus")
+        stop = self.manifest.get("stop")
+        root = self.files.root if isinstance(self.files, FolderFiles) else None
+        return GpuState(
+            root=root, source=self.files.source, producer=self.manifest["producer"], manifest=self.manifest,
+            target=self.target(), code_objects=self.code_objects(),
+            memory=self.regions(self.manifest.get("memory") or [], "memory"),
+            dispatches=self.dispatches(),
+            focus=None if focus is None else Focus(parse_number(focus["wave"]), parse_number(focus["lane"])),
+            stop=None if stop is None else Stop(stop["reason"], stop.get("description") or ""),
+            files=self.files)
+
+
+def load_state(path: str | os.PathLike) -> GpuState:
+    """Open a dump folder or .zip; raises StateError(message, json_path) for the first problem."""
+    files = open_dump_files(Path(path))
+    try:
+        manifest, problem = read_manifest(files)
+        if problem is not None:
+            raise StateError(problem.message, problem.path)
+        for problem in check_manifest(manifest, files):
+            if problem.is_error:
+                raise StateError(problem.message, problem.path)
+        return _Builder(manifest, files).build()
+    except BaseException:
+        files.close()
+        raise

@@ -1,0 +1,145 @@
+"""GpuState.save: write the state, overlay writes included, as a new dump folder.
+
+Unknown bytes stay unknown: a region whose known bytes have gaps is saved as several
+regions, each with a file that stops where its known bytes stop (the rest of the
+region is the unavailable tail). Registers, LDS and private memory have one file
+each, so there an unknown byte may only be followed by unknown bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import StateError
+from .memory import Region, SparseMemory, _merge
+from .model import GpuState, Wave, lanes_to_mask
+from .numbers import parse_number
+from .writer import Blob, StateWriter
+
+_CHUNK = 16 << 20
+
+
+def _run_blob(memory: SparseMemory, region: Region, start: int, end: int) -> Blob:
+    """The bytes of [start, end) of a region: file contents, then overlay writes on top."""
+
+    def chunks() -> Iterator[bytes]:
+        for lo in range(start, end, _CHUNK):
+            hi = min(end, lo + _CHUNK)
+            data = np.zeros(hi - lo, dtype=np.uint8)
+            valid = np.zeros(hi - lo, dtype=bool)
+            position = lo - region.address
+            available_hi = min(hi, region.address + region.available)
+            if available_hi > lo and region.span is not None:
+                filled = 0
+                for piece in region.span.chunks(region.file_offset + position, available_hi - lo):
+                    data[filled : filled + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+                    filled += len(piece)
+                valid[:filled] = True
+            memory._apply_overlay_range(lo, data, valid)
+            yield data.tobytes()
+
+    return Blob(end - start, chunks)
+
+
+def _known_runs(memory: SparseMemory, region: Region) -> list[tuple[int, int]]:
+    runs = memory.written_runs(region.address, region.end)
+    if region.available:
+        runs.append((region.address, region.address + region.available))
+    return _merge(runs)
+
+
+def region_pieces(memory: SparseMemory, region: Region) -> list[tuple[int, int, Blob]]:
+    """(address, declared size, contents) pieces that together describe the region exactly."""
+    runs = _known_runs(memory, region)
+    pieces: list[tuple[int, int, Blob]] = []
+    if not runs or runs[0][0] > region.address:
+        first_end = runs[0][0] if runs else region.end
+        pieces.append((region.address, first_end - region.address, Blob.of(b"")))
+    for i, (start, end) in enumerate(runs):
+        declared_end = runs[i + 1][0] if i + 1 < len(runs) else region.end
+        pieces.append((start, declared_end - start, _run_blob(memory, region, start, end)))
+    return pieces
+
+
+def _single_file(memory: SparseMemory, what: str) -> tuple[int, Blob]:
+    """Declared size and contents of a one-file memory (LDS, private) whose known bytes form a prefix."""
+    region = memory.regions[0]
+    pieces = region_pieces(memory, region)
+    if len(pieces) != 1:
+        raise StateError(f"cannot save {what}: written bytes leave unknown bytes before them", memory.path)
+    return region.size, pieces[0][2]
+
+
+def _register_file(wave: Wave) -> tuple[list[tuple[str, int]], bytes]:
+    """Layout and bytes for a wave's registers; registers entirely unknown are left out.
+
+    Only the last register kept may end in unknown bytes (the file then stops early).
+    """
+    registers = wave.registers
+    layout: list[tuple[str, int]] = []
+    parts: list[bytes] = []
+    cut_short: str | None = None  # a register whose tail is unknown ends the file
+    for name, size in registers.layout:
+        data, valid = registers.raw(name)
+        if not valid.any():
+            continue
+        if cut_short is not None:
+            raise StateError(f"cannot save: register {name} is known but the file must end at "
+                             f"{cut_short}'s unknown bytes", registers.path)
+        known = size if valid.all() else int(np.argmin(valid))
+        if valid[known:].any():
+            raise StateError(f"cannot save: register {name} has unknown bytes between known ones",
+                             registers.path)
+        layout.append((name, size))
+        parts.append(data[:known].tobytes())
+        if known < size:
+            cut_short = name
+    return layout, b"".join(parts)
+
+
+def save_state(state: GpuState, path: Path) -> Path:
+    target = state.target
+    writer = StateWriter(target.vendor, target.processor, target.lanes,
+                         {n: (a.base, a.size) for n, a in target.apertures.items()} or None, state.producer)
+    for ref in state.code_objects:
+        writer.add_code_object(ref.path, ref.load_address, Path(ref.manifest_path or ref.path.name).name, ref.id)
+    for space, memory in state.memory.items():
+        for region in memory.regions:
+            for address, size, blob in region_pieces(memory, region):
+                writer.add_memory(space, address, blob, size, region.bank)
+    for name, entries in (state.manifest.get("register_layouts") or {}).items():
+        writer.add_register_layout(name, [(reg, parse_number(size)) for reg, size in entries])
+    for dispatch in state.dispatches:
+        builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
+                                      dispatch.workgroup_size, dispatch.id)
+        for space, memory in dispatch.memory.items():
+            for region in memory.regions:
+                for address, size, blob in region_pieces(memory, region):
+                    builder.add_memory(space, address, blob, size, region.bank)
+        for workgroup in dispatch.workgroups:
+            lds, lds_size = None, None
+            if workgroup.lds is not None:
+                lds_size, lds = _single_file(workgroup.lds, "LDS")
+            wg_builder = builder.add_workgroup(workgroup.id, lds, lds_size)
+            for wave in workgroup.waves:
+                layout, data = _register_file(wave)
+                layout_name = wave.registers.layout_name
+                if layout != wave.registers.layout or layout_name is None:
+                    layout_name = writer.add_register_layout(None, layout)
+                private, private_size, private_layout, private_base = None, None, "swizzled", None
+                if wave.private is not None:
+                    private_size, private = _single_file(wave.private.wave_view, "private memory")
+                    private_layout = wave.private.layout
+                    private_base = wave.private.base or None
+                valid = None if wave.valid_lanes.all() else lanes_to_mask(wave.valid_lanes)
+                wg_builder.add_wave(wave.id, wave.index_in_workgroup, Blob.of(data), layout_name, valid,
+                                    private, private_layout, private_size, private_base,
+                                    None if wave.lane_pcs is None else [int(pc) for pc in wave.lane_pcs])
+    if state.focus is not None:
+        writer.set_focus(state.focus.wave, state.focus.lane)
+    if state.stop is not None:
+        writer.set_stop(state.stop.reason, state.stop.description)
+    return writer.write(path)

@@ -1,0 +1,413 @@
+"""Checks a manifest (and the files it names) against format 1; never raises for a bad dump.
+
+Every problem carries the JSON path of the field that caused it. A file shorter than
+declared is a *warning*: the dump still loads and the missing tail reads as unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..errors import StateError
+from .files import DumpFiles, open_dump_files, path_problem
+from .numbers import MAX_U64, parse_number
+from .private import LAYOUTS, PER_LANE, SWIZZLED
+from .problems import ERROR, WARNING, Problem
+
+FORMAT_NAME = "aspace-gpustate"
+FORMAT_VERSION = 1
+VENDORS = ("amd", "nvidia", "intel")
+MAX_LANES = 4096  # far above any real wave; keeps masks and per-lane arrays sane
+
+_MISSING = object()
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class ManifestChecker:
+    def __init__(self, manifest: Any, files: DumpFiles | None):
+        self.manifest = manifest
+        self.files = files
+        self.problems: list[Problem] = []
+        self.lanes: int | None = None
+        self.vendor: str | None = None
+        self.layout_sizes: dict[str, int] = {}
+        self.code_object_ids: set[int] = set()
+        self.wave_ids: set[int] = set()
+
+    # ----- small checkers ------------------------------------------------------------------
+
+    def report(self, path: str, message: str, severity: str = ERROR) -> None:
+        self.problems.append(Problem(path, message, severity))
+
+    def field(self, obj: dict, key: str, path: str, required: bool = True) -> Any:
+        value = obj.get(key, _MISSING)
+        if value is None and not required:
+            value = _MISSING  # null in an optional field means absent
+        if value is _MISSING:
+            if required:
+                self.report(_join(path, key), "missing")
+            return _MISSING
+        return value
+
+    def number(self, obj: dict, key: str, path: str, required: bool = True, minimum: int = 0) -> int | None:
+        value = self.field(obj, key, path, required)
+        if value is _MISSING:
+            return None
+        return self.number_value(value, _join(path, key), minimum)
+
+    def number_value(self, value: Any, path: str, minimum: int = 0) -> int | None:
+        try:
+            number = parse_number(value)
+        except ValueError as exc:
+            self.report(path, str(exc))
+            return None
+        if number > MAX_U64:
+            self.report(path, f"{value!r} does not fit in 64 bits")
+            return None
+        if number < minimum:
+            self.report(path, f"must be at least {minimum}, got {number}")
+            return None
+        return number
+
+    def string(self, obj: dict, key: str, path: str, required: bool = True, nonempty: bool = True) -> str | None:
+        value = self.field(obj, key, path, required)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, str):
+            self.report(_join(path, key), f"expected a string, got {type(value).__name__}")
+            return None
+        if nonempty and not value:
+            self.report(_join(path, key), "must not be empty")
+            return None
+        return value
+
+    def obj(self, value: Any, path: str) -> dict | None:
+        if not isinstance(value, dict):
+            self.report(path, f"expected an object, got {type(value).__name__}")
+            return None
+        return value
+
+    def array(self, value: Any, path: str) -> list | None:
+        if not isinstance(value, list):
+            self.report(path, f"expected a list, got {type(value).__name__}")
+            return None
+        return value
+
+    def triple(self, obj: dict, key: str, path: str, minimum: int = 0) -> tuple[int, int, int] | None:
+        value = self.field(obj, key, path)
+        if value is _MISSING:
+            return None
+        here = _join(path, key)
+        if not isinstance(value, list) or len(value) != 3:
+            self.report(here, "expected a list of 3 numbers [x, y, z]")
+            return None
+        numbers = [self.number_value(v, f"{here}[{i}]", minimum) for i, v in enumerate(value)]
+        return None if None in numbers else tuple(numbers)  # type: ignore[return-value]
+
+    def file(self, obj: dict, key: str, path: str, needed: int | None) -> None:
+        """A file field: a safe relative path to an existing file, ideally `needed` bytes long."""
+        rel = self.field(obj, key, path)
+        if rel is _MISSING:
+            return
+        here = _join(path, key)
+        why = path_problem(rel)
+        if why is not None:
+            self.report(here, why)
+            return
+        if self.files is None:
+            return
+        size = self.files.size(rel)
+        if size is None:
+            self.report(here, "missing")
+        elif needed is not None and size < needed:
+            self.report(here, f"file has {size} bytes, {needed} declared: the tail is unavailable", WARNING)
+
+    # ----- sections ------------------------------------------------------------------------
+
+    def check(self) -> list[Problem]:
+        manifest = self.obj(self.manifest, "manifest.json")
+        if manifest is None:
+            return self.problems
+        fmt = self.field(manifest, "format", "")
+        if fmt is not _MISSING and fmt != FORMAT_NAME:
+            self.report("format", f"expected {FORMAT_NAME!r}, got {fmt!r}")
+        version = self.field(manifest, "version", "")
+        if version is not _MISSING:
+            try:
+                ok = parse_number(version) == FORMAT_VERSION
+            except ValueError:
+                ok = False
+            if not ok:
+                self.report("version", f"unsupported version {version!r} (this reader knows {FORMAT_VERSION})")
+        self.string(manifest, "producer", "", nonempty=False)
+        self.check_target(manifest)
+        self.check_code_objects(manifest)
+        memory = self.field(manifest, "memory", "", required=False)
+        if memory is not _MISSING:
+            self.check_regions(memory, "memory")
+        self.check_layouts(manifest)
+        self.check_dispatches(manifest)
+        self.check_focus_and_stop(manifest)
+        return self.problems
+
+    def check_target(self, manifest: dict) -> None:
+        value = self.field(manifest, "target", "")
+        target = None if value is _MISSING else self.obj(value, "target")
+        if target is None:
+            return
+        vendor = self.string(target, "vendor", "target")
+        if vendor is not None:
+            if vendor in VENDORS:
+                self.vendor = vendor
+            else:
+                self.report("target.vendor", f"unknown vendor {vendor!r} (expected one of {', '.join(VENDORS)})")
+        self.string(target, "processor", "target")
+        lanes = self.number(target, "lanes", "target", minimum=1)
+        if lanes is not None:
+            if lanes > MAX_LANES:
+                self.report("target.lanes", f"{lanes} lanes is more than {MAX_LANES}")
+            else:
+                self.lanes = lanes
+        apertures = self.field(target, "apertures", "target", required=False)
+        if apertures is not _MISSING and self.obj(apertures, "target.apertures") is not None:
+            for name, aperture in apertures.items():
+                here = f"target.apertures.{name}"
+                if self.obj(aperture, here) is not None:
+                    base = self.number(aperture, "base", here)
+                    size = self.number(aperture, "size", here)
+                    if base is not None and size is not None and base + size > MAX_U64 + 1:
+                        self.report(here, "aperture extends past the 64-bit address space")
+
+    def check_code_objects(self, manifest: dict) -> None:
+        value = self.field(manifest, "code_objects", "")
+        entries = None if value is _MISSING else self.array(value, "code_objects")
+        for i, entry in enumerate(entries or []):
+            here = f"code_objects[{i}]"
+            if self.obj(entry, here) is None:
+                continue
+            co_id = self.number(entry, "id", here)
+            if co_id is not None:
+                if co_id in self.code_object_ids:
+                    self.report(f"{here}.id", f"duplicate code object id {co_id}")
+                self.code_object_ids.add(co_id)
+            self.file(entry, "path", here, None)
+            self.number(entry, "load_address", here)
+
+    def check_regions(self, value: Any, path: str) -> None:
+        regions = self.array(value, path)
+        seen: dict[tuple[str, int | None], list[tuple[int, int, str]]] = {}
+        for i, region in enumerate(regions or []):
+            here = f"{path}[{i}]"
+            if self.obj(region, here) is None:
+                continue
+            space = self.string(region, "space", here)
+            address = self.number(region, "address", here)
+            size = self.number(region, "size", here)
+            offset = self.number(region, "file_offset", here)
+            bank = self.number(region, "bank", here, required=False)
+            needed = None if size is None or offset is None else size + offset
+            self.file(region, "file", here, needed)
+            if address is None or size is None or space is None:
+                continue
+            if address + size > MAX_U64 + 1:
+                self.report(here, "region extends past the 64-bit address space")
+                continue
+            key = (space, bank)
+            for other_start, other_end, other_path in seen.get(key, []):
+                if address < other_end and other_start < address + size:
+                    self.report(here, f"overlaps {other_path} in space {space!r} "
+                                      f"({other_start:#x}..{other_end:#x})")
+                    break
+            seen.setdefault(key, []).append((address, address + size, here))
+
+    def check_layouts(self, manifest: dict) -> None:
+        value = self.field(manifest, "register_layouts", "")
+        layouts = None if value is _MISSING else self.obj(value, "register_layouts")
+        for name, entries in (layouts or {}).items():
+            here = f"register_layouts.{name}"
+            if self.array(entries, here) is None:
+                continue
+            total, names, ok = 0, set(), True
+            for i, entry in enumerate(entries):
+                at = f"{here}[{i}]"
+                if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and entry[0]):
+                    self.report(at, "expected [register name, byte size]")
+                    ok = False
+                    continue
+                reg, size = entry[0], self.number_value(entry[1], f"{at}[1]", minimum=1)
+                if reg in names:
+                    self.report(at, f"register {reg} appears twice")
+                names.add(reg)
+                if size is None:
+                    ok = False
+                    continue
+                total += size
+                if reg == "exec" and self.vendor == "amd" and self.lanes in (32, 64) and size != self.lanes // 8:
+                    self.report(f"{at}[1]", f"exec is {size} bytes; a {self.lanes}-lane AMD wave needs "
+                                            f"{self.lanes // 8}")
+            if ok:
+                self.layout_sizes[name] = total
+
+    def check_dispatches(self, manifest: dict) -> None:
+        value = self.field(manifest, "dispatches", "")
+        dispatches = None if value is _MISSING else self.array(value, "dispatches")
+        dispatch_ids: set[int] = set()
+        for d, dispatch in enumerate(dispatches or []):
+            here = f"dispatches[{d}]"
+            if self.obj(dispatch, here) is None:
+                continue
+            dispatch_id = self.number(dispatch, "id", here)
+            if dispatch_id is not None:
+                if dispatch_id in dispatch_ids:
+                    self.report(f"{here}.id", f"duplicate dispatch id {dispatch_id}")
+                dispatch_ids.add(dispatch_id)
+            self.string(dispatch, "kernel", here)
+            co = self.field(dispatch, "code_object", here, required=False)
+            if co is not _MISSING and co is not None:
+                co_id = self.number_value(co, f"{here}.code_object")
+                if co_id is not None and co_id not in self.code_object_ids:
+                    self.report(f"{here}.code_object", f"no code object with id {co_id}")
+            self.triple(dispatch, "grid_size", here)
+            workgroup_size = self.triple(dispatch, "workgroup_size", here, minimum=1)
+            memory = self.field(dispatch, "memory", here, required=False)
+            if memory is not _MISSING:
+                self.check_regions(memory, f"{here}.memory")
+            value = self.field(dispatch, "workgroups", here)
+            workgroups = None if value is _MISSING else self.array(value, f"{here}.workgroups")
+            workgroup_ids: set[tuple] = set()
+            for g, workgroup in enumerate(workgroups or []):
+                self.check_workgroup(workgroup, f"{here}.workgroups[{g}]", workgroup_size, workgroup_ids)
+
+    def check_workgroup(self, workgroup: Any, here: str, workgroup_size, workgroup_ids: set) -> None:
+        if self.obj(workgroup, here) is None:
+            return
+        wg_id = self.triple(workgroup, "id", here)
+        if wg_id is not None:
+            if wg_id in workgroup_ids:
+                self.report(f"{here}.id", f"duplicate workgroup id {list(wg_id)}")
+            workgroup_ids.add(wg_id)
+        lds = self.field(workgroup, "lds", here, required=False)
+        if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
+            size = self.number(lds, "size", f"{here}.lds")
+            self.file(lds, "file", f"{here}.lds", size)
+        value = self.field(workgroup, "waves", here)
+        waves = None if value is _MISSING else self.array(value, f"{here}.waves")
+        for w, wave in enumerate(waves or []):
+            self.check_wave(wave, f"{here}.waves[{w}]", workgroup_size)
+
+    def check_wave(self, wave: Any, here: str, workgroup_size) -> None:
+        if self.obj(wave, here) is None:
+            return
+        wave_id = self.number(wave, "id", here)
+        if wave_id is not None:
+            if wave_id in self.wave_ids:
+                self.report(f"{here}.id", f"duplicate wave id {wave_id}")
+            self.wave_ids.add(wave_id)
+        index = self.number(wave, "index_in_workgroup", here)
+        lanes = self.lanes
+        if index is not None and lanes and workgroup_size:
+            items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
+            if index * lanes >= items:
+                self.report(f"{here}.index_in_workgroup",
+                            f"wave {index} starts at work-item {index * lanes}, past the workgroup's {items}",
+                            WARNING)
+        registers = self.field(wave, "registers", here)
+        if registers is not _MISSING and self.obj(registers, f"{here}.registers") is not None:
+            layout = self.string(registers, "layout", f"{here}.registers")
+            needed = None
+            if layout is not None:
+                if layout in self.layout_sizes:
+                    needed = self.layout_sizes[layout]
+                elif layout not in (self.manifest.get("register_layouts") or {}):
+                    self.report(f"{here}.registers.layout", f"no register layout named {layout!r}")
+            self.file(registers, "file", f"{here}.registers", needed)
+        valid = self.field(wave, "valid_lanes", here, required=False)
+        if valid is not _MISSING:
+            mask = self.number_value(valid, f"{here}.valid_lanes")
+            if mask is not None and lanes and mask >> lanes:
+                self.report(f"{here}.valid_lanes", f"mask {mask:#x} sets bits past lane {lanes - 1}")
+        private = self.field(wave, "private", here, required=False)
+        if private is not _MISSING:
+            self.check_private(private, f"{here}.private")
+        lane_pcs = self.field(wave, "lane_pcs", here, required=False)
+        if lane_pcs is not _MISSING and self.array(lane_pcs, f"{here}.lane_pcs") is not None:
+            if lanes is not None and len(lane_pcs) != lanes:
+                self.report(f"{here}.lane_pcs", f"has {len(lane_pcs)} entries, expected {lanes} (one per lane)")
+            for i, pc in enumerate(lane_pcs):
+                self.number_value(pc, f"{here}.lane_pcs[{i}]")
+
+    def check_private(self, private: Any, here: str) -> None:
+        if self.obj(private, here) is None:
+            return
+        layout = self.string(private, "layout", here)
+        if layout is not None and layout not in LAYOUTS:
+            self.report(f"{here}.layout", f"unknown layout {layout!r} (expected swizzled or per_lane)")
+        size = self.number(private, "size", here)
+        self.number(private, "base", here, required=False)
+        lanes = self.lanes
+        if size is not None and lanes:
+            if layout == SWIZZLED and size % (4 * lanes):
+                self.report(f"{here}.size", f"{size} is not a multiple of 4 * {lanes} lanes (swizzled)")
+            elif layout == PER_LANE and size % lanes:
+                self.report(f"{here}.size", f"{size} is not a multiple of {lanes} lanes (per_lane)")
+        self.file(private, "file", here, size)
+
+    def check_focus_and_stop(self, manifest: dict) -> None:
+        focus = self.field(manifest, "focus", "", required=False)
+        if focus is not _MISSING and self.obj(focus, "focus") is not None:
+            wave = self.number(focus, "wave", "focus")
+            if wave is not None and wave not in self.wave_ids:
+                self.report("focus.wave", f"no wave with id {wave}")
+            lane = self.number(focus, "lane", "focus")
+            if lane is not None and self.lanes is not None and lane >= self.lanes:
+                self.report("focus.lane", f"lane {lane} is not below {self.lanes}")
+        stop = self.field(manifest, "stop", "", required=False)
+        if stop is not _MISSING and self.obj(stop, "stop") is not None:
+            self.string(stop, "reason", "stop")
+            self.string(stop, "description", "stop", required=False, nonempty=False)
+
+
+def error_message(exc: StateError) -> str:
+    """The message of a StateError without its "path: " prefix."""
+    text = str(exc)
+    prefix = f"{exc.path}: "
+    return text[len(prefix):] if exc.path and text.startswith(prefix) else text
+
+
+def check_manifest(manifest: Any, files: DumpFiles | None = None) -> list[Problem]:
+    """Problems of an already parsed manifest; with `files`, also checks the files it names."""
+    return ManifestChecker(manifest, files).check()
+
+
+def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:
+    try:
+        raw = files.read_manifest()
+    except (OSError, KeyError) as exc:
+        return None, Problem("manifest.json", f"missing ({exc})" if not isinstance(exc, FileNotFoundError)
+                             else "missing")
+    except Exception as exc:  # a corrupt zip member surfaces as zlib/zipfile errors
+        return None, Problem("manifest.json", f"unreadable: {exc}")
+    try:
+        return json.loads(raw), None
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, Problem("manifest.json", f"not valid JSON: {exc}")
+
+
+def validate_state(path: str | os.PathLike) -> list[Problem]:
+    """Every problem of the dump at `path` (folder or .zip), errors and warnings. Never raises for bad dumps."""
+    try:
+        files = open_dump_files(path)
+    except StateError as exc:
+        return [Problem(str(path), error_message(exc))]
+    try:
+        manifest, problem = read_manifest(files)
+        if problem is not None:
+            return [problem]
+        return check_manifest(manifest, files)
+    finally:
+        files.close()

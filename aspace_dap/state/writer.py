@@ -1,0 +1,274 @@
+"""StateWriter: build a format-1 dump from numpy arrays / bytes (tests, examples, GpuState.save)."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from ..errors import StateError
+from .model import lanes_to_mask
+from .numbers import hex_number
+from .private import PER_LANE, SWIZZLED, swizzle
+from .validate import FORMAT_NAME, FORMAT_VERSION
+
+_ZERO_SKIP = 1 << 16  # all-zero chunks at least this long become holes in the written file
+
+
+class Blob:
+    """File contents produced in chunks, so large memories are streamed, not held in memory."""
+
+    def __init__(self, size: int, chunks: Callable[[], Iterable[bytes]]):
+        self.size = size
+        self._chunks = chunks
+
+    def chunks(self) -> Iterator[bytes]:
+        yield from self._chunks()
+
+    @classmethod
+    def of(cls, data: "bytes | bytearray | memoryview | np.ndarray | Blob") -> "Blob":
+        if isinstance(data, Blob):
+            return data
+        raw = _as_bytes(data)
+        return cls(len(raw), lambda: [raw])
+
+    @classmethod
+    def from_file(cls, path: Path) -> "Blob":
+        def read() -> Iterator[bytes]:
+            with open(path, "rb") as f:
+                while chunk := f.read(16 << 20):
+                    yield chunk
+        return cls(path.stat().st_size, read)
+
+
+def _as_bytes(data) -> bytes:
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        array = np.asarray(data)
+        if array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("<"))
+        return np.ascontiguousarray(array).tobytes()
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise StateError(f"expected bytes or a numpy array, got {type(data).__name__}", "writer")
+
+
+class WorkgroupBuilder:
+    def __init__(self, writer: "StateWriter", entry: dict):
+        self._writer = writer
+        self.entry = entry
+
+    def add_wave(self, id: int, index_in_workgroup: int,
+                 registers: "dict[str, bytes | np.ndarray] | bytes | Blob",
+                 layout: "str | list[tuple[str, int]] | None" = None,
+                 valid_lanes: "int | np.ndarray | None" = None,
+                 private: "bytes | np.ndarray | Blob | None" = None, private_layout: str = SWIZZLED,
+                 private_size: int | None = None, private_base: int | None = None,
+                 lane_pcs: "Iterable[int] | None" = None) -> int:
+        """Add a wave. `registers` maps names to values (in layout order if no layout is given) or is
+        the raw register file. A 2-D `private` array is (lanes, bytes per lane) and is laid out
+        for `private_layout`; 1-D data is the file as is."""
+        w = self._writer
+        path = f"wave {id}"
+        if isinstance(layout, list):
+            layout = w.add_register_layout(None, layout)
+        if isinstance(registers, dict):
+            values = {name: _as_bytes(value) for name, value in registers.items()}
+            if layout is None:
+                layout = w.add_register_layout(None, [(name, len(v)) for name, v in values.items()])
+            entries = w.layouts.get(layout)
+            if entries is None:
+                raise StateError(f"no register layout named {layout!r}", path)
+            extra = set(values) - {name for name, _ in entries}
+            if extra:
+                raise StateError(f"registers {sorted(extra)} are not in layout {layout!r}", path)
+            parts = []
+            for name, size in entries:
+                if name not in values:
+                    raise StateError(f"register {name} of layout {layout!r} has no value", path)
+                if len(values[name]) != size:
+                    raise StateError(f"register {name} has {len(values[name])} bytes, layout says {size}", path)
+                parts.append(values[name])
+            blob = Blob.of(b"".join(parts))
+        else:
+            if layout is None or layout not in w.layouts:
+                raise StateError("a raw register file needs a known layout", path)
+            blob = Blob.of(registers)
+        wave: dict = {"id": int(id), "index_in_workgroup": int(index_in_workgroup),
+                      "registers": {"layout": layout, "file": w.add_file(f"regs/wave-{id}.bin", blob)}}
+        if valid_lanes is not None:
+            mask = valid_lanes if isinstance(valid_lanes, (int, np.integer)) else lanes_to_mask(valid_lanes)
+            wave["valid_lanes"] = hex_number(mask)
+        if private is not None:
+            if isinstance(private, np.ndarray) and private.ndim == 2:
+                per_lane = np.ascontiguousarray(private).view(np.uint8).reshape(private.shape[0], -1)
+                private = swizzle(per_lane) if private_layout == SWIZZLED else per_lane.tobytes()
+            data = Blob.of(private)
+            entry = {"layout": private_layout, "file": w.add_file(f"mem/private-{id}.bin", data),
+                     "size": int(private_size if private_size is not None else data.size)}
+            if private_base is not None:
+                entry["base"] = hex_number(private_base)
+            wave["private"] = entry
+        if lane_pcs is not None:
+            wave["lane_pcs"] = [hex_number(pc) for pc in lane_pcs]
+        self.entry["waves"].append(wave)
+        return int(id)
+
+
+class DispatchBuilder:
+    def __init__(self, writer: "StateWriter", entry: dict):
+        self._writer = writer
+        self.entry = entry
+        self.id = entry["id"]
+
+    def add_workgroup(self, id: tuple[int, int, int], lds: "bytes | np.ndarray | Blob | None" = None,
+                      lds_size: int | None = None) -> WorkgroupBuilder:
+        entry: dict = {"id": [int(x) for x in id], "waves": []}
+        if lds is not None:
+            blob = Blob.of(lds)
+            name = f"mem/lds-{self.id}-{len(self.entry['workgroups'])}.bin"
+            entry["lds"] = {"file": self._writer.add_file(name, blob),
+                            "size": int(lds_size if lds_size is not None else blob.size)}
+        self.entry["workgroups"].append(entry)
+        return WorkgroupBuilder(self._writer, entry)
+
+    def add_memory(self, space: str, address: int, data, size: int | None = None, bank: int | None = None) -> None:
+        """Dispatch-owned memory: kernel parameters ("param"), constant banks ("const" with `bank`)."""
+        self.entry.setdefault("memory", []).append(
+            self._writer._region(space, address, data, size, bank, f"dispatch{self.id}-"))
+
+
+class StateWriter:
+    def __init__(self, target_vendor: str, processor: str, lanes: int,
+                 apertures: "dict[str, tuple[int, int]] | None" = None, producer: str = "aspace-dap StateWriter"):
+        self.target: dict = {"vendor": target_vendor, "processor": processor, "lanes": int(lanes)}
+        if apertures:
+            self.target["apertures"] = {
+                name: {"base": hex_number(base), "size": hex_number(size)}
+                for name, (base, size) in ((n, (a.base, a.size) if hasattr(a, "base") else a)
+                                           for n, a in apertures.items())}
+        self.lanes = int(lanes)
+        self.producer = producer
+        self.code_objects: list[dict] = []
+        self.memory: list[dict] = []
+        self.layouts: dict[str, list[tuple[str, int]]] = {}
+        self.dispatches: list[dict] = []
+        self.focus: dict | None = None
+        self.stop: dict | None = None
+        self.files: dict[str, Blob] = {}
+
+    def add_file(self, rel: str, blob: Blob) -> str:
+        """Register a file under a unique relative path; returns the path used."""
+        stem, dot, ext = rel.rpartition(".")
+        candidate, n = rel, 1
+        while candidate in self.files:
+            candidate = f"{stem}-{n}{dot}{ext}" if dot else f"{rel}-{n}"
+            n += 1
+        self.files[candidate] = blob
+        return candidate
+
+    def add_code_object(self, path_or_bytes: "str | os.PathLike | bytes | Blob", load_address: int = 0,
+                        name: str | None = None, id: int | None = None) -> int:
+        co_id = len(self.code_objects) if id is None else int(id)
+        if isinstance(path_or_bytes, (str, os.PathLike)):
+            source = Path(path_or_bytes)
+            blob = Blob.from_file(source)
+            name = name or source.name
+        else:
+            blob = Blob.of(path_or_bytes)
+            name = name or f"code-object-{co_id}.co"
+        self.code_objects.append({"id": co_id, "path": self.add_file(f"code/{name}", blob),
+                                  "load_address": hex_number(load_address)})
+        return co_id
+
+    def _region(self, space: str, address: int, data, size: int | None, bank: int | None, prefix: str = "") -> dict:
+        blob = Blob.of(data)
+        entry = {"space": space, "address": hex_number(address), "size": int(blob.size if size is None else size),
+                 "file": self.add_file(f"mem/{prefix}{space}-{len(self.files)}.bin", blob), "file_offset": 0}
+        if bank is not None:
+            entry["bank"] = int(bank)
+        return entry
+
+    def add_memory(self, space: str, address: int, data, size: int | None = None, bank: int | None = None) -> None:
+        """A device-wide region. `size` larger than the data declares an unavailable tail."""
+        self.memory.append(self._region(space, address, data, size, bank))
+
+    def add_register_layout(self, name: str | None, registers: "list[tuple[str, int]]") -> str:
+        """Add a layout; with name None, reuse an identical layout or invent a name."""
+        entries = [(str(reg), int(size)) for reg, size in registers]
+        if name is None:
+            for existing, known in self.layouts.items():
+                if known == entries:
+                    return existing
+            name = f"layout{len(self.layouts)}"
+            while name in self.layouts:
+                name += "_"
+        elif name in self.layouts and self.layouts[name] != entries:
+            raise StateError(f"register layout {name!r} already exists with other registers", "register_layouts")
+        self.layouts[name] = entries
+        return name
+
+    def add_dispatch(self, kernel: str, code_object: int | None, grid_size, workgroup_size,
+                     id: int | None = None) -> DispatchBuilder:
+        entry = {"id": len(self.dispatches) if id is None else int(id), "kernel": kernel,
+                 "code_object": code_object, "grid_size": [int(x) for x in grid_size],
+                 "workgroup_size": [int(x) for x in workgroup_size], "workgroups": []}
+        self.dispatches.append(entry)
+        return DispatchBuilder(self, entry)
+
+    def set_focus(self, wave: int, lane: int) -> None:
+        self.focus = {"wave": int(wave), "lane": int(lane)}
+
+    def set_stop(self, reason: str, description: str = "") -> None:
+        self.stop = {"reason": reason, "description": description}
+
+    def manifest(self) -> dict:
+        manifest: dict = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "producer": self.producer,
+                          "target": self.target, "code_objects": self.code_objects}
+        if self.memory:
+            manifest["memory"] = self.memory
+        manifest["register_layouts"] = {name: [[reg, size] for reg, size in entries]
+                                        for name, entries in self.layouts.items()}
+        manifest["dispatches"] = self.dispatches
+        if self.focus is not None:
+            manifest["focus"] = self.focus
+        if self.stop is not None:
+            manifest["stop"] = self.stop
+        return manifest
+
+    def _manifest_bytes(self) -> bytes:
+        return (json.dumps(self.manifest(), indent=1) + "\n").encode()
+
+    def write(self, path: "str | os.PathLike") -> Path:
+        """Write the dump as a folder (created if needed). Long runs of zeros become file holes."""
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        for rel, blob in self.files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as f:
+                for chunk in blob.chunks():
+                    if len(chunk) >= _ZERO_SKIP and not np.frombuffer(chunk, dtype=np.uint8).any():
+                        f.seek(len(chunk), os.SEEK_CUR)
+                    else:
+                        f.write(chunk)
+                f.truncate()
+        (root / "manifest.json").write_bytes(self._manifest_bytes())
+        return root
+
+    def write_zip(self, path: "str | os.PathLike", compression: int = zipfile.ZIP_STORED) -> Path:
+        """Write the dump as a zip; stored (the default) members can be mapped in place."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(target, "w", compression=compression) as archive:
+            archive.writestr("manifest.json", self._manifest_bytes())
+            for rel, blob in self.files.items():
+                info = zipfile.ZipInfo(rel, date_time=(2024, 1, 1, 0, 0, 0))
+                info.compress_type = compression
+                with archive.open(info, "w", force_zip64=blob.size > (1 << 31)) as member:
+                    for chunk in blob.chunks():
+                        member.write(chunk)
+        return target
