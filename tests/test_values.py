@@ -1,0 +1,90 @@
+"""Typed reads through locations, formatted like GDB."""
+
+import numpy as np
+
+from aspace_dap.dwarf.asm import assemble
+from aspace_dap.dwarf.evaluator import evaluate
+from aspace_dap.dwarf.target import Dialect
+from aspace_dap.dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED, ATE_SIGNED_CHAR, ATE_UNSIGNED, ArrayType,
+                                    BaseType, EnumType, Member, PointerType, StructType, TypedefType)
+from aspace_dap.values.format import format_obj
+from aspace_dap.values.objects import Obj
+
+from fake_target import FakeTarget
+
+AMD = Dialect(vendor_ops="amd", heterogeneous=True)
+INT = BaseType("int", 4, encoding=ATE_SIGNED)
+UINT = BaseType("unsigned int", 4, encoding=ATE_UNSIGNED)
+FLOAT = BaseType("float", 4, encoding=ATE_FLOAT)
+CHAR = BaseType("char", 1, encoding=ATE_SIGNED_CHAR)
+BOOL = BaseType("bool", 1, encoding=ATE_BOOLEAN)
+
+
+def obj_at(text, t, type_, lanes=(0,)):
+    lanes = np.array(lanes)
+    res = evaluate(assemble(text, AMD), t, AMD, lanes)
+    assert not res.errors
+    return Obj.from_location(type_, res.groups[0][1], t, lanes)
+
+
+def test_struct_with_bitfields_and_char():
+    t = FakeTarget()
+    s = StructType("P", 12, kind="struct", members=[
+        Member("a", INT, 0), Member("b", FLOAT, 32), Member("c", CHAR, 64),
+        Member("flag", UINT, 72, bit_size=3), Member("neg", INT, 75, bit_size=5)])
+    raw = (-3).to_bytes(4, "little", signed=True) + np.float32(1.5).tobytes() + b"A" + bytes([0b11101_101]) + b"\0\0"
+    t.poke(0, 0x1000, raw)
+    o = obj_at("DW_OP_addr 0x1000", t, s)
+    assert format_obj(o) == "{a = -3, b = 1.5, c = 65 'A', flag = 5, neg = -3}"
+
+
+def test_array_repeats_and_hex():
+    t = FakeTarget()
+    arr = ArrayType(None, None, element=INT, dims=[12])
+    t.poke(0, 0x2000, b"".join(int(v).to_bytes(4, "little") for v in [1, 2] + [7] * 10))
+    o = obj_at("DW_OP_addr 0x2000", t, arr)
+    assert format_obj(o) == "{1, 2, 7 <repeats 10 times>}"
+    two_d = ArrayType(None, None, element=INT, dims=[2, 2])
+    assert format_obj(obj_at("DW_OP_addr 0x2000", t, two_d), hex=True) == "{{0x1, 0x2}, {0x7, 0x7}}"
+
+
+def test_partially_optimized_out_struct():
+    t = FakeTarget()
+    s = StructType("P", 8, members=[Member("a", INT, 0), Member("b", INT, 32)])
+    o = obj_at("DW_OP_constu 42; DW_OP_stack_value; DW_OP_piece 4; DW_OP_piece 4", t, s)
+    assert format_obj(o) == "{a = 42, b = <optimized out>}"
+
+
+def test_unavailable_memory_is_not_zero():
+    t = FakeTarget()
+    t.poke(0, 0x3000, b"\x01\x00")  # only half of the int is in the dump
+    o = obj_at("DW_OP_addr 0x3000", t, INT)
+    assert format_obj(o) == "<unavailable>"
+
+
+def test_lane_wide_vgpr_variable():
+    t = FakeTarget()
+    o = obj_at("DW_OP_regx 2560; DW_OP_LLVM_push_lane; DW_OP_lit4; DW_OP_mul; DW_OP_LLVM_offset", t,
+               TypedefType("myint", None, target=UINT), lanes=range(64))
+    for lane in (0, 5, 63):
+        assert format_obj(o, lane) == str(int(t.vgprs[0][lane]))
+
+
+def test_enum_bool_pointer_float():
+    t = FakeTarget()
+    color = EnumType("color", 4, underlying=UINT, enumerators=[("RED", 0), ("GREEN", 1), ("BLUE", 2)])
+    flags = EnumType("flags", 4, underlying=UINT, enumerators=[("A", 1), ("B", 2), ("C", 4)])
+    t.poke(0, 0x10, (2).to_bytes(4, "little") + (5 | 8).to_bytes(4, "little") + b"\x01")
+    assert format_obj(obj_at("DW_OP_addr 0x10", t, color)) == "BLUE"
+    assert format_obj(obj_at("DW_OP_addr 0x14", t, flags)) == "(A | C | unknown: 0x8)"
+    assert format_obj(obj_at("DW_OP_addr 0x18", t, BOOL)) == "true"
+    ptr = PointerType(None, 8, target=INT)
+    t.poke(0, 0x20, (0x7F0000001000).to_bytes(8, "little"))
+    assert format_obj(obj_at("DW_OP_addr 0x20", t, ptr)) == "(int *) 0x7f0000001000"
+
+
+def test_char_array_as_string():
+    t = FakeTarget()
+    t.poke(0, 0x40, b"hi\0\0")
+    arr = ArrayType(None, None, element=CHAR, dims=[4])
+    assert format_obj(obj_at("DW_OP_addr 0x40", t, arr)) == '"hi"'
