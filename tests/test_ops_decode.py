@@ -43,7 +43,7 @@ def sample(kind: str, dialect: Dialect) -> tuple[str, bytes, tuple]:
         "block": ("4 0x3fc00000", b"\x04\x00\x00\xc0\x3f", (b"\x00\x00\xc0\x3f",)),
         "expr": ("(regx 65)", b"\x02\x90\x41", (b"\x90\x41",)),
         "typed_const": ("bytes:0000803f", b"\x04\x00\x00\x80\x3f", (b"\x00\x00\x80\x3f",)),
-        "encoded_addr": ("0x03 0x1234", b"\x03\x34\x12\x00\x00", (3, 0x1234)),
+        "encoded_addr": ("0x1234 0x03", b"\x03\x34\x12\x00\x00", (0x1234, 3)),
     }
     return samples[kind]
 
@@ -108,9 +108,9 @@ def test_every_known_name_is_in_some_dialect():
         (b"\xa8\x2a\xa9\x00", [("DW_OP_convert", (42,)), ("DW_OP_reinterpret", (0,))]),
         (b"\x9a\x44\x33\x22\x11", [("DW_OP_call_ref", (0x11223344,))]),
         (b"\xfa\x10\x00\x00\x00", [("DW_OP_GNU_parameter_ref", (0x10,))]),
-        (b"\xf1\x00" + b"\x00" * 7 + b"\x01", [("DW_OP_GNU_encoded_addr", (0, 1 << 56))]),
-        (b"\xf1\x09\x7f", [("DW_OP_GNU_encoded_addr", (9, -1))]),
-        (b"\xf1\x1b\xfc\xff\xff\xff", [("DW_OP_GNU_encoded_addr", (0x1B, -4))]),
+        (b"\xf1\x00" + b"\x00" * 7 + b"\x01", [("DW_OP_GNU_encoded_addr", (1 << 56, 0))]),
+        (b"\xf1\x09\x7f", [("DW_OP_GNU_encoded_addr", (-1, 9))]),
+        (b"\xf1\x1b\xfc\xff\xff\xff", [("DW_OP_GNU_encoded_addr", (-4, 0x1B))]),
         # largest ULEB and most negative SLEB that fit 64 bits, 10 bytes each
         (b"\x10" + b"\xff" * 9 + b"\x01", [("DW_OP_constu", ((1 << 64) - 1,))]),
         (b"\x11" + b"\x80" * 9 + b"\x7f", [("DW_OP_consts", (-(1 << 63),))]),
@@ -401,7 +401,7 @@ def test_assembler_operand_forms():
         "implicit_value bytes:zz",
         "implicit_value 1 300",
         "implicit_value 4",
-        "GNU_encoded_addr 0x05 1",
+        "GNU_encoded_addr 1 0x05",
         "(lit1)",
         "LLVM_user",
     ],

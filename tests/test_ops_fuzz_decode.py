@@ -94,7 +94,7 @@ def _operand(draw, kind: str, dialect: Dialect):
         else:
             bits = 8 * size
             value = draw(st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else st.integers(0, (1 << bits) - 1))
-        return f"{encoding} {_int_text(value, hexadecimal)}", (encoding, value)
+        return f"{_int_text(value, hexadecimal)} {encoding}", (value, encoding)
     else:
         raise AssertionError(kind)
     return _int_text(value, hexadecimal), (value,)

@@ -10,7 +10,7 @@ decimal or 0x-hex, optionally signed. Special operands:
 - implicit_value:       `4 0x3fc00000` (length, little-endian value) or `bytes:0000c03f`
 - const_type:           `<die> 4 0x3fc00000` or `<die> bytes:0000c03f`
 - entry_value:          `(regx 65)` (nested expression) or `bytes:9041`
-- GNU_encoded_addr:     `<DW_EH_PE encoding> <value>`
+- GNU_encoded_addr:     `<value> <DW_EH_PE encoding>` (operand order of the decoded Op)
 - `DW_OP_LLVM_user DW_OP_LLVM_push_lane` (llvm-dwarfdump's spelling) is accepted too.
 
 AMD operations use DW_OP_LLVM_user + sub-op unless `legacy_amd=True` (or the
@@ -278,10 +278,10 @@ class _Assembler:
         raise AspaceError(f"{op}: operand kind {kind} cannot be assembled")
 
     def encoded_addr(self, tokens: list[str], op: str) -> bytes:
-        encoding = _number(tokens.pop(0), op)
-        if not tokens:
-            raise AspaceError(f"{op}: missing value")
         value = _number(tokens.pop(0), op)
+        if not tokens:
+            raise AspaceError(f"{op}: missing DW_EH_PE encoding")
+        encoding = _number(tokens.pop(0), op)
         if not 0 <= encoding <= 0xFE:
             raise AspaceError(f"{op}: bad encoding {encoding}")
         fmt = encoding & 0x0F

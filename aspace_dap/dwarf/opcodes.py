@@ -21,7 +21,8 @@ Operand kinds (strings in `OpSpec.operands`):
   block                          ULEB length + bytes (DW_OP_implicit_value) -> bytes
   expr                           ULEB length + nested expression (entry_value) -> bytes
   typed_const                    1-byte length + bytes (const_type data) -> bytes
-  encoded_addr                   DW_EH_PE encoding byte + value (GNU_encoded_addr) -> 2 ints
+  encoded_addr                   DW_EH_PE encoding byte + value (GNU_encoded_addr) ->
+                                 (value, encoding): the address first, as for DW_OP_addr
 """
 
 from __future__ import annotations

@@ -146,7 +146,6 @@ def _encoded_addr_reader(address_size: int):
             size, signed = _EH_PE_FORMATS[fmt]
         else:
             raise DecodeError(f"unsupported GNU_encoded_addr encoding 0x{encoding:02x}", op_offset)
-        out.append(encoding)
         if size == 0:
             value, pos = (read_sleb if signed else read_uleb)(data, pos, end, op_offset)
         else:
@@ -155,6 +154,7 @@ def _encoded_addr_reader(address_size: int):
             value = int.from_bytes(data[pos:pos + size], "little", signed=signed)
             pos += size
         out.append(value)
+        out.append(encoding)
         return pos
 
     return read
