@@ -187,13 +187,14 @@ def parse_line_table(
     files: dict[int, str] = {}
     sources: dict[str, str] = {}
     if version >= 5:
+        # Directory 0 is the compilation directory; the others are relative to it.
         dirs = [str(d.get(LNCT_PATH, "")) for d in read_entries()]
-        if dirs and comp_dir and not posixpath.isabs(dirs[0]):
-            dirs[0] = _join(comp_dir, dirs[0])
+        if not dirs:
+            dirs = [comp_dir]
+        dirs = [dirs[0]] + [_join(dirs[0], d) for d in dirs[1:]]
         for i, entry in enumerate(read_entries()):
             dir_index = entry.get(LNCT_DIRECTORY_INDEX, 0)
             directory = dirs[dir_index] if isinstance(dir_index, int) and dir_index < len(dirs) else ""
-            directory = _join(comp_dir, directory) if comp_dir else directory
             path = _join(directory, str(entry.get(LNCT_PATH, "")))
             files[i] = path
             source = entry.get(LNCT_LLVM_SOURCE)
