@@ -313,3 +313,39 @@ def minimal_server_args(port: int | None = None) -> list[str]:
             "from aspace_dap.dap.transport import run_server; "
             f"sys.exit(run_server(minimal_dispatcher, port={port!r}))")
     return ["-c", code]
+
+
+# ---- framing for in-process tests -------------------------------------------
+
+
+class FrameReader:
+    """Splits `Content-Length` framed bytes into dicts; written apart from the server's parser."""
+
+    def __init__(self):
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        import json
+
+        self._buffer += data
+        messages = []
+        while True:
+            head, sep, rest = self._buffer.partition(b"\r\n\r\n")
+            if not sep:
+                return messages
+            fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n"))
+            length = int(fields[b"Content-Length"])
+            if len(rest) < length:
+                return messages
+            message = json.loads(rest[:length].decode("utf-8"))
+            validate_message(message)
+            messages.append(message)
+            self._buffer = rest[length:]
+
+
+def frame(message: dict[str, Any] | bytes) -> bytes:
+    """A client message (or a raw body) with its Content-Length header."""
+    import json
+
+    body = message if isinstance(message, bytes) else json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -17,6 +17,7 @@ thread-safe and must not block.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import traceback
@@ -246,7 +247,7 @@ _BUILTIN_COMMANDS = frozenset({"initialize", "configurationDone", "disconnect", 
 @dataclass
 class _HeldReply:
     request: Request
-    send: Callable[[], None]
+    send: Callable[[], Any]
 
 
 class Dispatcher:
@@ -413,7 +414,7 @@ class Dispatcher:
             if self._initialized:
                 self._send_error(request.seq, command, "initialize was already received", ERROR_ORDER)
                 return
-        elif not self._initialized:
+        elif not self._initialized and command != "disconnect":  # leaving is always allowed
             self._send_error(request.seq, command, f"'{command}' was sent before initialize", ERROR_ORDER)
             return
 
@@ -424,36 +425,41 @@ class Dispatcher:
         if command == "initialize":
             self.client_capabilities = dict(request.arguments)
 
+        # The outcome is decided first and sent later, because launch/attach
+        # answers (failures included) may have to wait for configurationDone.
         reply: Reply | None = None
+        outcome: Callable[[], Any]
         try:
             if spec is not None:
                 check_arguments(spec, request.arguments)
                 reply = _as_reply(spec.function(RequestContext(self, item), request.arguments))
             else:
                 reply = Reply()
+            outcome = functools.partial(self._send_reply, request, reply)
         except RequestCancelled:
-            self._send_cancelled(request)
+            outcome = functools.partial(self._send_cancelled, request)
         except AspaceError as exc:
-            self._send_error(request.seq, command, str(exc) or type(exc).__name__,
-                             ERROR_ARGUMENTS if isinstance(exc, ArgumentError) else ERROR_USER)
+            error_id = ERROR_ARGUMENTS if isinstance(exc, ArgumentError) else ERROR_USER
+            outcome = functools.partial(self._send_error, request.seq, command,
+                                        str(exc) or type(exc).__name__, error_id)
         except Exception as exc:  # a bug in a handler must not end the session
-            self._report_internal_error(request, exc)
-        finally:
-            if command == "disconnect":
-                self._finish_disconnect(request, reply)
-        if reply is None or command == "disconnect":
-            return
+            outcome = functools.partial(self._report_internal_error, request, exc)
 
-        if command == "initialize":
-            self._finish_initialize(request, reply)
+        if command == "disconnect":
+            self._finish_disconnect(outcome)
+        elif command == "initialize":
+            if reply is None:
+                outcome()
+            else:
+                self._finish_initialize(request, reply)
         elif command in self.defer_until_configured and self._defer_active and not self._configured:
             with self._lock:
-                self._held.append(_HeldReply(request, lambda: self._send_reply(request, reply)))
+                self._held.append(_HeldReply(request, outcome))
         else:
-            self._send_reply(request, reply)
+            outcome()
             if command == "configurationDone":
                 self._release_held()
-            elif command == "terminate" and not self._terminated_sent:
+            elif command == "terminate" and reply is not None and not self._terminated_sent:
                 self.send_event("terminated")
 
     def _finish_initialize(self, request: Request, reply: Reply) -> None:
@@ -478,14 +484,13 @@ class Dispatcher:
             for entry in held:
                 entry.send()
 
-    def _finish_disconnect(self, request: Request, reply: Reply | None) -> None:
+    def _finish_disconnect(self, outcome: Callable[[], Any]) -> None:
         with self._lock:
             # Nobody will send configurationDone now; do not leave held requests unanswered.
             held, self._held = self._held, []
             for entry in held:
                 self._send_cancelled(entry.request)
-            if reply is not None:
-                self._send_reply(request, reply)
+            outcome()
             self.closed = True
 
     def _send_reply(self, request: Request, reply: Reply) -> bool:

@@ -111,6 +111,11 @@ class DapConnection:
     def peer_closed(self) -> bool:
         return self._eof
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held while waiting for the rest of a message (bounded by the caps)."""
+        return len(self._buffer)
+
     def receive_data(self, data: bytes) -> None:
         if not data:
             self._eof = True
@@ -281,13 +286,13 @@ class DapConnection:
 
     def _encode(self, msg: dict[str, Any]) -> bytes:
         msg = {"seq": self._next_seq, **msg}
-        if self.outgoing_hook is not None:
-            self.outgoing_hook(msg)
         try:
             # ASCII output keeps lone surrogates (from undecodable names) valid on the wire.
             payload = json.dumps(msg, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise OutgoingMessageError(f"{msg.get('command') or msg.get('event')}: {exc}") from exc
+        if self.outgoing_hook is not None:
+            self.outgoing_hook(msg)
         # Only a message that was really produced uses up a seq number.
         self._next_seq += 1
         data = payload.encode("ascii")
