@@ -54,16 +54,24 @@ class BundleEntry:
 
     @property
     def triple(self) -> str:
-        """The four-part target triple ("amdgcn-amd-amdhsa-"), without the target ID."""
-        rest = self.bundle_id.split("-", 1)[1] if "-" in self.bundle_id else ""
-        return "-".join(rest.split("-")[:4])
+        """The target triple ("amdgcn-amd-amdhsa-" with its empty environment), without the target ID."""
+        return self._split()[0]
 
     @property
     def target_id(self) -> str:
         """Processor plus features ("gfx90a:xnack-"); empty for host entries."""
+        return self._split()[1]
+
+    def _split(self) -> tuple[str, str]:
+        # "<kind>-<triple>[-<target id>]": the triple has 3 or 4 dash-separated
+        # parts (the environment may be empty, giving "--gfx90a"), and the
+        # target ID's features may themselves end in "-", so split at the processor.
         rest = self.bundle_id.split("-", 1)[1] if "-" in self.bundle_id else ""
-        parts = rest.split("-", 4)
-        return parts[4] if len(parts) == 5 else ""
+        for marker in ("-gfx", "-sm_"):
+            index = rest.find(marker)
+            if index >= 0:
+                return rest[:index], rest[index + 1 :]
+        return rest, ""
 
     @property
     def is_amdgcn(self) -> bool:
