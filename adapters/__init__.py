@@ -1,1 +1,15 @@
-"""Target adapters: one module per GPU family (amdgpu, nvptx, intel)."""
+"""Target adapters: one module per GPU family. `adapter_for(vendor)` picks one."""
+
+from aspace_dap.errors import StateError
+
+from .base import TargetAdapter, WaveTarget
+
+
+def adapter_for(vendor: str) -> TargetAdapter:
+    if vendor == "amd":
+        from .amdgpu import AmdgpuAdapter
+        return AmdgpuAdapter()
+    raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd)", "target.vendor")
+
+
+__all__ = ["TargetAdapter", "WaveTarget", "adapter_for"]

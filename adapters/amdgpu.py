@@ -1,0 +1,194 @@
+"""AMDGPU: register numbers, address spaces and the two DWARF dialects.
+
+ROCm's heterogeneous dialect addresses a vector register as the whole wave
+(`regx VGPRn; push_lane; lit4; mul; offset` picks the lane's dword) and uses
+DW_ASPACE numbers. Upstream LLVM (Debian's clang) writes a plain `regx VGPRn`
+meaning the current lane's dword, `addrx; lit2; swap; xderef` for LDS with
+its own numbering (1 = private, 2 = local), and a frame base in SGPR33 that
+holds a wave-scaled scratch offset.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
+from aspace_dap.errors import EvaluationError, StateError, UnavailableError
+
+from .base import TargetAdapter, WaveTarget, unavailable
+
+GLOBAL = AddressSpace(0, "global", 8, "device")
+GENERIC = AddressSpace(1, "generic", 8, "device")
+REGION = AddressSpace(2, "region", 4, "device")
+LOCAL = AddressSpace(3, "local", 4, "workgroup")
+PRIVATE_LANE = AddressSpace(5, "private_lane", 4, "lane")
+PRIVATE_WAVE = AddressSpace(6, "private_wave", 4, "wave")
+PRIVATE_LANE_N = [AddressSpace(0x20 + n, f"private_lane{n}", 4, "wave") for n in range(64)]
+
+SPACES = {s.name: s for s in [GLOBAL, GENERIC, REGION, LOCAL, PRIVATE_LANE, PRIVATE_WAVE, *PRIVATE_LANE_N]}
+BY_NUMBER = {s.number: s for s in SPACES.values()}
+# upstream LLVM's DW_OP_xderef address-space ids
+UPSTREAM_XDEREF = {0: GLOBAL, 1: PRIVATE_LANE, 2: LOCAL}
+
+PC_64 = 16
+EXEC_64 = 17
+EXEC_32 = 1
+SGPR0, SGPR64 = 32, 1088
+VGPR32_0, AGPR32_0 = 1536, 2048
+VGPR64_0, AGPR64_0 = 2560, 3072
+FRAME_REGS = (64, 65)  # SGPR32 (stack pointer), SGPR33 (frame pointer)
+
+
+class AmdgpuAdapter(TargetAdapter):
+    vendor = "amd"
+    address_size = 8
+
+    def spaces(self):
+        return SPACES
+
+    def pointer_space(self, dwarf_class, dialect):
+        # HIP pointers are flat (generic) unless the type says otherwise
+        if dwarf_class is None:
+            return GENERIC
+        if dialect.heterogeneous:
+            return BY_NUMBER.get(dwarf_class, GENERIC)
+        return UPSTREAM_XDEREF.get(dwarf_class, GENERIC)
+
+    def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
+        vbase, abase = (VGPR64_0, AGPR64_0) if lanes == 64 else (VGPR32_0, AGPR32_0)
+        whole = dialect.heterogeneous
+        if regno == PC_64:
+            return RegisterInfo(regno, "pc", 8, False)
+        if (regno == EXEC_64 and lanes == 64) or (regno == EXEC_32 and lanes == 32):
+            return RegisterInfo(regno, "exec", lanes // 8, False)
+        if SGPR0 <= regno < SGPR0 + 64:
+            return RegisterInfo(regno, f"s{regno - SGPR0}", 4, False)
+        if SGPR64 <= regno < SGPR64 + 42:
+            return RegisterInfo(regno, f"s{regno - SGPR64 + 64}", 4, False)
+        for base, prefix in ((vbase, "v"), (abase, "a")):
+            if base <= regno < base + 256:
+                name = f"{prefix}{regno - base}"
+                return RegisterInfo(regno, name, 4 * lanes, False) if whole else RegisterInfo(regno, name, 4, True)
+        raise UnavailableError(f"DWARF register {regno} is not an AMDGPU {'wave64' if lanes == 64 else 'wave32'} register")
+
+    def register_number(self, name: str, lanes: int) -> int | None:
+        name = name.lower()
+        if name == "pc":
+            return PC_64
+        if name == "exec":
+            return EXEC_64 if lanes == 64 else EXEC_32
+        if name[:1] in "sva" and name[1:].isdigit():
+            n = int(name[1:])
+            if name[0] == "s":
+                return SGPR0 + n if n < 64 else SGPR64 + n - 64 if n < 106 else None
+            if n < 256:
+                return (VGPR64_0 if lanes == 64 else VGPR32_0) + n if name[0] == "v" else \
+                    (AGPR64_0 if lanes == 64 else AGPR32_0) + n
+        return None
+
+    def thread_name(self, wave, active: int, total: int) -> str:
+        # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup
+        wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
+        dispatch = wave.dispatch.id if wave.dispatch is not None else 0
+        return (f"AMDGPU Wave 0:0:{dispatch}:{wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
+                f" [{active}/{total} active]")
+
+    def wave_target(self, state, wave, dialect):
+        return AmdgpuWaveTarget(self, state, wave, dialect)
+
+
+class AmdgpuWaveTarget(WaveTarget):
+    def xderef_address_space(self, number):
+        if self.dialect.heterogeneous:
+            return self.address_space(number)
+        space = UPSTREAM_XDEREF.get(number)
+        if space is None:
+            raise EvaluationError(f"unknown DW_OP_xderef address space {number} (upstream AMDGPU numbering)")
+        return space
+
+    def frame_base_address(self, regno, value):
+        if regno in FRAME_REGS:
+            # the stack and frame pointers hold a wave-scaled scratch offset: one lane's bytes are
+            # interleaved with the others', so a lane address is the offset divided by the wave size
+            shift = np.uint64(6 if self.lanes == 64 else 5)
+            return PRIVATE_LANE, (value >> shift) & np.uint64(0xFFFFFFFF)
+        return GLOBAL, value
+
+    # ------------------------------------------------------------------ memory
+
+    def _storage(self, space: AddressSpace):
+        if space.name == "global":
+            return self.state.memory.get("global")
+        if space.name == "region":
+            return self.state.memory.get("region")
+        if space.name == "local":
+            wg = self.wave.workgroup
+            return wg.lds if wg is not None else None
+        if space.name == "private_wave":
+            return self.wave.private.wave_view if self.wave.private is not None else None
+        return None
+
+    def read_memory(self, space, lanes, addrs, size) -> MemoryRead:
+        lanes = np.asarray(lanes, np.int64)
+        addrs = np.asarray(addrs, np.uint64)
+        g = len(lanes)
+        if space.name == "generic":
+            return self._read_generic(lanes, addrs, size)
+        if space.name.startswith("private_lane"):
+            private = self.wave.private
+            if private is None:
+                return unavailable(g, size)
+            owner = lanes if space.name == "private_lane" else np.full(g, space.number - 0x20, np.int64)
+            data, valid = private.read_lane(owner, addrs, size)
+            return MemoryRead(data.reshape(g, size), valid.reshape(g, size))
+        mem = self._storage(space)
+        if mem is None:
+            return unavailable(g, size)
+        data, valid = mem.read_many(addrs, size)
+        return MemoryRead(data, valid)
+
+    def _read_generic(self, lanes, addrs, size) -> MemoryRead:
+        """Flat addresses: the LDS and scratch apertures, everything else global."""
+        g = len(lanes)
+        data = np.zeros((g, size), np.uint8)
+        valid = np.zeros((g, size), bool)
+        rest = np.ones(g, bool)
+        apertures = self.state.target.apertures or {}
+        for name, space in (("local", LOCAL), ("private", PRIVATE_LANE)):
+            ap = apertures.get(name)
+            if ap is None:
+                continue
+            hit = (addrs >= np.uint64(ap.base)) & (addrs < np.uint64(ap.base + ap.size))
+            if hit.any():
+                got = self.read_memory(space, lanes[hit], addrs[hit] - np.uint64(ap.base), size)
+                data[hit], valid[hit] = got.data, got.valid
+                rest &= ~hit
+        if rest.any():
+            got = self.read_memory(GLOBAL, lanes[rest], addrs[rest], size)
+            data[rest], valid[rest] = got.data, got.valid
+        return MemoryRead(data, valid)
+
+    def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
+        for name, space in (("local", LOCAL), ("private", PRIVATE_LANE)):
+            ap = (self.state.target.apertures or {}).get(name)
+            if ap is not None and ap.base <= addr < ap.base + ap.size:
+                return space, addr - ap.base
+        return GLOBAL, addr
+
+    def write_memory(self, space, lanes, addrs, data) -> None:
+        for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):
+            lane, addr, raw = int(lane), int(addr), bytes(row)
+            if space.name == "generic":
+                space2, addr2 = self.resolve_generic(addr)
+                self.write_memory(space2, [lane], [addr2], [row])
+                continue
+            if space.name.startswith("private_lane"):
+                if self.wave.private is None:
+                    raise StateError("this wave has no private memory in the dump")
+                owner = lane if space.name == "private_lane" else space.number - 0x20
+                self.wave.private.write_lane(owner, addr, raw)
+                continue
+            mem = self._storage(space)
+            if mem is None:
+                raise StateError(f"the dump holds no {space.name} memory for this wave")
+            mem.write(addr, raw)
