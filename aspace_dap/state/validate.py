@@ -35,7 +35,8 @@ class ManifestChecker:
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
-        self.layout_sizes: dict[str, int] = {}
+        self.layout_sizes: dict[str, int] = {}  # layouts without problems: name -> file size
+        self.layout_names: set[str] = set()
         self.code_object_ids: set[int] = set()
         self.wave_ids: set[int] = set()
 
@@ -229,6 +230,7 @@ class ManifestChecker:
         value = self.field(manifest, "register_layouts", "")
         layouts = None if value is _MISSING else self.obj(value, "register_layouts")
         for name, entries in (layouts or {}).items():
+            self.layout_names.add(name)
             here = f"register_layouts.{name}"
             if self.array(entries, here) is None:
                 continue
@@ -323,7 +325,7 @@ class ManifestChecker:
             if layout is not None:
                 if layout in self.layout_sizes:
                     needed = self.layout_sizes[layout]
-                elif layout not in (self.manifest.get("register_layouts") or {}):
+                elif layout not in self.layout_names:
                     self.report(f"{here}.registers.layout", f"no register layout named {layout!r}")
             self.file(registers, "file", f"{here}.registers", needed)
         valid = self.field(wave, "valid_lanes", here, required=False)
