@@ -1,0 +1,41 @@
+// Starts the aspace-dap server for a session: a TCP connection when the
+// configuration names a port, otherwise `python -m aspace_dap` on stdio.
+
+import * as vscode from 'vscode';
+import { choosePython, interpreterFromPythonApi } from './pythonPath';
+
+const PYTHON_EXTENSION_ID = 'ms-python.python';
+
+async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<string[] | undefined> {
+  const ext = vscode.extensions.getExtension(PYTHON_EXTENSION_ID);
+  if (ext === undefined) return undefined;
+  try {
+    const api: unknown = ext.isActive ? ext.exports : await ext.activate();
+    return await interpreterFromPythonApi(api, folder?.uri);
+  } catch {
+    return undefined;
+  }
+}
+
+export class AspaceAdapterFactory implements vscode.DebugAdapterDescriptorFactory {
+  constructor(private readonly log: vscode.OutputChannel) {}
+
+  async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
+    const config = session.configuration;
+    if (typeof config.port === 'number') {
+      this.log.appendLine(`[${session.name}] connecting to aspace-dap at 127.0.0.1:${config.port}`);
+      return new vscode.DebugAdapterServer(config.port, '127.0.0.1');
+    }
+    const folder = session.workspaceFolder;
+    const choice = choosePython({
+      configured: typeof config.pythonPath === 'string' ? config.pythonPath : undefined,
+      fromPythonExtension: await pythonExtensionInterpreter(folder),
+      fromPythonSetting: vscode.workspace.getConfiguration('python', folder?.uri).get<string>('defaultInterpreterPath'),
+      platform: process.platform,
+    });
+    this.log.appendLine(`[${session.name}] starting ${choice.command} ${choice.args.join(' ')} (interpreter from ${choice.source})`);
+    return new vscode.DebugAdapterExecutable(choice.command, choice.args, {
+      cwd: folder?.uri.fsPath,
+    });
+  }
+}

@@ -1,0 +1,42 @@
+// Entry point: wires the aspace-gpu debugger, its lane focus UI and memory
+// views into VS Code.
+
+import * as vscode from 'vscode';
+import { AspaceAdapterFactory } from './adapterFactory';
+import { AspaceConfigurationProvider, pickStateDump } from './configurationProvider';
+import { GpuDebugController } from './controller';
+import { registerLaneCommands } from './laneCommands';
+import { LaneValuesPanels } from './laneValuesPanel';
+import { createLanesView } from './lanesView';
+import { DEBUG_TYPE, PICK_STATE_COMMAND } from './launchConfig';
+import { registerMemoryCommands } from './memoryCommands';
+import { createLaneStatusBar } from './statusBar';
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel('aspace GPU Debugger');
+  const controller = new GpuDebugController(log);
+  const panels = new LaneValuesPanels(controller);
+  const configurations = new AspaceConfigurationProvider();
+  context.subscriptions.push(
+    log,
+    controller,
+    panels,
+    vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AspaceAdapterFactory(log)),
+    vscode.debug.registerDebugAdapterTrackerFactory(DEBUG_TYPE, controller),
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, configurations),
+    vscode.debug.registerDebugConfigurationProvider(
+      DEBUG_TYPE,
+      configurations,
+      vscode.DebugConfigurationProviderTriggerKind.Dynamic,
+    ),
+    vscode.commands.registerCommand(PICK_STATE_COMMAND, pickStateDump),
+    createLaneStatusBar(controller),
+    createLanesView(controller),
+    registerLaneCommands(controller, panels),
+    registerMemoryCommands(controller),
+  );
+}
+
+export function deactivate(): void {
+  // Everything is disposed through context.subscriptions.
+}

@@ -1,0 +1,102 @@
+// Launch/attach configuration: defaults for an empty launch.json and checks
+// that turn a mistyped attribute into a readable message before the server
+// is even started.
+
+import * as path from 'path';
+
+export const DEBUG_TYPE = 'aspace-gpu';
+export const PICK_STATE_COMMAND = 'aspace.pickStateDump';
+
+export interface AspaceConfiguration {
+  type: string;
+  request: 'launch' | 'attach';
+  name: string;
+  state: string;
+  codeObject?: string;
+  wave?: number;
+  lane?: number;
+  sourceMap?: Record<string, string>;
+  pythonPath?: string;
+  port?: number;
+  [key: string]: unknown;
+}
+
+export type Resolution = { ok: true; config: AspaceConfiguration } | { ok: false; error: string };
+
+/** Used when the user presses F5 without a launch.json. */
+export function defaultConfiguration(): Record<string, unknown> {
+  return {
+    type: DEBUG_TYPE,
+    request: 'launch',
+    name: 'Open GPU state dump',
+    state: `\${command:${PICK_STATE_COMMAND}}`,
+  };
+}
+
+/** Fills in a configuration before variable substitution. */
+export function withDefaults(config: Record<string, unknown>): Record<string, unknown> {
+  const empty = config.type === undefined && config.request === undefined && config.name === undefined;
+  return empty ? defaultConfiguration() : config;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function absolute(p: string, baseDir: string | undefined): string {
+  return path.isAbsolute(p) || baseDir === undefined ? p : path.resolve(baseDir, p);
+}
+
+/**
+ * Checks a configuration after VS Code substituted its variables. Relative
+ * `state` and `codeObject` paths are taken from `baseDir` (the workspace
+ * folder) because the server's working directory is not the user's.
+ */
+export function validateConfiguration(config: Record<string, unknown>, baseDir?: string): Resolution {
+  const fail = (error: string): Resolution => ({ ok: false, error });
+  if (config.request !== 'launch' && config.request !== 'attach') {
+    return fail(`"request" must be "launch" or "attach", not ${JSON.stringify(config.request)}.`);
+  }
+  if (typeof config.state !== 'string' || config.state.trim() === '') {
+    return fail('"state" must name a GPU state dump (a folder with manifest.json, or its .zip).');
+  }
+  const resolved: AspaceConfiguration = {
+    ...config,
+    type: typeof config.type === 'string' ? config.type : DEBUG_TYPE,
+    request: config.request,
+    name: typeof config.name === 'string' ? config.name : 'GPU state dump',
+    state: absolute(config.state, baseDir),
+  };
+  if (config.codeObject !== undefined) {
+    if (typeof config.codeObject !== 'string' || config.codeObject === '') {
+      return fail('"codeObject" must be a path to a code object file.');
+    }
+    resolved.codeObject = absolute(config.codeObject, baseDir);
+  }
+  for (const key of ['wave', 'lane'] as const) {
+    const v = config[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) {
+      return fail(`"${key}" must be a non-negative integer, not ${JSON.stringify(v)}.`);
+    }
+  }
+  if (config.port !== undefined) {
+    const p = config.port;
+    if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > 65535) {
+      return fail(`"port" must be a TCP port number (1-65535), not ${JSON.stringify(p)}.`);
+    }
+  }
+  if (config.pythonPath !== undefined && (typeof config.pythonPath !== 'string' || config.pythonPath === '')) {
+    return fail('"pythonPath" must be the path of a Python interpreter.');
+  }
+  if (config.sourceMap !== undefined) {
+    if (!isRecord(config.sourceMap)) {
+      return fail('"sourceMap" must map build paths to local paths, e.g. {"/build/src": "${workspaceFolder}/src"}.');
+    }
+    for (const [from, to] of Object.entries(config.sourceMap)) {
+      if (typeof to !== 'string') {
+        return fail(`"sourceMap" entry ${JSON.stringify(from)} must map to a path string.`);
+      }
+    }
+  }
+  return { ok: true, config: resolved };
+}

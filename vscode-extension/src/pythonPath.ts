@@ -1,0 +1,76 @@
+// Which interpreter runs the server: the configuration's pythonPath, else the
+// interpreter chosen in the Python extension, else its settings, else the
+// platform's usual name.
+
+export type PythonSource = 'configuration' | 'python-extension' | 'python-setting' | 'default';
+
+/** How to start the server: `command args...`, and where the command came from. */
+export interface PythonChoice {
+  command: string;
+  args: string[];
+  source: PythonSource;
+}
+
+export interface PythonCandidates {
+  configured?: string;
+  /** A command line prefix, e.g. ['/env/bin/python'] or ['conda', 'run', '-n', 'x', 'python']. */
+  fromPythonExtension?: readonly string[];
+  fromPythonSetting?: string;
+  platform: string;
+}
+
+/** Arguments that start the server on stdio. */
+export const SERVER_ARGS: readonly string[] = ['-m', 'aspace_dap'];
+
+function usable(value: string | undefined): value is string {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+export function choosePython(c: PythonCandidates): PythonChoice {
+  const run = (commandLine: readonly string[], source: PythonSource): PythonChoice => ({
+    command: commandLine[0],
+    args: [...commandLine.slice(1), ...SERVER_ARGS],
+    source,
+  });
+  if (usable(c.configured)) return run([c.configured], 'configuration');
+  const ext = c.fromPythonExtension;
+  if (ext !== undefined && ext.length > 0 && usable(ext[0])) return run(ext, 'python-extension');
+  // The Python extension's setting defaults to a bare "python", which says
+  // nothing about the user's choice; python3 is the safer guess there.
+  if (usable(c.fromPythonSetting) && c.fromPythonSetting !== 'python') {
+    return run([c.fromPythonSetting], 'python-setting');
+  }
+  return run([c.platform === 'win32' ? 'python' : 'python3'], 'default');
+}
+
+/**
+ * Interpreter command line from the Python extension's exported API: the
+ * `environments` API first (its path may name an environment folder, so it is
+ * resolved to the executable when possible), then the older
+ * `settings.getExecutionDetails`.
+ */
+export async function interpreterFromPythonApi(api: unknown, resource: unknown): Promise<string[] | undefined> {
+  if (typeof api !== 'object' || api === null) return undefined;
+  const a = api as {
+    environments?: {
+      getActiveEnvironmentPath?: (r?: unknown) => { path?: unknown } | undefined;
+      resolveEnvironment?: (e: unknown) => Promise<{ executable?: { uri?: { fsPath?: unknown } } } | undefined>;
+    };
+    settings?: { getExecutionDetails?: (r?: unknown) => { execCommand?: unknown } | undefined };
+  };
+  try {
+    const active = a.environments?.getActiveEnvironmentPath?.(resource);
+    if (active !== undefined && typeof active.path === 'string' && active.path !== '') {
+      const resolved = await a.environments?.resolveEnvironment?.(active);
+      const executable = resolved?.executable?.uri?.fsPath;
+      return [typeof executable === 'string' && executable !== '' ? executable : active.path];
+    }
+    const exec = a.settings?.getExecutionDetails?.(resource)?.execCommand;
+    if (Array.isArray(exec) && exec.length > 0 && exec.every((part) => typeof part === 'string' && part !== '')) {
+      return exec as string[];
+    }
+  } catch {
+    // An API that throws is treated like a missing one: fall back further.
+  }
+  return undefined;
+}

@@ -1,0 +1,74 @@
+import { strict as assert } from 'node:assert';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { defaultConfiguration, validateConfiguration, withDefaults } from '../../src/launchConfig';
+
+describe('withDefaults', () => {
+  it('fills an empty configuration with a dump picker', () => {
+    const c = withDefaults({});
+    assert.equal(c.type, 'aspace-gpu');
+    assert.equal(c.request, 'launch');
+    assert.equal(c.state, '${command:aspace.pickStateDump}');
+  });
+
+  it('leaves a written configuration alone', () => {
+    const written = { type: 'aspace-gpu', request: 'attach', name: 'x', state: '/d', port: 4711 };
+    assert.equal(withDefaults(written), written);
+  });
+});
+
+describe('validateConfiguration', () => {
+  const base = { type: 'aspace-gpu', request: 'launch', name: 'n', state: '/dumps/run1' };
+
+  it('accepts a full configuration', () => {
+    const r = validateConfiguration({
+      ...base,
+      codeObject: '/k.co',
+      wave: 2,
+      lane: 5,
+      sourceMap: { '/build': '/src' },
+      pythonPath: '/venv/bin/python',
+      port: 4711,
+    });
+    assert.ok(r.ok);
+    if (r.ok) {
+      assert.equal(r.config.wave, 2);
+      assert.deepEqual(r.config.sourceMap, { '/build': '/src' });
+    }
+  });
+
+  it('resolves relative dump and code object paths against the folder', () => {
+    const r = validateConfiguration({ ...base, state: 'dumps/run1.zip', codeObject: 'k.co' }, '/work/proj');
+    assert.ok(r.ok);
+    if (r.ok) {
+      assert.equal(r.config.state, path.resolve('/work/proj', 'dumps/run1.zip'));
+      assert.equal(r.config.codeObject, path.resolve('/work/proj', 'k.co'));
+    }
+  });
+
+  const bad: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['missing state', { ...base, state: undefined }, /"state"/],
+    ['blank state', { ...base, state: '  ' }, /"state"/],
+    ['bad request', { ...base, request: 'run' }, /"request"/],
+    ['negative lane', { ...base, lane: -1 }, /"lane"/],
+    ['fractional wave', { ...base, wave: 1.5 }, /"wave"/],
+    ['string wave', { ...base, wave: '1' }, /"wave"/],
+    ['port out of range', { ...base, port: 70000 }, /"port"/],
+    ['sourceMap list', { ...base, sourceMap: ['/a'] }, /"sourceMap"/],
+    ['sourceMap number target', { ...base, sourceMap: { '/a': 1 } }, /"\/a"/],
+    ['empty pythonPath', { ...base, pythonPath: '' }, /"pythonPath"/],
+    ['empty codeObject', { ...base, codeObject: '' }, /"codeObject"/],
+  ];
+  for (const [what, config, message] of bad) {
+    it(`rejects ${what}`, () => {
+      const r = validateConfiguration(config);
+      assert.equal(r.ok, false);
+      if (!r.ok) assert.match(r.error, message);
+    });
+  }
+
+  it('default configuration passes once its state is substituted', () => {
+    const r = validateConfiguration({ ...defaultConfiguration(), state: '/picked' });
+    assert.ok(r.ok);
+  });
+});
