@@ -221,6 +221,12 @@ def test_frame_chain_matches_dwarfdump_at_inlined_pcs(co, index_of):
                 inlined_seen += 1
                 assert frame.call_line == die.number("DW_AT_call_line")
                 assert frame.call_file == die.string("DW_AT_call_file")
+                # Every parameter of the inlined function shows, in declaration order,
+                # even those the compiler dropped from the inlined instance.
+                origin = dump.dies[die.ref("DW_AT_abstract_origin")]
+                declared = [c.string("DW_AT_name") for c in origin.children if c.tag == "DW_TAG_formal_parameter"]
+                params = [v for v in idx.variables(frame, pc) if v.kind == "parameter"]
+                assert [v.name for v in params] == declared
             # Inlined frames share the concrete subprogram's frame base.
             assert frame.frame_base_expr == frames[-1].frame_base_expr
     assert inlined_seen > 0

@@ -106,6 +106,8 @@ _STRX_FORMS = {FORM_STRX, FORM_STRX1, FORM_STRX2, FORM_STRX3, FORM_STRX4, FORM_G
 _ADDRX_FORMS = {FORM_ADDRX, FORM_ADDRX1, FORM_ADDRX2, FORM_ADDRX3, FORM_ADDRX4, FORM_GNU_ADDR_INDEX}
 _LOCAL_REF_FORMS = {FORM_REF1, FORM_REF2, FORM_REF4, FORM_REF8, FORM_REF_UDATA}
 _CONST_FORMS = {FORM_DATA1, FORM_DATA2, FORM_DATA4, FORM_DATA8, FORM_SDATA, FORM_UDATA, FORM_IMPLICIT_CONST}
+_LEB_FORMS = {FORM_UDATA, FORM_SDATA, FORM_REF_UDATA, FORM_STRX, FORM_ADDRX, FORM_LOCLISTX, FORM_RNGLISTX,
+              FORM_GNU_ADDR_INDEX, FORM_GNU_STR_INDEX}
 _BLOCK_FORMS = {FORM_BLOCK, FORM_BLOCK1, FORM_BLOCK2, FORM_BLOCK4, FORM_EXPRLOC}
 
 MAX_DEPTH = 256  # nesting of DIEs, and hops through abstract_origin/specification
@@ -657,9 +659,30 @@ class DwarfIndex:
                 for step in ab.skip_steps:
                     if step >= 0:
                         pos += step
+                        continue
+                    form = -step
+                    if form in _LEB_FORMS:
+                        while pos < limit and data[pos] & 0x80:
+                            pos += 1
+                        pos += 1
+                    elif form == FORM_EXPRLOC or form == FORM_BLOCK:
+                        length = shift = 0
+                        while pos < limit:
+                            b = data[pos]
+                            pos += 1
+                            length |= (b & 0x7F) << shift
+                            shift += 7
+                            if b < 0x80:
+                                break
+                        pos += length
+                    elif form == FORM_STRING:
+                        end = data.find(b"\0", pos, limit)
+                        if end < 0:
+                            raise CodeObjectError(f".debug_info: unterminated string at {pos:#x}")
+                        pos = end + 1
                     else:
                         r.pos = pos
-                        self._decode_form(r, unit, -step, 0)
+                        self._decode_form(r, unit, form, 0)
                         pos = r.pos
             if ab.has_children:
                 depth += 1
@@ -768,9 +791,6 @@ class DwarfIndex:
         if table is None:
             return None
         return table.files.get(file_no)
-
-    def _qualified_name(self, die: Die) -> str | None:
-        return die.name
 
     # -- compile-unit lookup ---------------------------------------------------------------
 
@@ -928,12 +948,21 @@ class DwarfIndex:
         origin_offset = die.get(AT_ABSTRACT_ORIGIN)
         if isinstance(origin_offset, int):
             origin = self.die(origin_offset)
+            order: dict[int, int] = {}
             for child in self.children(origin):
+                order[child.offset] = len(order)
                 if child.tag in (TAG_FORMAL_PARAMETER, TAG_VARIABLE) and child.offset not in seen_origins:
                     info = self._variable(child, "parameter" if child.tag == TAG_FORMAL_PARAMETER else "local",
                                           scope, die.unit)
                     info.location = None
                     (params if child.tag == TAG_FORMAL_PARAMETER else locals_).append(info)
+
+            def declared_position(v: VariableInfo) -> int:
+                own = self.die(v.die_offset)
+                target = own.get(AT_ABSTRACT_ORIGIN)
+                return order.get(target if isinstance(target, int) else v.die_offset, len(order))
+
+            params.sort(key=declared_position)
         result = params + locals_
         latest: dict[str, int] = {}
         for i, v in enumerate(result):
@@ -1160,48 +1189,58 @@ class _UnitScan:
         self.unit = unit
         self.subprograms: list[tuple[int, int, int]] = []  # (low, high, die offset), sorted
         self.variables: list[Die] = []
-        self.names: list[tuple[str, int]] = []
+        self._named: list[tuple[str, Die]] = []  # (namespace prefix, DIE)
+        self._names: list[tuple[str, int]] | None = None
         self._walker = self._walk(unit.top, "", 0)
         self.done = False
 
-    def _walk(self, parent: Die, prefix: str, depth: int) -> Iterator[tuple[int, int, int] | None]:
+    def _walk(self, parent: Die, prefix: str, depth: int) -> Iterator[tuple[int, int, int]]:
         index = self.index
         if depth > MAX_DEPTH:
             raise CodeObjectError(f".debug_info: namespaces nested too deep at {parent.offset:#x}")
         for die in index.children(parent):
             tag = die.tag
-            name = die.name
-            qualified = prefix + name if name else None
             if tag == TAG_SUBPROGRAM:
-                if name:
-                    self.names.append((name, die.offset))
-                    if qualified != name:
-                        self.names.append((qualified, die.offset))
-                linkage = die.get(AT_LINKAGE_NAME) or die.get(AT_MIPS_LINKAGE_NAME)
-                if isinstance(linkage, str):
-                    self.names.append((linkage, die.offset))
-                if not name and not isinstance(linkage, str):
-                    for origin in index._origin_chain(die)[1:]:
-                        for at in (AT_NAME, AT_LINKAGE_NAME):
-                            value = origin.get(at)
-                            if isinstance(value, str):
-                                self.names.append((value, die.offset))
-                for low, high in index._ranges(die):
-                    entry = (low, high, die.offset)
-                    bisect.insort(self.subprograms, entry)
-                    yield entry
+                self._named.append((prefix, die))
+                if AT_LOW_PC in die.raw or AT_RANGES in die.raw:
+                    for low, high in index._ranges(die):
+                        entry = (low, high, die.offset)
+                        bisect.insort(self.subprograms, entry)
+                        yield entry
             elif tag == TAG_VARIABLE:
                 self.variables.append(die)
-                if name:
-                    self.names.append((name, die.offset))
+                self._named.append((prefix, die))
             elif tag in (TAG_NAMESPACE, TAG_MODULE):
-                yield from self._walk(die, (qualified + "::") if qualified else prefix, depth + 1)
-            elif tag in NAMED_TYPE_TAGS and name:
-                self.names.append((name, die.offset))
-                if qualified != name:
-                    self.names.append((qualified, die.offset))
+                name = die.name
+                yield from self._walk(die, f"{prefix}{name}::" if name else prefix, depth + 1)
+            elif tag in NAMED_TYPE_TAGS:
+                self._named.append((prefix, die))
         if depth == 0:
             self.done = True
+
+    @property
+    def names(self) -> list[tuple[str, int]]:
+        """(name, DIE offset) for every named entry at unit or namespace level; after finish()."""
+        if self._names is None:
+            names: list[tuple[str, int]] = []
+            for prefix, die in self._named:
+                name = die.name
+                linkage = None
+                if die.tag == TAG_SUBPROGRAM:
+                    linkage = die.get(AT_LINKAGE_NAME) or die.get(AT_MIPS_LINKAGE_NAME)
+                    if not name and not isinstance(linkage, str):
+                        # An out-of-line definition: its names live on the declaration it completes.
+                        chain = self.index._origin_chain(die)
+                        name = self.index._inherited(chain, AT_NAME)
+                        linkage = self.index._inherited(chain, AT_LINKAGE_NAME)
+                if isinstance(name, str):
+                    names.append((name, die.offset))
+                    if prefix:
+                        names.append((prefix + name, die.offset))
+                if isinstance(linkage, str):
+                    names.append((linkage, die.offset))
+            self._names = names
+        return self._names
 
     def _lookup(self, pc: int) -> int | None:
         subs = self.subprograms

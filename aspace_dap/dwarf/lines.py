@@ -47,9 +47,17 @@ def _join(directory: str, path: str) -> str:
 
 
 class LineTable:
-    def __init__(self, files: dict[int, str], sources: dict[str, str], sequences: list[_Sequence]):
+    def __init__(self, files: dict[int, str], sources: dict[str, str], run_program: Callable[[], list[_Sequence]]):
         self.files = files  # file number -> full path
         self.sources = sources  # full path -> embedded source text
+        # The row program runs on the first address query: file names alone are cheap.
+        self._run_program = run_program
+        self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        sequences = self._run_program()
         self._sequences = sorted((s for s in sequences if s.addresses), key=lambda s: s.addresses[0])
         self._starts = [s.addresses[0] for s in self._sequences]
         self._reach = []  # highest end address of sequences[0..i]
@@ -57,8 +65,10 @@ class LineTable:
         for seq in self._sequences:
             reach = max(reach, seq.addresses[-1])
             self._reach.append(reach)
+        self._loaded = True
 
     def lookup(self, pc: int) -> LineInfo | None:
+        self._load()
         i = bisect.bisect_right(self._starts, pc) - 1
         # Sequences may overlap (e.g. discarded functions at address 0): walk back
         # while an earlier sequence could still reach the PC.
@@ -89,6 +99,7 @@ class LineTable:
         file_numbers = {n for n in self.files if self.matches_file(n, wanted)}
         if not file_numbers:
             return []
+        self._load()
         best_line = None
         hits: dict[int, list[int]] = {}
         for seq in self._sequences:
@@ -219,10 +230,12 @@ def parse_line_table(
             files[n] = _join(directory, name.decode("utf-8", "replace"))
             n += 1
 
-    r.pos = program_start
-    sequences = _run_program(r, end, version, address_size, min_inst, max_ops, default_is_stmt,
-                             line_base, line_range, opcode_base, std_lengths, files, dirs)
-    return LineTable(files, sources, sequences)
+    def run() -> list[_Sequence]:
+        program = ByteReader(data, program_start, ".debug_line")
+        return _run_program(program, end, version, address_size, min_inst, max_ops, default_is_stmt,
+                            line_base, line_range, opcode_base, std_lengths, files, dirs)
+
+    return LineTable(files, sources, run)
 
 
 def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_stmt,

@@ -1,0 +1,99 @@
+"""How fast the DWARF index answers its first question on a big code object.
+
+    python benchmarks/bench_index.py BIG.co [--pc 0x1234] [--repeat 3]
+
+Prints a table: opening the file, the first frames_at + variables for one PC
+(cold: unit headers, compile-unit table and the top-level walk included), the
+same query again (warm), llvm-dwarfdump-15 --debug-info on the same file for
+scale, and the peak RSS of this process. Without --pc the PC is the middle of
+the function with the highest address, the worst case for the top-level walk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from elftools.elf.elffile import ELFFile  # noqa: E402
+
+from aspace_dap.dwarf.index import DwarfIndex  # noqa: E402
+
+
+def last_function_pc(elf: ELFFile) -> int:
+    symtab = elf.get_section_by_name(".symtab")
+    best = None
+    for sym in symtab.iter_symbols() if symtab is not None else []:
+        if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+            if best is None or sym["st_value"] > best["st_value"]:
+                best = sym
+    if best is None:
+        raise SystemExit("no function symbols: pass --pc")
+    return best["st_value"] + (best["st_size"] // 2 & ~3)
+
+
+def dwarfdump_seconds(path: Path) -> float | None:
+    tool = shutil.which("llvm-dwarfdump-15") or shutil.which("llvm-dwarfdump")
+    if tool is None:
+        return None
+    start = time.perf_counter()
+    subprocess.run([tool, "--debug-info", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("code_object", type=Path)
+    parser.add_argument("--pc", type=lambda s: int(s, 0))
+    parser.add_argument("--repeat", type=int, default=3, help="warm queries to average")
+    args = parser.parse_args()
+
+    with open(args.code_object, "rb") as stream:
+        t0 = time.perf_counter()
+        elf = ELFFile(stream)
+        index = DwarfIndex(elf)
+        t_open = time.perf_counter() - t0
+        pc = args.pc if args.pc is not None else last_function_pc(elf)
+
+        t0 = time.perf_counter()
+        frames = index.frames_at(pc)
+        variables = index.variables(frames[0], pc) if frames else []
+        t_cold = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        for _ in range(args.repeat):
+            frames = index.frames_at(pc)
+            if frames:
+                index.variables(frames[0], pc)
+        t_warm = (time.perf_counter() - t0) / max(args.repeat, 1)
+        estimate = index.die_count()
+
+    t_dump = dwarfdump_seconds(args.code_object)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    rows = [
+        ("file", f"{args.code_object} ({os.path.getsize(args.code_object) / 2**20:.1f} MiB, ~{estimate} DIEs)"),
+        ("pc", f"{pc:#x}: {' <- '.join(f.function for f in frames) or 'no frame'}, {len(variables)} variables"),
+        ("open", f"{t_open * 1000:.1f} ms"),
+        ("frames_at+variables (cold)", f"{t_cold * 1000:.1f} ms"),
+        ("frames_at+variables (warm)", f"{t_warm * 1000:.2f} ms"),
+        ("open + cold query", f"{(t_open + t_cold) * 1000:.1f} ms"),
+        ("llvm-dwarfdump --debug-info", f"{t_dump * 1000:.1f} ms" if t_dump is not None else "n/a"),
+        ("ratio (open+cold / dwarfdump)", f"{(t_open + t_cold) / t_dump:.2f}" if t_dump else "n/a"),
+        ("peak RSS", f"{rss_mib:.1f} MiB"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
