@@ -280,3 +280,20 @@ def test_stored_zip_members_are_mapped_in_place(tmp_path):
         extracted, _ = span.location()
         assert extracted.exists() and extracted != deflated.resolve()
     assert not extracted.exists()  # temporary files go with the state
+
+
+def test_negative_or_huge_addresses_reach_no_byte():
+    lanes = 4
+    wave = swizzle(np.arange(lanes * 8, dtype=np.uint8).reshape(lanes, 8))
+    private = PrivateMemory("swizzled", len(wave), lanes, _memory([(0, len(wave), wave)]))
+    data, valid = private.read_lane([0, 1, 2], [-1, 0, 2 ** 64 - 1], 2)
+    assert valid.tolist() == [[False, False], [True, True], [False, False]]
+    assert data[1].tolist() == [8, 9]
+    assert not private.read_lane(0, 2 ** 70, 1)[1].any()
+    with pytest.raises(StateError):
+        private.write_lane(0, -1, b"x")
+    with pytest.raises(StateError):
+        private.read_lane(0, 1.5, 1)
+    memory = _memory([(0, 16, bytes(range(16)))])
+    data, valid = memory.read_many([-4, 4, 2 ** 64 - 1], 2)
+    assert valid.tolist() == [[False, False], [True, True], [False, False]]

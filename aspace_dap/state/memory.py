@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import StateError
 from .files import FileSpan
-from .numbers import MAX_U64
+from .numbers import MAX_U64, as_addresses
 
 PAGE_SHIFT = 12
 PAGE_SIZE = 1 << PAGE_SHIFT
@@ -95,12 +95,16 @@ class SparseMemory:
 
     def read_many(self, addrs: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         """Gather `size` bytes at each address: results are (n, size)."""
-        base = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        try:
+            base, real = as_addresses(addrs)
+        except ValueError as exc:
+            raise StateError(str(exc), self.path) from None
+        base, real = base.reshape(-1), real.reshape(-1)
         offsets = np.arange(int(size), dtype=np.uint64)
         with np.errstate(over="ignore"):
             byte_addrs = base[:, None] + offsets[None, :]
         # An access that wraps past 2**64 has no bytes there.
-        usable = byte_addrs >= base[:, None]
+        usable = (byte_addrs >= base[:, None]) & real[:, None]
         return self.gather(byte_addrs, usable)
 
     def gather(self, byte_addrs: np.ndarray, usable: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import StateError
 from .memory import SparseMemory
+from .numbers import as_addresses
 
 SWIZZLED = "swizzled"
 PER_LANE = "per_lane"
@@ -51,6 +52,12 @@ class PrivateMemory:
         self.wave_view = wave_view  # the file as is, at address 0 (the private_wave space for swizzled)
         self.path = path
 
+    def _addresses(self, addr) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            return as_addresses(addr)
+        except ValueError as exc:
+            raise StateError(str(exc), self.path) from None
+
     @property
     def lane_size(self) -> int:
         """Bytes addressable by one lane."""
@@ -62,11 +69,11 @@ class PrivateMemory:
         `lane` and `addr` broadcast against each other; addr is a lane (private) byte address.
         """
         lane_arr = np.asarray(lane, dtype=np.int64)
-        addr_arr = np.asarray(addr, dtype=np.uint64)
-        lane_arr, addr_arr = np.broadcast_arrays(lane_arr, addr_arr)
+        addr_arr, non_negative = self._addresses(addr)
+        lane_arr, addr_arr, non_negative = np.broadcast_arrays(lane_arr, addr_arr, non_negative)
         with np.errstate(over="ignore"):
             rel = addr_arr - np.uint64(self.base)
-        inside = (addr_arr >= np.uint64(self.base)) & (rel < np.uint64(self.lane_size))
+        inside = non_negative & (addr_arr >= np.uint64(self.base)) & (rel < np.uint64(self.lane_size))
         inside &= (lane_arr >= 0) & (lane_arr < self.lanes)
         rel = np.where(inside, rel, 0).astype(np.int64)
         lane_ok = np.where(inside, lane_arr, 0)
@@ -83,12 +90,13 @@ class PrivateMemory:
         """
         scalar = np.ndim(lane) == 0 and np.ndim(addr) == 0
         lane_arr = np.atleast_1d(np.asarray(lane, dtype=np.int64))
-        addr_arr = np.atleast_1d(np.asarray(addr, dtype=np.uint64))
-        lane_arr, addr_arr = np.broadcast_arrays(lane_arr, addr_arr)
+        addr_arr, non_negative = self._addresses(addr)
+        lane_arr, addr_arr, non_negative = np.broadcast_arrays(
+            lane_arr, np.atleast_1d(addr_arr), np.atleast_1d(non_negative))
         steps = np.arange(int(size), dtype=np.uint64)
         with np.errstate(over="ignore"):
             byte_addrs = addr_arr[:, None] + steps[None, :]
-        no_wrap = byte_addrs >= addr_arr[:, None]
+        no_wrap = (byte_addrs >= addr_arr[:, None]) & non_negative[:, None]
         offsets, inside = self.wave_offsets(lane_arr[:, None], byte_addrs)
         data, valid = self.wave_view.gather(offsets, inside & no_wrap)
         if scalar:
@@ -98,8 +106,13 @@ class PrivateMemory:
     def write_lane(self, lane: int, addr: int, data: bytes | bytearray | memoryview | np.ndarray) -> None:
         payload = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else (
             np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+        if int(addr) < 0:
+            raise StateError(f"negative private address {int(addr)}", self.path)
         steps = np.arange(len(payload), dtype=np.uint64)
-        offsets, inside = self.wave_offsets(int(lane), np.uint64(int(addr)) + steps)
+        with np.errstate(over="ignore"):
+            byte_addrs = np.uint64(int(addr)) + steps
+        offsets, inside = self.wave_offsets(int(lane), byte_addrs)
+        inside &= byte_addrs >= np.uint64(int(addr))
         if not inside.all():
             raise StateError(f"write of {len(payload)} bytes at {int(addr):#x} is outside lane {lane}'s "
                              f"private memory ({self.lane_size} bytes from {self.base:#x})", self.path)
