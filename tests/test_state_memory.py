@@ -297,3 +297,31 @@ def test_negative_or_huge_addresses_reach_no_byte():
     memory = _memory([(0, 16, bytes(range(16)))])
     data, valid = memory.read_many([-4, 4, 2 ** 64 - 1], 2)
     assert valid.tolist() == [[False, False], [True, True], [False, False]]
+
+
+def test_save_from_a_zip_with_per_lane_private_and_dispatch_memory(tmp_path):
+    writer = StateWriter("nvidia", "sm_90", 32, apertures={"local": (0x1000, 0x100)})
+    co = writer.add_code_object(b"\x7fELF" + bytes(12), load_address=0x400)
+    dispatch = writer.add_dispatch("k", co, [64, 1, 1], [32, 1, 1], id=5)
+    dispatch.add_memory("param", 0, b"\x01\x02\x03\x04")
+    per_lane = np.repeat(np.arange(32, dtype=np.uint8)[:, None], 8, axis=1)
+    dispatch.add_workgroup((1, 0, 0)).add_wave(
+        7, 0, {"pc": np.uint64(0x480), "R0": np.arange(32, dtype=np.uint32)}, private=per_lane,
+        private_layout="per_lane", private_base=0xFFFF00, lane_pcs=range(0x480, 0x480 + 32), valid_lanes=0xFFFF)
+    source = writer.write_zip(tmp_path / "nv.zip", zipfile.ZIP_DEFLATED)
+    with load_state(source) as state:
+        assert state.root is None and state.source == source.resolve()
+        wave = state.wave_by_id(7)
+        wave.private.write_lane(31, 0xFFFF04, b"\xee")
+        state.dispatches[0].memory["param"].write(2, b"\xff")
+        saved = state.save(tmp_path / "saved")
+    assert validate_state(saved) == []
+    with load_state(saved) as copy:
+        assert copy.target.apertures["local"].base == 0x1000
+        assert copy.dispatches[0].id == 5 and copy.dispatches[0].code_object == 0
+        wave = copy.wave_by_id(7)
+        assert wave.private.layout == "per_lane" and wave.private.base == 0xFFFF00
+        assert wave.private.read_lane(31, 0xFFFF03, 2)[0].tolist() == [31, 0xEE]
+        assert wave.lane_pcs[3] == 0x483 and wave.valid_lanes.sum() == 16
+        assert copy.dispatches[0].memory["param"].read(0, 4)[0].tolist() == [1, 2, 0xFF, 4]
+        assert wave.global_id(3) == (35, 0, 0)

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..errors import StateError
-from .model import lanes_to_mask
+from .model import Aperture, lanes_to_mask
 from .numbers import hex_number
 from .private import PER_LANE, SWIZZLED, swizzle
 from .validate import FORMAT_NAME, FORMAT_VERSION
@@ -143,13 +143,13 @@ class DispatchBuilder:
 
 class StateWriter:
     def __init__(self, target_vendor: str, processor: str, lanes: int,
-                 apertures: "dict[str, tuple[int, int]] | None" = None, producer: str = "aspace-dap StateWriter"):
+                 apertures: "dict[str, tuple[int, int] | Aperture] | None" = None, producer: str = "aspace-dap StateWriter"):
         self.target: dict = {"vendor": target_vendor, "processor": processor, "lanes": int(lanes)}
         if apertures:
-            self.target["apertures"] = {
-                name: {"base": hex_number(base), "size": hex_number(size)}
-                for name, (base, size) in ((n, (a.base, a.size) if hasattr(a, "base") else a)
-                                           for n, a in apertures.items())}
+            # Each aperture is (base, size) or anything with .base and .size (model.Aperture).
+            pairs = {name: (a.base, a.size) if hasattr(a, "base") else tuple(a) for name, a in apertures.items()}
+            self.target["apertures"] = {name: {"base": hex_number(base), "size": hex_number(size)}
+                                        for name, (base, size) in pairs.items()}
         self.lanes = int(lanes)
         self.producer = producer
         self.code_objects: list[dict] = []
