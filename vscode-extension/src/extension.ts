@@ -24,9 +24,11 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AspaceAdapterFactory(log)),
     vscode.debug.registerDebugAdapterTrackerFactory(DEBUG_TYPE, controller),
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, configurations),
+    // A separate provider for the Run and Debug dropdown, so that resolving
+    // a configuration does not run twice.
     vscode.debug.registerDebugConfigurationProvider(
       DEBUG_TYPE,
-      configurations,
+      { provideDebugConfigurations: () => configurations.provideDebugConfigurations() },
       vscode.DebugConfigurationProviderTriggerKind.Dynamic,
     ),
     vscode.commands.registerCommand(PICK_STATE_COMMAND, pickStateDump),

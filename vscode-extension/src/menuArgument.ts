@@ -1,6 +1,8 @@
 // The expression a "Show in all lanes" invocation refers to. The Variables
-// view passes {sessionId, container, variable}; the Watch view passes the
-// watch element itself (an expression or one of its child variables).
+// view passes {sessionId, container, variable}; the Watch view passes its
+// element, which serializes to {sessionId, variable} (a watch expression's
+// variable.name is the expression text). Bare {name, evaluateName} objects
+// are accepted too, for older VS Code versions.
 
 export interface MenuTarget {
   expression: string;
