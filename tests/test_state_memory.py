@@ -204,6 +204,8 @@ def test_save_round_trip_keeps_writes_and_unknown_bytes(tmp_path):
         state.wave_by_id(2).registers.write("s1", 0, b"\x07\0\0\0")
         state.wave_by_id(0).private.write_lane(63, 60, b"end!")
         state.dispatches[0].workgroups[0].lds.write(100, b"x")
+        with pytest.raises(StateError):
+            state.save(path)  # never over an existing dump
         saved = state.save(tmp_path / "saved")
         expected_global = memory.read(GLOBAL_BASE - 16, GLOBAL_SIZE + 32)
     assert [p for p in validate_state(saved) if p.is_error] == []

@@ -101,6 +101,9 @@ def _register_file(wave: Wave) -> tuple[list[tuple[str, int]], bytes]:
 
 
 def save_state(state: GpuState, path: Path) -> Path:
+    # Writing over a dump (above all the one being read, whose files are mapped) would corrupt it.
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise StateError("save needs a new or empty folder", str(path))
     target = state.target
     writer = StateWriter(target.vendor, target.processor, target.lanes,
                          {n: (a.base, a.size) for n, a in target.apertures.items()} or None, state.producer)
