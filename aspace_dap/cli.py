@@ -1,9 +1,46 @@
-"""Command line: the DAP server by default, plus `inspect`, `state validate`, `demo`, `lsp`."""
+"""Command line: the DAP server by default, plus `inspect`, `state validate`, `demo`."""
 
+from __future__ import annotations
+
+import argparse
 import sys
+
+
+def _server(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="aspace-dap", description="Post-mortem GPU debugger (Debug Adapter Protocol). "
+                                "Without a port, speaks DAP on stdin/stdout.")
+    p.add_argument("--port", type=int, help="listen on TCP instead of stdio (0 picks a free port)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    args = p.parse_args(argv)
+    from .dap.server import dispatcher_factory
+    from .dap.transport import run_server
+    return run_server(dispatcher_factory, port=args.port, host=args.host)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    print("aspace-dap: no command yet", file=sys.stderr)
-    return 2
+    if argv and argv[0] == "inspect":
+        p = argparse.ArgumentParser(prog="aspace-dap inspect",
+                                    description="Print the call stack and variables of one lane of a dumped wave.")
+        p.add_argument("state", help="dump folder or .zip")
+        p.add_argument("--code-object", dest="code_object", help="code object to use (adds to the dump's)")
+        p.add_argument("--wave", type=int, help="wave id (default: the dump's focus)")
+        p.add_argument("--lane", type=int, help="lane (default: the dump's focus)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument("--all-lanes", dest="all_lanes", metavar="EXPR", help="print EXPR for every lane")
+        from .inspect import main as inspect_main
+        return inspect_main(p.parse_args(argv[1:]))
+    if argv[:2] == ["state", "validate"]:
+        p = argparse.ArgumentParser(prog="aspace-dap state validate", description="Check a GPU state dump.")
+        p.add_argument("path")
+        p.add_argument("--json", action="store_true")
+        args = p.parse_args(argv[2:])
+        from .state.cli import validate_command
+        return validate_command(args.path, args.json)
+    if argv and argv[0] == "demo":
+        from .demo import main as demo_main
+        return demo_main(argv[1:])
+    if argv and argv[0] == "lsp":
+        print("aspace-dap lsp: the language server is not part of this build yet", file=sys.stderr)
+        return 2
+    return _server(argv)

@@ -186,9 +186,12 @@ class RegisterLocation(SingleLocation):
     def describe(self, i: int = 0) -> str:
         off = int(self.bit_offset[i])
         name = self.register.name
-        if not self.register.per_lane and self.register.size > 8 and off % 32 == 0:
+        if self.register.per_lane:
+            # the lane's own slice of a vector register
+            name = f"{name}[lane {int(self.lanes[i])}]"
+        elif self.register.size > 8 and off % 32 == 0:
             # a whole-wave vector register addressed at one lane's dword
-            return f"{name}[lane {off // 32}]" if off else name
+            return f"{name}[lane {off // 32}]"
         if off % 8 == 0:
             return f"{name}+{off // 8}" if off else name
         return f"{name}+{off}b"

@@ -1,0 +1,598 @@
+"""DAP requests → session calls. Every handler is synchronous and I/O-free."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+
+import numpy as np
+
+from ..dwarf.types import ArrayType, PointerType, StructType
+from ..errors import AspaceError
+from ..session import Frame, Session
+from ..values.format import format_obj
+from ..values.objects import Obj
+from .dispatch import HandlerTable, Reply
+from .refs import Handles, ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle, thread_id, wave_of_thread
+
+handlers = HandlerTable()
+PAGE_LIMIT = 10_000  # elements per variables response; clients page with start/count
+
+CAPABILITIES = {
+    "supportsConfigurationDoneRequest": True,
+    "supportsEvaluateForHovers": True,
+    "supportsReadMemoryRequest": True,
+    "supportsWriteMemoryRequest": True,
+    "supportsSetVariable": True,
+    "supportsCancelRequest": True,
+    "supportsTerminateRequest": True,
+    "supportsLoadedSourcesRequest": True,
+    "supportsModulesRequest": True,
+    "supportsClipboardContext": True,
+    "supportsValueFormattingOptions": True,
+    "supportsDelayedStackTraceLoading": True,
+}
+
+
+class DebugState:
+    """Per-connection: the session (after launch) and the variablesReference table."""
+
+    def __init__(self):
+        self.session: Session | None = None
+        self.handles = Handles()
+        self.frame_ids: dict[int, Frame] = {}
+        self.next_frame_id = 1
+
+    def need(self) -> Session:
+        if self.session is None:
+            raise AspaceError("no dump is open: send launch or attach first")
+        return self.session
+
+    def reset_views(self):
+        self.handles.clear()
+        self.frame_ids.clear()
+
+
+def _st(ctx) -> DebugState:
+    return ctx.state
+
+
+@handlers.request("initialize")
+def initialize(ctx, args):
+    return dict(CAPABILITIES)
+
+
+@handlers.request("launch", required={"state": str},
+                  optional={"codeObject": str, "wave": int, "lane": int, "sourceMap": dict})
+def launch(ctx, args):
+    st = _st(ctx)
+    path = args["state"]
+    if not os.path.exists(path):
+        raise AspaceError(f"no dump at {path}")
+    pid = ctx.progress_start(f"Opening {os.path.basename(path)}")
+    try:
+        st.session = Session.open(path, code_object=args.get("codeObject"), wave=args.get("wave"),
+                                  lane=args.get("lane"), source_map=args.get("sourceMap"))
+        if pid:
+            ctx.progress_update(pid, "indexing code objects")
+        st.session.programs()
+    finally:
+        if pid:
+            ctx.progress_end(pid)
+    for w in st.session.warnings:
+        ctx.output(f"warning: {w}\n", "console")
+    return None
+
+
+handlers.request("attach", required={"state": str},
+                 optional={"codeObject": str, "wave": int, "lane": int, "sourceMap": dict})(launch)
+
+
+@handlers.request("configurationDone")
+def configuration_done(ctx, args):
+    st = _st(ctx)
+    if st.session is None:
+        return None
+    return Reply(None, events_after=[("stopped", _stopped_body(st.session))])
+
+
+def _stopped_body(s: Session) -> dict:
+    stop = s.state.stop
+    reason = stop.reason if stop and stop.reason else "pause"
+    wave = s.wave()
+    body = {"reason": reason, "threadId": thread_id(wave.id), "allThreadsStopped": True,
+            "description": (stop.description if stop and stop.description else None) or f"{reason} in wave {wave.id}"}
+    body["text"] = f"lane {s.focus_lane} ({s.lane_state(wave, s.focus_lane)})"
+    return body
+
+
+@handlers.request("threads")
+def threads(ctx, args):
+    s = _st(ctx).need()
+    return {"threads": [{"id": thread_id(w.id), "name": s.thread_name(w)} for w in s.state.waves]}
+
+
+@handlers.request("stackTrace", required={"threadId": int}, optional={"startFrame": int, "levels": int})
+def stack_trace(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    wave = wave_of_thread(s, args["threadId"])
+    frames = s.frames(wave.id, s.focus_lane)
+    start = max(0, args.get("startFrame") or 0)
+    levels = args.get("levels") or len(frames)
+    out = []
+    for f in frames[start:start + max(0, levels)]:
+        fid = st.next_frame_id
+        st.next_frame_id += 1
+        st.frame_ids[fid] = f
+        item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0,
+                "instructionPointerReference": f"0x{f.runtime_pc:x}"}
+        if f.file:
+            item["source"] = {"name": os.path.basename(f.file), "path": f.file}
+        if f.info is not None and f.info.is_inlined:
+            item["presentationHint"] = "subtle"
+        out.append(item)
+    return {"stackFrames": out, "totalFrames": len(frames)}
+
+
+def _frame(st: DebugState, frame_id) -> Frame:
+    if frame_id is None:
+        s = st.need()
+        frames = s.frames()
+        return frames[0]
+    f = st.frame_ids.get(frame_id)
+    if f is None:
+        raise AspaceError(f"unknown frameId {frame_id} (stale after a focus change?)")
+    return f
+
+
+@handlers.request("scopes", required={"frameId": int})
+def scopes(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    f = _frame(st, args["frameId"])
+    variables = s.variables(f)
+    params = [v for v in variables if v.kind == "parameter"]
+    locals_ = [v for v in variables if v.kind != "parameter" and not _is_shared(v)]
+    shared = [v for v in variables if _is_shared(v)] + [g for g in s.globals(f) if _is_shared(g)]
+    globals_ = [g for g in s.globals(f) if not _is_shared(g)]
+    out = []
+    for name, hint, vars_ in (("Arguments", "arguments", params), ("Locals", "locals", locals_),
+                              ("Shared", None, shared), ("Globals", None, globals_)):
+        if name in ("Shared", "Globals") and not vars_:
+            continue
+        ref = st.handles.add(ScopeHandle(f, vars_))
+        item = {"name": name, "variablesReference": ref, "namedVariables": len(vars_), "expensive": name == "Globals"}
+        if hint:
+            item["presentationHint"] = hint
+        out.append(item)
+    ref = st.handles.add(RegistersHandle(f.wave_id, f.lane))
+    out.append({"name": "Registers", "presentationHint": "registers", "variablesReference": ref, "expensive": False})
+    return {"scopes": out}
+
+
+def _is_shared(var) -> bool:
+    """Variables in LDS: ROCm's address space 3, or upstream clang's `lit2; swap; xderef` (2 = local)."""
+    if var.address_space == 3 or var.memory_space == 3:
+        return True
+    expr = getattr(var.location, "expr", None)
+    return bool(expr) and bytes(expr[-3:]) == bytes([0x32, 0x16, 0x18])
+
+
+@handlers.request("variables", required={"variablesReference": int},
+                  optional={"start": int, "count": int, "filter": str, "format": dict})
+def variables(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    handle = st.handles.get(args["variablesReference"])
+    hex_ = bool((args.get("format") or {}).get("hex"))
+    start = max(0, args.get("start") or 0)
+    count = args.get("count") or 0
+    if count < 0:
+        raise AspaceError("count must not be negative")
+    count = min(count or PAGE_LIMIT, PAGE_LIMIT)
+    if isinstance(handle, ScopeHandle):
+        out = []
+        for var in handle.variables[start:start + count]:
+            read = s.read_variable(handle.frame, var)
+            obj = read.obj_for(handle.frame.lane)
+            name = var.name or "?"
+            if obj is None:
+                out.append({"name": name, "value": read.errors.get(handle.frame.lane, "<unavailable>"),
+                            "type": var.type.display_name() if var.type else "", "variablesReference": 0})
+                continue
+            out.append(_object_var(st, s, name, obj, handle.frame, hex_, evaluate_name=name))
+        return {"variables": out}
+    if isinstance(handle, ObjectHandle):
+        return {"variables": _children(st, s, handle, start, count, hex_)}
+    if isinstance(handle, RegistersHandle):
+        return {"variables": _registers(st, s, handle, hex_)[start:start + count]}
+    if isinstance(handle, VectorRegisterHandle):
+        wave = s.wave(handle.wave_id)
+        data, valid = wave.registers.lane_view(handle.name, wave.lanes)
+        out = []
+        for lane in range(start, min(wave.lanes, start + count)):
+            v = int.from_bytes(bytes(data[lane]), "little") if valid[lane].all() else None
+            out.append({"name": f"[{lane}]", "value": "<unavailable>" if v is None else (f"0x{v:08x}" if hex_ else str(v)),
+                        "type": "uint32", "variablesReference": 0,
+                        "presentationHint": {"attributes": [] if wave.active_lanes[lane] else ["readOnly"]}})
+        return {"variables": out}
+    raise AspaceError(f"unknown variablesReference {args['variablesReference']}")
+
+
+def _object_var(st, s: Session, name: str, obj: Obj, frame: Frame, hex_: bool, evaluate_name: str | None = None) -> dict:
+    t = obj.stripped
+    item = {"name": name, "value": format_obj(obj, 0, hex=hex_), "type": obj.type.display_name(),
+            "variablesReference": 0}
+    if evaluate_name:
+        item["evaluateName"] = evaluate_name
+    ref = s.memory_reference(obj, frame.wave_id, 0)
+    if ref:
+        item["memoryReference"] = ref
+    kind = "data"
+    if isinstance(t, (StructType, ArrayType)) or (isinstance(t, PointerType) and t.target is not None):
+        h = st.handles.add(ObjectHandle(obj, frame, evaluate_name))
+        item["variablesReference"] = h
+        if isinstance(t, ArrayType):
+            item["indexedVariables"] = obj.element_count()
+        elif isinstance(t, StructType):
+            item["namedVariables"] = len(t.members)
+        else:
+            item["namedVariables"] = 1
+    item["presentationHint"] = {"kind": kind, "attributes": [] if obj.memory_place() or _is_reg(obj) else ["readOnly"]}
+    return item
+
+
+def _is_reg(obj: Obj) -> bool:
+    from ..dwarf.locations import RegisterLocation
+    return obj.location is not None and isinstance(obj.location.primary, RegisterLocation)
+
+
+def _children(st, s, handle: ObjectHandle, start, count, hex_):
+    obj, frame = handle.obj, handle.frame
+    t = obj.stripped
+    base = handle.evaluate_name
+    out = []
+    if isinstance(t, ArrayType):
+        n = obj.element_count()
+        for i in range(start, min(n, start + count)):
+            name = f"[{i}]"
+            out.append(_object_var(st, s, name, obj.element(i), frame, hex_, f"{base}[{i}]" if base else None))
+    elif isinstance(t, StructType):
+        for name, m in obj.members()[start:start + count]:
+            out.append(_object_var(st, s, name, m, frame, hex_, f"{base}.{name}" if base else None))
+    elif isinstance(t, PointerType):
+        target = s.pointer_target(obj, 0, frame.dialect)
+        if target is not None:
+            out.append(_object_var(st, s, f"*{base or ''}", target, frame, hex_, f"*{base}" if base else None))
+    return out
+
+
+def _registers(st, s: Session, handle: RegistersHandle, hex_: bool) -> list[dict]:
+    wave = s.wave(handle.wave_id)
+    out = []
+    for name in wave.registers.names:
+        size = wave.registers.size(name) or 0
+        if size == 4 * wave.lanes and size > 8:  # vector register: the focused lane's value, expandable
+            data, valid = wave.registers.lane_view(name, wave.lanes)
+            v = int.from_bytes(bytes(data[handle.lane]), "little") if valid[handle.lane].all() else None
+            text = "<unavailable>" if v is None else f"0x{v:08x}"
+            ref = st.handles.add(VectorRegisterHandle(wave.id, name))
+            out.append({"name": name, "value": text, "type": f"uint32[{wave.lanes}]", "variablesReference": ref,
+                        "indexedVariables": wave.lanes})
+            continue
+        v = wave.registers.value(name)
+        if v is None:
+            out.append({"name": name, "value": "<unavailable>", "variablesReference": 0})
+            continue
+        if name == "exec":
+            text = f"0x{v:0{size * 2}x} ({bin(v).count('1')} lanes)"
+        else:
+            text = f"0x{v:0{size * 2}x}"
+        out.append({"name": name, "value": text, "type": f"uint{size * 8}", "variablesReference": 0})
+    return out
+
+
+_REPL_LANE = re.compile(r"^\s*lane\s+(\d+)\s*$")
+_REPL_WAVE = re.compile(r"^\s*wave\s+(\d+)\s*$")
+_REPL_X = re.compile(r"^\s*x(?:/(\d*)([xduotcfb]?)([bhwg]?))?\s+(.+)$")
+HELP = """aspace-dap REPL commands:
+  lane N              focus lane N of the current wave
+  wave N              focus wave N
+  info lanes          every lane of the focused wave: state, work-item, position
+  info waves          every wave with its active lanes
+  x/NFU ADDRESS       examine memory: N units, format x/d/u/c, unit b/h/w/g; ADDRESS like local#0x40
+  EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
+"""
+
+
+@handlers.request("evaluate", required={"expression": str}, optional={"frameId": int, "context": str, "format": dict})
+def evaluate_request(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    text = args["expression"]
+    if args.get("context") == "repl":
+        out = _repl_command(ctx, st, s, text)
+        if out is not None:
+            return {"result": out, "variablesReference": 0}
+    from ..expressions import evaluate_expression
+    frame = _frame(st, args.get("frameId"))
+    obj = evaluate_expression(s, text, frame=frame, lanes=[frame.lane])
+    hex_ = bool((args.get("format") or {}).get("hex"))
+    item = _object_var(st, s, text, obj, frame, hex_, evaluate_name=text)
+    body = {"result": item["value"], "type": item.get("type"), "variablesReference": item["variablesReference"]}
+    for k in ("memoryReference", "indexedVariables", "namedVariables"):
+        if k in item:
+            body[k] = item[k]
+    return body
+
+
+def _repl_command(ctx, st, s: Session, text: str) -> str | None:
+    if text.strip() in ("help", "?"):
+        return HELP
+    m = _REPL_LANE.match(text)
+    if m:
+        s.set_focus(lane=int(m[1]))
+        _announce_focus(ctx, st, s)
+        w = s.wave()
+        return f"[Switching to lane {s.focus_lane} of wave {w.id} ({s.lane_state(w, s.focus_lane)})]"
+    m = _REPL_WAVE.match(text)
+    if m:
+        s.set_focus(wave=int(m[1]))
+        _announce_focus(ctx, st, s)
+        return f"[Switching to {s.thread_name(s.wave())}, lane {s.focus_lane}]"
+    if text.strip() == "info lanes":
+        return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
+    if text.strip() == "info waves":
+        return "\n".join(("* " if w.id == s.focus_wave else "  ") + s.thread_name(w) for w in s.state.waves)
+    m = _REPL_X.match(text)
+    if m:
+        return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", m[4].strip())
+    return None
+
+
+def _lane_line(s, row) -> str:
+    mark = "*" if row["lane"] == s.focus_lane else " "
+    where = f"{os.path.basename(row['source']['path'])}:{row['line']}" if row.get("source") else row["pc"]
+    wi = ",".join(str(x) for x in row["workItem"])
+    return f"{mark} lane {row['lane']:>2}  {row['state']:<8} work-item ({wi})  {where}"
+
+
+def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
+    size = {"b": 1, "h": 2, "w": 4, "g": 8}[unit]
+    if fmt == "c":
+        size = 1
+    if "#" not in where:
+        raise AspaceError("x needs an address with its space, like local#0x40 or global#0x1000")
+    start, data, valid = s.read_memory(where, 0, n * size)
+    space = where.split("#")[0]
+    lines, per_line = [], max(1, 16 // size)
+    for i in range(n):
+        chunk, ok = data[i * size:(i + 1) * size], valid[i * size:(i + 1) * size]
+        if len(chunk) < size or not ok.all():
+            text = "<unavailable>"
+        else:
+            v = int.from_bytes(chunk, "little")
+            text = {"x": f"0x{v:0{size * 2}x}", "d": str(int.from_bytes(chunk, "little", signed=True)),
+                    "u": str(v), "o": f"0{v:o}", "t": f"{v:b}", "c": f"{v} {chr(v)!r}" if 32 <= v < 127 else str(v),
+                    "f": str(np.frombuffer(chunk, {4: "<f4", 8: "<f8"}.get(size, "<u1"))[0])}.get(fmt, f"0x{v:x}")
+        if i % per_line == 0:
+            lines.append(f"{space}#0x{start + i * size:x}:")
+        lines[-1] += "\t" + text
+    return "\n".join(lines)
+
+
+def _announce_focus(ctx, st, s: Session):
+    st.reset_views()
+    w = s.wave()
+    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(w.active_lanes[s.focus_lane]),
+            "lanes": w.lanes}
+    ctx.send_event("focus", body)
+    if ctx.client_capabilities.get("supportsInvalidatedEvent"):
+        ctx.send_event("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": thread_id(w.id)})
+    else:
+        ctx.send_event("stopped", dict(_stopped_body(s), reason="pause", preserveFocusHint=False))
+
+
+@handlers.request("setFocus", optional={"threadId": int, "lane": int})
+def set_focus(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    wave = wave_of_thread(s, args["threadId"]) if args.get("threadId") is not None else None
+    s.set_focus(wave=wave.id if wave is not None else None, lane=args.get("lane"))
+    w = s.wave()
+    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(w.active_lanes[s.focus_lane]),
+            "lanes": w.lanes}
+    st.reset_views()
+    events = [("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": thread_id(w.id)})] \
+        if ctx.client_capabilities.get("supportsInvalidatedEvent") else [("stopped", dict(_stopped_body(s), reason="pause"))]
+    return Reply(body, events_after=events)
+
+
+@handlers.request("laneValues", required={"threadId": int, "expression": str}, optional={"frameId": int})
+def lane_values_request(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    wave = wave_of_thread(s, args["threadId"])
+    frame_index = 0
+    if args.get("frameId") is not None:
+        frame_index = _frame(st, args["frameId"]).index
+    from ..expressions import lane_values
+    return {"lanes": lane_values(s, args["expression"], wave_id=wave.id, frame_index=frame_index)}
+
+
+def lane_rows(s: Session, wave_id: int) -> list[dict]:
+    wave = s.wave(wave_id)
+    rows = []
+    for lane in range(wave.lanes):
+        state = s.lane_state(wave, lane)
+        row = {"lane": lane, "state": state, "workItem": list(wave.global_id(lane)), "pc": "0x0"}
+        try:
+            pc = s.lane_pc(wave, lane)
+            row["pc"] = f"0x{pc:x}"
+            program = s.program_for(wave)
+            if program.index is not None:
+                li = program.index.line_for_pc(program.elf_pc(pc))
+                if li is not None:
+                    row["source"] = {"path": s.map_source(li.file), "name": os.path.basename(li.file)}
+                    row["line"] = li.line
+        except AspaceError:
+            pass
+        rows.append(row)
+    return rows
+
+
+@handlers.request("lanes", required={"threadId": int})
+def lanes_request(ctx, args):
+    s = _st(ctx).need()
+    wave = wave_of_thread(s, args["threadId"])
+    return {"lanes": lane_rows(s, wave.id), "focus": s.focus_lane}
+
+
+@handlers.request("memorySpaces", required={"threadId": int}, optional={"lane": int})
+def memory_spaces(ctx, args):
+    s = _st(ctx).need()
+    wave = wave_of_thread(s, args["threadId"])
+    return {"spaces": s.memory_spaces(wave.id, args.get("lane"))}
+
+
+MAX_READ = 16 << 20
+
+
+@handlers.request("readMemory", required={"memoryReference": str, "count": int}, optional={"offset": int})
+def read_memory(ctx, args):
+    s = _st(ctx).need()
+    count = args["count"]
+    if count < 0:
+        raise AspaceError("count must not be negative")
+    count = min(count, MAX_READ)
+    start, data, valid = s.read_memory(args["memoryReference"], args.get("offset") or 0, count)
+    if count == 0:
+        return {"address": f"0x{start:x}"}
+    # DAP returns a contiguous readable run; what follows it is reported as unreadable
+    bad = np.nonzero(~valid)[0] if len(valid) else np.array([0])
+    first_bad = int(bad[0]) if len(bad) else len(data)
+    if first_bad == 0:
+        good_after = np.nonzero(valid)[0]
+        skip = int(good_after[0]) if len(good_after) else count
+        return {"address": f"0x{start:x}", "unreadableBytes": skip}
+    body = {"address": f"0x{start:x}", "data": base64.b64encode(data[:first_bad]).decode("ascii")}
+    if first_bad < count:
+        body["unreadableBytes"] = count - first_bad
+    return body
+
+
+@handlers.request("writeMemory", required={"memoryReference": str, "data": str}, optional={"offset": int,
+                                                                                           "allowPartial": bool})
+def write_memory(ctx, args):
+    s = _st(ctx).need()
+    try:
+        raw = base64.b64decode(args["data"], validate=True)
+    except ValueError as e:
+        raise AspaceError(f"data is not base64: {e}") from None
+    n = s.write_memory(args["memoryReference"], args.get("offset") or 0, raw)
+    _st(ctx).reset_views()
+    return Reply({"bytesWritten": n}, events_after=[("memory", {"memoryReference": args["memoryReference"],
+                                                                  "offset": args.get("offset") or 0, "count": n})])
+
+
+@handlers.request("setVariable", required={"variablesReference": int, "name": str, "value": str})
+def set_variable(ctx, args):
+    st = _st(ctx)
+    s = st.need()
+    handle = st.handles.get(args["variablesReference"])
+    from ..expressions import evaluate_expression
+    from ..dwarf.storage import write_bytes
+    if isinstance(handle, ScopeHandle):
+        frame, target_name = handle.frame, args["name"]
+    elif isinstance(handle, ObjectHandle) and handle.evaluate_name:
+        frame = handle.frame
+        name = args["name"]
+        target_name = f"{handle.evaluate_name}{name}" if name.startswith("[") else f"{handle.evaluate_name}.{name}"
+    else:
+        raise AspaceError("this variable cannot be changed")
+    obj = evaluate_expression(s, target_name, frame=frame, lanes=[frame.lane])
+    new = evaluate_expression(s, args["value"], frame=frame, lanes=[frame.lane])
+    from ..expressions import _cast
+    from ..expressions import Scope
+    value = _cast(Scope(s, frame, obj.lanes), obj.type, new)
+    data, state = value.bytes(0, obj.size)
+    if state.any():
+        raise AspaceError("the new value is not fully known")
+    if obj.location is None:
+        raise AspaceError("this value has no storage to change")
+    write_bytes(obj.location, obj.target, np.asarray(data))
+    fresh = evaluate_expression(s, target_name, frame=frame, lanes=[frame.lane])
+    return {"value": format_obj(fresh, 0), "type": fresh.type.display_name()}
+
+
+@handlers.request("source", optional={"source": dict, "sourceReference": int})
+def source(ctx, args):
+    s = _st(ctx).need()
+    path = (args.get("source") or {}).get("path")
+    if not path:
+        raise AspaceError("source needs a path")
+    for p in s.programs():
+        if p.index is not None:
+            text = p.index.source_text(path)
+            if text is not None:
+                return {"content": text}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return {"content": f.read()}
+    raise AspaceError(f"source {path} is neither embedded in the code object nor on disk")
+
+
+@handlers.request("loadedSources")
+def loaded_sources(ctx, args):
+    s = _st(ctx).need()
+    out, seen = [], set()
+    for p in s.programs():
+        if p.index is None:
+            continue
+        for f in p.index.source_files():
+            path = s.map_source(f)
+            if path not in seen:
+                seen.add(path)
+                out.append({"name": os.path.basename(path), "path": path})
+    return {"sources": out}
+
+
+@handlers.request("modules", optional={"startModule": int, "moduleCount": int})
+def modules(ctx, args):
+    s = _st(ctx).need()
+    mods = []
+    for p in s.programs():
+        co = p.code_object
+        mods.append({"id": p.id, "name": os.path.basename(p.path), "path": p.path,
+                     "symbolStatus": "symbols loaded" if p.index is not None else "no DWARF",
+                     "addressRange": f"0x{p.load_address:x}", "version": getattr(co, "processor", "")})
+    start = args.get("startModule") or 0
+    count = args.get("moduleCount") or len(mods)
+    return {"modules": mods[start:start + count], "totalModules": len(mods)}
+
+
+@handlers.request("disconnect", optional={"restart": bool, "terminateDebuggee": bool, "suspendDebuggee": bool})
+def disconnect(ctx, args):
+    st = _st(ctx)
+    if st.session is not None:
+        st.session.state.close()
+    st.session = None
+    return None
+
+
+@handlers.request("terminate", optional={"restart": bool})
+def terminate(ctx, args):
+    return None
+
+
+@handlers.request("pause", required={"threadId": int})
+def pause(ctx, args):
+    return None
+
+
+for _cmd in ("continue", "next", "stepIn", "stepOut"):
+    @handlers.request(_cmd, required={"threadId": int})
+    def _post_mortem(ctx, args, _cmd=_cmd):
+        raise AspaceError(f"{_cmd}: this is a post-mortem dump; execution cannot resume")

@@ -1,0 +1,469 @@
+"""C-like expressions over a stopped lane: what watch, hover and the REPL evaluate.
+
+    p.a   arr[3]   *ptr   &x   (int *) local#0x40   *(int *) private_lane#0x10
+    $s5   $v3   $exec   $pc   $lane   a + b * 2   x == 3 && y < 4
+
+A variable is read for all requested lanes at once (one lane-wide DWARF
+evaluation); member access, indexing and arithmetic then apply per lane.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dwarf.locations import Location, MemoryLocation, RegisterLocation
+from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ArrayType, BaseType, PointerType, StructType, Type,
+                          byte_size)
+from .errors import AspaceError, EvaluationError
+from .memref import parse_memref
+from .values.format import format_obj
+from .values.objects import Obj
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<addr>[A-Za-z_][A-Za-z0-9_]*(?:@[A-Za-z0-9_.(),]+)?\#(?:0[xX][0-9a-fA-F]+|\d+))
+  | (?P<num>0[xX][0-9a-fA-F]+|\d+\.\d*(?:[eE][-+]?\d+)?f?|\d+[uUlL]*)
+  | (?P<reg>\$[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<op>->|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>()\[\].,?:])
+""", re.VERBOSE)
+
+INT = BaseType("int", 4, encoding=ATE_SIGNED)
+LONG = BaseType("long", 8, encoding=ATE_SIGNED)
+ULONG = BaseType("unsigned long", 8, encoding=ATE_UNSIGNED)
+UINT = BaseType("unsigned int", 4, encoding=ATE_UNSIGNED)
+DOUBLE = BaseType("double", 8, encoding=ATE_FLOAT)
+FLOAT = BaseType("float", 4, encoding=ATE_FLOAT)
+BUILTIN_TYPES = {"int": INT, "long": LONG, "unsigned": UINT, "unsigned int": UINT, "unsigned long": ULONG,
+                 "double": DOUBLE, "float": FLOAT, "char": BaseType("char", 1, encoding=0x06),
+                 "short": BaseType("short", 2, encoding=ATE_SIGNED), "uint64_t": ULONG, "int64_t": LONG,
+                 "uint32_t": UINT, "int32_t": INT, "bool": BaseType("bool", 1, encoding=0x02)}
+
+
+def tokenize(text: str) -> list[tuple[str, str]]:
+    pos, out = 0, []
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise AspaceError(f"cannot parse {text[pos:pos + 10]!r} in expression")
+        pos = m.end()
+        if m.lastgroup != "ws":
+            out.append((m.lastgroup, m.group()))
+    return out
+
+
+@dataclass
+class Scope:
+    """What names mean: the session, a frame, and the lanes to evaluate for."""
+
+    session: object
+    frame: object
+    lanes: np.ndarray
+
+
+class _Parser:
+    def __init__(self, text: str, scope: Scope):
+        self.toks = tokenize(text)
+        self.i = 0
+        self.scope = scope
+        self.text = text
+
+    def peek(self, k=0):
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else ("eof", "")
+
+    def take(self, value=None):
+        tok = self.peek()
+        if value is not None and tok[1] != value:
+            raise AspaceError(f"expected {value!r} in {self.text!r}, found {tok[1] or 'end'!r}")
+        self.i += 1
+        return tok
+
+    def parse(self) -> Obj:
+        v = self.ternary()
+        if self.peek()[0] != "eof":
+            raise AspaceError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
+        return v
+
+    # precedence climbing over C's binary operators
+    _PREC = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
+             ("+", "-"), ("*", "/", "%")]
+
+    def ternary(self):
+        cond = self.binary(0)
+        if self.peek()[1] == "?":
+            self.take("?")
+            a = self.ternary()
+            self.take(":")
+            b = self.ternary()
+            return _select(self.scope, cond, a, b)
+        return cond
+
+    def binary(self, level):
+        if level == len(self._PREC):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.peek()[0] == "op" and self.peek()[1] in self._PREC[level]:
+            op = self.take()[1]
+            right = self.binary(level + 1)
+            left = _arith(self.scope, op, left, right)
+        return left
+
+    def unary(self):
+        tok = self.peek()
+        if tok == ("op", "("):
+            t = self._try_type(1)
+            if t is not None:
+                self.i = t[1]
+                return _cast(self.scope, t[0], self.unary())
+        if tok[0] == "op" and tok[1] in ("-", "!", "~", "*", "&", "+"):
+            self.take()
+            operand = self.unary()
+            if tok[1] == "*":
+                return _deref(self.scope, operand)
+            if tok[1] == "&":
+                return _address_of(self.scope, operand)
+            if tok[1] == "+":
+                return operand
+            return _unary(self.scope, tok[1], operand)
+        return self.postfix(self.primary())
+
+    def _try_type(self, k):
+        """`(type name [*]*)` at offset k: returns (Type, index after ')') or None."""
+        j = self.i + k
+        words = []
+        while j < len(self.toks) and self.toks[j][0] == "id":
+            words.append(self.toks[j][1])
+            j += 1
+        if not words:
+            return None
+        name = " ".join(words)
+        base = BUILTIN_TYPES.get(name)
+        if base is None:
+            base = _find_type(self.scope, name)
+        if base is None:
+            return None
+        t: Type = base
+        while j < len(self.toks) and self.toks[j] == ("op", "*"):
+            t = PointerType(None, 8, target=t)
+            j += 1
+        if j < len(self.toks) and self.toks[j] == ("op", ")"):
+            return t, j + 1
+        return None
+
+    def postfix(self, v):
+        while True:
+            tok = self.peek()
+            if tok == ("op", "."):
+                self.take()
+                v = _member(v, self.take()[1])
+            elif tok == ("op", "->"):
+                self.take()
+                v = _member(_deref(self.scope, v), self.take()[1])
+            elif tok == ("op", "["):
+                self.take()
+                idx = self.ternary()
+                self.take("]")
+                v = _index(self.scope, v, idx)
+            else:
+                return v
+
+    def primary(self):
+        kind, text = self.take()
+        if kind == "num":
+            return _literal(self.scope, text)
+        if kind == "reg":
+            return _register(self.scope, text[1:])
+        if kind == "addr":
+            return _address_literal(self.scope, text)
+        if kind == "id":
+            if text in ("true", "false"):
+                return _const(self.scope, int(text == "true"), BUILTIN_TYPES["bool"])
+            return _variable(self.scope, text)
+        if (kind, text) == ("op", "("):
+            v = self.ternary()
+            self.take(")")
+            return v
+        raise AspaceError(f"unexpected {text or 'end'!r} in expression")
+
+
+# --------------------------------------------------------------------------- operations
+
+
+def _const(scope: Scope, value, t: Type) -> Obj:
+    size = byte_size(t) or 8
+    if isinstance(value, float):
+        raw = struct.pack("<f" if size == 4 else "<d", value)
+    else:
+        raw = (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+    return Obj.from_bytes(t, raw, scope.lanes)
+
+
+def _per_lane(scope: Scope, values: list, t: Type) -> Obj:
+    size = byte_size(t) or 8
+    g = len(scope.lanes)
+    data = np.zeros((g, size), np.uint8)
+    state = np.zeros((g, size), np.uint8)
+    for i, v in enumerate(values):
+        if v is None:
+            state[i] = 2
+            continue
+        if isinstance(v, float):
+            raw = struct.pack("<f" if size == 4 else "<d", v)
+        else:
+            raw = (int(v) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+        data[i] = np.frombuffer(raw, np.uint8)
+    return Obj(t, None, None, lanes=scope.lanes, data=data, state=state)
+
+
+def _literal(scope, text):
+    t = text.rstrip("uUlLf")
+    if "." in t or ("e" in t.lower() and not t.lower().startswith("0x")):
+        return _const(scope, float(t), FLOAT if text.endswith("f") else DOUBLE)
+    value = int(t, 0)
+    return _const(scope, value, INT if value < 2**31 and not text[-1:] in "uUlL" else LONG)
+
+
+def _numbers(obj: Obj):
+    """Per-lane Python numbers (int or float) of a scalar object; None where unreadable."""
+    t = obj.stripped
+    if isinstance(t, ArrayType):
+        raise EvaluationError("arrays are not numbers")
+    values, states = obj.scalar_bits()
+    if isinstance(t, BaseType) and t.encoding == ATE_FLOAT:
+        fmt = {4: "<f", 8: "<d"}.get(obj.size)
+        return [None if v is None else struct.unpack(fmt, (v & ((1 << (8 * obj.size)) - 1)).to_bytes(obj.size, "little"))[0]
+                for v in values]
+    return values
+
+
+def _result_type(a: Obj, b: Obj) -> Type:
+    ta, tb = a.stripped, b.stripped
+    for t in (ta, tb):
+        if isinstance(t, BaseType) and t.encoding == ATE_FLOAT:
+            return DOUBLE if (byte_size(ta) == 8 or byte_size(tb) == 8) else FLOAT
+    if (byte_size(ta) or 4) >= 8 or (byte_size(tb) or 4) >= 8:
+        return LONG
+    return INT
+
+
+def _arith(scope, op, a: Obj, b: Obj) -> Obj:
+    ta = a.stripped
+    if isinstance(ta, (PointerType, ArrayType)) and op in ("+", "-") and not isinstance(b.stripped, PointerType):
+        elem = ta.target if isinstance(ta, PointerType) else ta.element
+        step = byte_size(elem) or 1
+        base = _numbers(a) if isinstance(ta, PointerType) else _numbers(_address_of(scope, a))
+        offs = _numbers(b)
+        sign = 1 if op == "+" else -1
+        vals = [None if x is None or y is None else x + sign * y * step for x, y in zip(base, offs)]
+        pt = ta if isinstance(ta, PointerType) else PointerType(None, 8, target=elem)
+        return _per_lane(scope, vals, pt)
+    xs, ys = _numbers(a), _numbers(b)
+    rt = INT if op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||") else _result_type(a, b)
+    out = []
+    for x, y in zip(xs, ys):
+        if x is None or y is None:
+            out.append(None)
+            continue
+        if op in ("/", "%") and y == 0:
+            raise EvaluationError("division by zero")
+        if op == "/":
+            r = x / y if isinstance(x, float) or isinstance(y, float) else int(x / y)
+        elif op == "%":
+            r = x - int(x / y) * y
+        else:
+            r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "<<": lambda: int(x) << int(y),
+                 ">>": lambda: int(x) >> int(y), "&": lambda: int(x) & int(y), "|": lambda: int(x) | int(y),
+                 "^": lambda: int(x) ^ int(y), "==": lambda: int(x == y), "!=": lambda: int(x != y),
+                 "<": lambda: int(x < y), ">": lambda: int(x > y), "<=": lambda: int(x <= y),
+                 ">=": lambda: int(x >= y), "&&": lambda: int(bool(x) and bool(y)),
+                 "||": lambda: int(bool(x) or bool(y))}[op]()
+        out.append(r)
+    return _per_lane(scope, out, rt)
+
+
+def _unary(scope, op, v: Obj) -> Obj:
+    xs = _numbers(v)
+    rt = INT if op == "!" else v.type
+    out = [None if x is None else (-x if op == "-" else int(not x) if op == "!" else ~int(x)) for x in xs]
+    return _per_lane(scope, out, rt)
+
+
+def _select(scope, cond, a, b):
+    cs, xs, ys = _numbers(cond), _numbers(a), _numbers(b)
+    return _per_lane(scope, [None if c is None else (x if c else y) for c, x, y in zip(cs, xs, ys)], a.type)
+
+
+def _member(v: Obj, name: str) -> Obj:
+    for n, m in v.members():
+        if n == name:
+            return m
+    t = v.stripped
+    if isinstance(t, StructType):
+        # anonymous members (unions inside structs) are searched too
+        for n, m in v.members():
+            if n.startswith("<anonymous"):
+                try:
+                    return _member(m, name)
+                except AspaceError:
+                    pass
+    raise AspaceError(f"there is no member named {name} in {v.type.display_name()}")
+
+
+def _index(scope, v: Obj, idx: Obj) -> Obj:
+    idxs = _numbers(idx)
+    t = v.stripped
+    if isinstance(t, ArrayType):
+        uniq = {i for i in idxs if i is not None}
+        if len(uniq) == 1:
+            return v.element(int(uniq.pop()))
+        raise EvaluationError("lanes index the array differently; evaluate per lane")
+    if isinstance(t, PointerType):
+        return _deref(scope, _arith(scope, "+", v, idx))
+    raise AspaceError(f"cannot subscript a value of type {v.type.display_name()}")
+
+
+def _deref(scope, v: Obj) -> Obj:
+    t = v.stripped
+    if isinstance(t, ArrayType):
+        return v.element(0)
+    if not isinstance(t, PointerType):
+        raise AspaceError(f"attempt to take contents of a non-pointer value ({v.type.display_name()})")
+    if t.target is None:
+        raise AspaceError("attempt to take contents of a void pointer")
+    session = scope.session
+    addrs = _numbers(v)
+    dialect = scope.frame.dialect if scope.frame is not None else None
+    from .dwarf.target import Dialect
+    space = session.adapter.pointer_space(t.address_space, dialect or Dialect(vendor_ops=session.adapter.vendor))
+    if getattr(t, "address_space_name", None):
+        space = session.adapter.space_by_name(t.address_space_name)
+    if any(a is None for a in addrs):
+        raise EvaluationError("the pointer's value is not available")
+    wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
+    target = session.target_for(wave, dialect or Dialect(vendor_ops=session.adapter.vendor))
+    loc = Location((MemoryLocation(space, np.array(addrs, np.uint64), np.zeros(len(addrs), np.int64),
+                                   scope.lanes),))
+    return Obj.from_location(t.target, loc, target, scope.lanes)
+
+
+def _address_of(scope, v: Obj) -> Obj:
+    place = v.memory_place()
+    if place is None or v.bit_size is not None:
+        where = v.location.describe() if v.location is not None else "no location"
+        raise AspaceError(f"attempt to take the address of a value not located in memory ({where})")
+    pt = PointerType(None, 8, target=v.type, address_space_name=place.space.name)
+    return _per_lane(scope, [int(a) for a in place.address], pt)
+
+
+def _cast(scope, t: Type, v: Obj) -> Obj:
+    st = t.strip()
+    if isinstance(st, (PointerType, BaseType)):
+        xs = _numbers(v) if not isinstance(v.stripped, ArrayType) else _numbers(_address_of(scope, v))
+        if isinstance(st, BaseType) and st.encoding == ATE_FLOAT:
+            xs = [None if x is None else float(x) for x in xs]
+        elif isinstance(st, PointerType) and isinstance(v.stripped, PointerType) and st.address_space_name is None:
+            st.address_space_name = v.stripped.address_space_name
+        else:
+            xs = [None if x is None else int(x) for x in xs]
+        return _per_lane(scope, xs, t)
+    if v.location is not None:
+        return Obj.from_location(t, v.location, v.target, v.lanes)
+    raise AspaceError(f"cannot cast to {t.display_name()}")
+
+
+def _find_type(scope: Scope, name: str):
+    frame = scope.frame
+    if frame is None or frame.program.index is None:
+        return None
+    return frame.program.index.find_type(name)
+
+
+def _register(scope: Scope, name: str) -> Obj:
+    session = scope.session
+    if name == "lane":
+        return _per_lane(scope, [int(x) for x in scope.lanes], INT)
+    wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
+    if name in ("pc", "exec"):
+        value = wave.registers.value(name)
+        if value is None:
+            raise AspaceError(f"${name} is not in the dump")
+        return _const(scope, value, ULONG)
+    regno = session.adapter.register_number(name, wave.lanes)
+    if regno is None:
+        raise AspaceError(f"unknown register ${name}")
+    from .dwarf.target import Dialect
+    dialect = Dialect(vendor_ops=session.adapter.vendor)  # per-lane view of vector registers
+    target = session.target_for(wave, dialect)
+    info = target.register_info(regno)
+    loc = Location((RegisterLocation(info, np.zeros(len(scope.lanes), np.int64), scope.lanes),))
+    return Obj.from_location(UINT, loc, target, scope.lanes)
+
+
+def _address_literal(scope: Scope, text: str) -> Obj:
+    """`local#0x40` is an address in a space: a pointer-sized value that *(T *) can dereference."""
+    ref = parse_memref(text)
+    session = scope.session
+    space = session.adapter.space_by_name(ref.space)
+    pt = PointerType(None, 8, target=None, address_space_name=space.name)
+    return _per_lane(scope, [ref.address] * len(scope.lanes), pt)
+
+
+def _variable(scope: Scope, name: str) -> Obj:
+    session, frame = scope.session, scope.frame
+    if frame is None:
+        raise AspaceError(f"no symbol \"{name}\" in current context")
+    candidates = [v for v in session.variables(frame) if v.name == name and not v.shadowed]
+    if not candidates:
+        candidates = [v for v in session.globals(frame) if v.name == name]
+    if not candidates:
+        raise AspaceError(f"no symbol \"{name}\" in current context")
+    read = session.read_variable(frame, candidates[-1], scope.lanes)
+    if len(read.groups) == 1 and not read.errors and len(read.groups[0][0]) == len(scope.lanes):
+        return read.groups[0][1]
+    if len(scope.lanes) == 1:
+        lane = int(scope.lanes[0])
+        obj = read.obj_for(lane)
+        if obj is None:
+            raise AspaceError(read.errors.get(lane, "<unavailable>").strip("<>"))
+        return obj
+    raise _Divergent(read)
+
+
+class _Divergent(Exception):
+    """A variable's location differs in shape between lanes: evaluate lane by lane."""
+
+    def __init__(self, read):
+        self.read = read
+
+
+def evaluate_expression(session, text: str, *, frame=None, lanes=None) -> Obj:
+    lanes = np.array([session.focus_lane] if lanes is None else lanes, dtype=np.int64)
+    return _Parser(text, Scope(session, frame, lanes)).parse()
+
+
+def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: int = 0) -> list[dict]:
+    """The expression in every lane of a wave: [{lane, active, value, type}]."""
+    wave = session.wave(wave_id)
+    all_lanes = np.arange(wave.lanes)
+    frames = session.frames(wave.id, session.focus_lane)
+    frame = frames[min(frame_index, len(frames) - 1)] if frames else None
+    rows = []
+    try:
+        obj = evaluate_expression(session, text, frame=frame, lanes=all_lanes)
+        for lane in range(wave.lanes):
+            rows.append({"lane": lane, "active": bool(wave.active_lanes[lane]),
+                         "value": format_obj(obj, lane), "type": obj.type.display_name()})
+    except (_Divergent, EvaluationError):
+        for lane in range(wave.lanes):
+            try:
+                obj = evaluate_expression(session, text, frame=frame, lanes=[lane])
+                value, tname = format_obj(obj, 0), obj.type.display_name()
+            except (AspaceError, _Divergent) as e:
+                value, tname = f"<error: {e}>", ""
+            rows.append({"lane": lane, "active": bool(wave.active_lanes[lane]), "value": value, "type": tname})
+    return rows

@@ -1,0 +1,82 @@
+"""`aspace-dap inspect`: the call stack and variables of one lane, or an expression across lanes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from .errors import AspaceError
+from .session import Session
+from .values.format import format_obj
+
+
+def frame_report(session: Session, wave_id: int, lane: int) -> dict:
+    wave = session.wave(wave_id)
+    frames = []
+    for frame in session.frames(wave_id, lane):
+        variables = []
+        for var in session.variables(frame):
+            read = session.read_variable(frame, var)
+            obj = read.obj_for(lane)
+            if obj is None:
+                value, where = read.errors.get(lane, "<unavailable>"), "?"
+            else:
+                value, where = format_obj(obj, 0), session.location_text(obj, 0)
+            variables.append({"name": var.name, "kind": var.kind, "type": var.type.display_name() if var.type else "?",
+                              "value": value, "location": where})
+        frames.append({"index": frame.index, "function": frame.name, "file": frame.file, "line": frame.line,
+                       "pc": f"0x{frame.runtime_pc:x}", "inlined": bool(frame.info and frame.info.is_inlined),
+                       "variables": variables})
+    return {"wave": wave.id, "thread": session.thread_name(wave), "lane": lane,
+            "lane_state": session.lane_state(wave, lane), "frames": frames}
+
+
+def print_report(report: dict, out=sys.stdout) -> None:
+    print(f"{report['thread']}  lane {report['lane']} ({report['lane_state']})", file=out)
+    for f in report["frames"]:
+        where = f"{f['file']}:{f['line']}" if f["file"] else "??"
+        inl = " [inlined]" if f["inlined"] else ""
+        print(f"#{f['index']}  {f['pc']} in {f['function']}{inl} at {where}", file=out)
+        width = max((len(v["name"] or "?") for v in f["variables"]), default=0)
+        for v in f["variables"]:
+            print(f"    {(v['name'] or '?'):<{width}} = {v['value']}    [{v['kind']}, {v['type']}, {v['location']}]",
+                  file=out)
+
+
+def lane_table(session: Session, wave_id: int, expression: str) -> list[dict]:
+    from .expressions import lane_values
+    return lane_values(session, expression, wave_id=wave_id, frame_index=0)
+
+
+def main(args) -> int:
+    try:
+        session = Session.open(args.state, code_object=args.code_object, wave=args.wave, lane=args.lane)
+        wave_id = session.focus_wave
+        if args.all_lanes:
+            rows = lane_table(session, wave_id, args.all_lanes)
+            if args.json:
+                json.dump(rows, sys.stdout, indent=2)
+                print()
+            else:
+                print(f"{args.all_lanes} across the lanes of {session.thread_name(session.wave(wave_id))}")
+                for r in rows:
+                    mark = " " if r["active"] else "-"
+                    print(f"  {mark} lane {r['lane']:>2}: {r['value']}")
+            return 0
+        report = frame_report(session, wave_id, session.focus_lane)
+        if args.json:
+            json.dump(report, sys.stdout, indent=2)
+            print()
+        else:
+            for w in session.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            print_report(report)
+        return 0
+    except AspaceError as e:
+        print(f"aspace-dap inspect: {e}", file=sys.stderr)
+        return 1
+
+
+__all__ = ["main", "frame_report", "print_report", "lane_table", "np"]

@@ -1,0 +1,428 @@
+"""A debugging session over one dump: focus, frames, variables, memory. No I/O, no DAP.
+
+The DAP handlers, `inspect` and the language server all ask the session; the
+session asks the DWARF index where things are, the evaluator what they are,
+and the adapter how to reach them in the dump.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import adapters as _adapters_pkg  # noqa: F401  (aspace_dap.adapters, installed from adapters/)
+from .adapters import adapter_for
+from .codeobj import load_code_objects
+from .dwarf.evaluator import LaneResults, evaluate
+from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
+from .dwarf.locations import Location, MemoryLocation, RegisterLocation
+from .dwarf.target import Dialect, FrameContext
+from .dwarf.types import PointerType, Type
+from .errors import AspaceError, StateError
+from .memref import MemRef, format_memref, parse_memref
+from .state import GpuState, load_state
+from .values.objects import Obj
+
+
+@dataclass
+class Program:
+    """One loaded code object and its DWARF index."""
+
+    id: int
+    path: str
+    code_object: object
+    index: DwarfIndex | None
+    load_address: int = 0
+
+    def elf_pc(self, runtime_pc: int) -> int:
+        return runtime_pc - self.load_address
+
+
+@dataclass
+class Frame:
+    index: int  # 0 = innermost
+    wave_id: int
+    lane: int
+    program: Program
+    info: FrameInfo | None  # None: no debug info for this PC
+    pc: int  # ELF address used for lookups
+    runtime_pc: int
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def name(self) -> str:
+        if self.info is None:
+            sym = self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
+            return sym.name if sym else f"0x{self.runtime_pc:x}"
+        return self.info.function
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.info.dialect if self.info else Dialect()
+
+
+@dataclass
+class VariableRead:
+    """A variable read for some lanes: objects per lane group, errors per lane."""
+
+    var: VariableInfo
+    lanes: np.ndarray
+    groups: list[tuple[np.ndarray, Obj]] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def obj_for(self, lane: int) -> Obj | None:
+        for lanes, obj in self.groups:
+            hit = np.nonzero(lanes == lane)[0]
+            if len(hit):
+                return obj if len(lanes) == 1 else _take_obj(obj, hit)
+        return None
+
+
+def _take_obj(obj: Obj, rows: np.ndarray) -> Obj:
+    loc = obj.location.take(rows) if obj.location is not None else None
+    return Obj(obj.type, loc, obj.target, lanes=obj.lanes[rows])
+
+
+class Session:
+    def __init__(self, state: GpuState, *, code_object: str | None = None, wave: int | None = None,
+                 lane: int | None = None, source_map: dict[str, str] | None = None):
+        self.state = state
+        self.adapter = adapter_for(state.target.vendor)
+        self.source_map = dict(source_map or {})
+        self.warnings: list[str] = []
+        self._programs: dict[int, Program] = {}
+        self._extra: Program | None = None
+        if code_object:
+            self._extra = self._load_program(-1, code_object, 0)
+        self._targets: dict[tuple[int, Dialect], object] = {}
+        if not state.waves:
+            raise StateError("the dump has no waves", "dispatches")
+        focus = state.focus
+        self.focus_wave = wave if wave is not None else (focus.wave if focus else state.waves[0].id)
+        self.state.wave_by_id(self.focus_wave)
+        self.focus_lane = lane if lane is not None else (focus.lane if focus else self._first_active(self.focus_wave))
+        self.focus_frame = 0
+
+    @classmethod
+    def open(cls, state_path: str, **kw) -> "Session":
+        return cls(load_state(state_path), **kw)
+
+    # ------------------------------------------------------------------ programs
+
+    def _load_program(self, co_id: int, path: str, load_address: int) -> Program:
+        objs = load_code_objects(path)
+        wanted = self.state.target.processor
+        co = next((o for o in objs if getattr(o, "processor", None) == wanted), objs[0])
+        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
+        if index is None:
+            self.warnings.append(f"{path}: no DWARF; frames show addresses only")
+        return Program(co_id, str(path), co, index, load_address)
+
+    def program_for(self, wave) -> Program:
+        dispatch = wave.dispatch
+        co_id = dispatch.code_object if dispatch is not None else None
+        if co_id is not None and co_id not in self._programs:
+            ref = self.state.code_object_by_id(co_id)
+            if ref is not None:
+                try:
+                    self._programs[co_id] = self._load_program(co_id, str(ref.path), ref.load_address)
+                except (AspaceError, OSError) as e:
+                    self.warnings.append(f"code object {co_id} ({ref.path}): {e}")
+                    self._programs[co_id] = None  # type: ignore[assignment]
+        program = self._programs.get(co_id) if co_id is not None else None
+        if program is None:
+            if self._extra is None:
+                raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject)")
+            return self._extra
+        return program
+
+    def programs(self) -> list[Program]:
+        for wave in self.state.waves:
+            try:
+                self.program_for(wave)
+            except AspaceError:
+                pass
+        out = [p for p in self._programs.values() if p is not None]
+        if self._extra is not None:
+            out.append(self._extra)
+        return out
+
+    # ------------------------------------------------------------------ waves and lanes
+
+    def wave(self, wave_id: int | None = None):
+        return self.state.wave_by_id(self.focus_wave if wave_id is None else wave_id)
+
+    def _first_active(self, wave_id: int) -> int:
+        active = np.nonzero(self.wave(wave_id).active_lanes)[0]
+        return int(active[0]) if len(active) else 0
+
+    def lane_state(self, wave, lane: int) -> str:
+        if not wave.valid_lanes[lane]:
+            return "invalid"
+        return "active" if wave.active_lanes[lane] else "inactive"
+
+    def set_focus(self, wave: int | None = None, lane: int | None = None) -> None:
+        if wave is not None:
+            w = self.state.wave_by_id(wave)
+            if lane is None and self.focus_lane >= w.lanes:
+                lane = self._first_active(wave)
+            self.focus_wave = wave
+        if lane is not None:
+            w = self.wave()
+            if not 0 <= lane < w.lanes:
+                raise AspaceError(f"lane {lane} is outside wave {w.id}'s {w.lanes} lanes")
+            self.focus_lane = lane
+        self.focus_frame = 0
+
+    def thread_name(self, wave) -> str:
+        return self.adapter.thread_name(wave, int(wave.active_lanes.sum()), int(wave.valid_lanes.sum()))
+
+    def target_for(self, wave, dialect: Dialect):
+        key = (wave.id, dialect)
+        t = self._targets.get(key)
+        if t is None:
+            t = self._targets[key] = self.adapter.wave_target(self.state, wave, dialect)
+        return t
+
+    # ------------------------------------------------------------------ frames
+
+    def lane_pc(self, wave, lane: int) -> int:
+        """Where a lane is: its own PC from the dump, else the wave's; inactive lanes per DW_AT_LLVM_lane_pc."""
+        if wave.lane_pcs is not None:
+            return int(wave.lane_pcs[lane])
+        pc = wave.pc
+        if pc is None:
+            raise StateError(f"wave {wave.id} has no pc register in the dump")
+        if not wave.active_lanes[lane]:
+            lane_pc = self._lane_pc_from_dwarf(wave, lane, pc)
+            if lane_pc is not None:
+                return lane_pc
+        return pc
+
+    def _lane_pc_from_dwarf(self, wave, lane, pc) -> int | None:
+        program = self.program_for(wave)
+        if program.index is None:
+            return None
+        frames = program.index.frames_at(program.elf_pc(pc))
+        fi = next((f for f in frames if f.lane_pc_expr), None)
+        if fi is None:
+            return None
+        target = self.target_for(wave, fi.dialect)
+        res = evaluate(fi.lane_pc_expr, target, fi.dialect, np.array([lane]), frame=self._frame_context(program, fi, pc))
+        if res.errors:
+            return None
+        from .dwarf.storage import read_bytes
+        loc = res.for_lane(lane)
+        data, state = read_bytes(loc, target, 8, 8 * lane)
+        if state.any():
+            return None
+        return int.from_bytes(bytes(data[0]), "little") + program.load_address
+
+    def frames(self, wave_id: int | None = None, lane: int | None = None) -> list[Frame]:
+        wave = self.wave(wave_id)
+        lane = self.focus_lane if lane is None else lane
+        program = self.program_for(wave)
+        runtime_pc = self.lane_pc(wave, lane)
+        pc = program.elf_pc(runtime_pc)
+        out: list[Frame] = []
+        infos = program.index.frames_at(pc) if program.index is not None else []
+        if not infos:
+            line = program.index.line_for_pc(pc) if program.index is not None else None
+            return [Frame(0, wave.id, lane, program, None, pc, runtime_pc, *(self._line(line)))]
+        line = program.index.line_for_pc(pc)
+        file, ln, col = self._line(line)
+        for i, info in enumerate(infos):
+            out.append(Frame(i, wave.id, lane, program, info, pc, runtime_pc, file, ln, col))
+            # the next (outer) frame stands where this inlined one was called from
+            file, ln, col = self.map_source(info.call_file), info.call_line, info.call_column or 0
+        return out
+
+    def _line(self, line):
+        if line is None:
+            return None, None, None
+        return self.map_source(line.file), line.line, line.column
+
+    def map_source(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        for src, dst in self.source_map.items():
+            if path.startswith(src):
+                return dst + path[len(src):]
+        return path
+
+    # ------------------------------------------------------------------ variables
+
+    def variables(self, frame: Frame) -> list[VariableInfo]:
+        if frame.info is None or frame.program.index is None:
+            return []
+        return frame.program.index.variables(frame.info, frame.pc)
+
+    def globals(self, frame: Frame) -> list[VariableInfo]:
+        if frame.info is None or frame.program.index is None:
+            return []
+        return frame.program.index.globals(frame.info.cu_offset)
+
+    def _frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int) -> FrameContext:
+        index = program.index
+        cu = info.cu_offset if info else 0
+        pc = program.elf_pc(runtime_pc) if info is not None else runtime_pc
+        return FrameContext(
+            pc=pc,
+            load_bias=program.load_address,
+            frame_base_expr=info.frame_base_expr if info else None,
+            addrx=(lambda i, cu=cu: index.addr_index(cu, i)) if index else None,
+            procedure=(lambda die, pc=pc: index.location_for_die(die, pc)) if index else None,
+            base_type=index.base_type if index else None,
+        )
+
+    def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
+        wave = self.wave(frame.wave_id)
+        lanes = np.array([frame.lane] if lanes is None else lanes, dtype=np.int64)
+        out = VariableRead(var, lanes)
+        vtype = var.type
+        if vtype is None:
+            for lane in lanes:
+                out.errors[int(lane)] = "<unknown type>"
+            return out
+        self._annotate_pointer(vtype, var.dialect)
+        spec = var.location_at(frame.pc)
+        if spec is None:
+            out.groups.append((lanes, Obj.failed(vtype, "<optimized out>", lanes)))
+            return out
+        if isinstance(spec, ConstValue):
+            raw = spec.value if isinstance(spec.value, bytes) else (spec.value & ((1 << 64) - 1)).to_bytes(8, "little")
+            out.groups.append((lanes, Obj.from_bytes(vtype, raw, lanes)))
+            return out
+        target = self.target_for(wave, var.dialect)
+        res: LaneResults = evaluate(spec, target, var.dialect, lanes,
+                                    frame=self._frame_context(frame.program, frame.info, frame.runtime_pc))
+        for lane, err in res.errors.items():
+            out.errors[lane] = f"<error: {err}>"
+        for glanes, entry in res.groups:
+            if not isinstance(entry, Location):
+                continue
+            out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
+        return out
+
+    def _annotate_pointer(self, t: Type | None, dialect: Dialect, depth: int = 0) -> None:
+        """Name the address space a pointer type points into (once per type object)."""
+        if t is None or depth > 8:
+            return
+        s = t.strip()
+        if isinstance(s, PointerType) and s.address_space_name is None:
+            s.address_space_name = self.adapter.pointer_space(s.address_space, dialect).name
+
+    def pointer_target(self, obj: Obj, lane_index: int, dialect: Dialect) -> Obj | None:
+        """Dereference a pointer object for one lane: the pointee in the pointer's address space."""
+        t = obj.stripped
+        if not isinstance(t, PointerType) or t.target is None:
+            return None
+        values, states = obj.scalar_bits()
+        addr = values[lane_index]
+        if addr is None:
+            return None
+        space = self.adapter.pointer_space(t.address_space, dialect)
+        lanes = obj.lanes[lane_index:lane_index + 1]
+        loc = Location((MemoryLocation(space, np.array([addr], np.uint64), np.zeros(1, np.int64), lanes),))
+        return Obj.from_location(t.target, loc, obj.target, lanes)
+
+    # ------------------------------------------------------------------ locations in words
+
+    def location_text(self, obj: Obj, lane_index: int = 0) -> str:
+        if obj.error is not None:
+            return obj.error.strip("<>")
+        if obj.location is None:
+            return "constant (debug info)"
+        return obj.location.describe(lane_index)
+
+    def memory_reference(self, obj: Obj, wave_id: int, lane_index: int = 0) -> str | None:
+        place = obj.memory_place()
+        if place is None:
+            return None
+        lane = int(place.lanes[lane_index])
+        addr = int(place.address[lane_index])
+        return format_memref(self.memref_for_space(place.space.name, addr, wave_id, lane))
+
+    def memref_for_space(self, space: str, addr: int, wave_id: int, lane: int) -> MemRef:
+        wave = self.wave(wave_id)
+        if space == "local":
+            wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
+            d = wave.dispatch.id if wave.dispatch is not None else 0
+            return MemRef(space, addr, workgroup=tuple(wg), dispatch=d)
+        if space == "private_lane":
+            return MemRef(space, addr, wave=wave.id, lane=lane)
+        if space.startswith("private"):
+            return MemRef(space, addr, wave=wave.id)
+        return MemRef(space, addr)
+
+    # ------------------------------------------------------------------ memory
+
+    def resolve_memref(self, text: str) -> tuple[MemRef, object, object, int]:
+        """A memory reference → (ref, address space, wave target, lane) using the focus for missing context."""
+        ref = parse_memref(text)
+        space = self.adapter.space_by_name(ref.space)
+        wave = self.wave()
+        lane = self.focus_lane
+        if ref.workgroup is not None:
+            wave = self._wave_in_workgroup(ref.dispatch, ref.workgroup)
+        elif ref.wave is not None:
+            wave = self.state.wave_by_id(ref.wave)
+            if ref.lane is not None:
+                lane = ref.lane
+        if not 0 <= lane < wave.lanes:
+            raise AspaceError(f"lane {lane} is outside wave {wave.id}")
+        ref = self.memref_for_space(ref.space, ref.address, wave.id, lane)
+        return ref, space, self.target_for(wave, Dialect(vendor_ops=self.adapter.vendor)), lane
+
+    def _wave_in_workgroup(self, dispatch: int, wg: tuple[int, int, int]):
+        for w in self.state.waves:
+            if w.workgroup is not None and tuple(w.workgroup.id) == tuple(wg) and \
+                    (w.dispatch.id if w.dispatch is not None else 0) == dispatch:
+                return w
+        raise AspaceError(f"no workgroup ({wg[0]},{wg[1]},{wg[2]}) in dispatch {dispatch}")
+
+    def read_memory(self, text: str, offset: int, count: int) -> tuple[int, bytes, np.ndarray]:
+        """(start address, bytes, valid mask) for `count` bytes at the reference + offset."""
+        ref, space, target, lane = self.resolve_memref(text)
+        start = ref.address + offset
+        if start < 0 or start >= 1 << (8 * space.address_size):
+            return start, b"", np.zeros(0, bool)
+        count = min(count, (1 << (8 * space.address_size)) - start)
+        got = target.read_memory(space, np.array([lane]), np.array([start], np.uint64), count)
+        return start, bytes(got.data[0]), got.valid[0]
+
+    def write_memory(self, text: str, offset: int, data: bytes) -> int:
+        ref, space, target, lane = self.resolve_memref(text)
+        target.write_memory(space, np.array([lane]), np.array([ref.address + offset], np.uint64),
+                            np.frombuffer(data, np.uint8)[None, :])
+        return len(data)
+
+    def memory_spaces(self, wave_id: int | None = None, lane: int | None = None) -> list[dict]:
+        wave = self.wave(wave_id)
+        lane = self.focus_lane if lane is None else lane
+        out = []
+        wg = wave.workgroup
+        if wg is not None and wg.lds is not None:
+            size = max((a + s for a, s in wg.lds.declared_ranges()), default=0)
+            out.append({"name": "local", "memoryReference": format_memref(self.memref_for_space("local", 0, wave.id, lane)),
+                        "size": size})
+        if wave.private is not None:
+            out.append({"name": "private_lane",
+                        "memoryReference": format_memref(self.memref_for_space("private_lane", wave.private.base,
+                                                                               wave.id, lane)),
+                        "size": wave.private.lane_size})
+            out.append({"name": "private_wave",
+                        "memoryReference": format_memref(self.memref_for_space("private_wave", 0, wave.id, lane)),
+                        "size": wave.private.size})
+        for name, mem in self.state.memory.items():
+            for addr, size in mem.declared_ranges():
+                out.append({"name": name, "memoryReference": format_memref(MemRef(name, addr)), "size": size})
+        return out
+
+    def source_path(self, path: str) -> str:
+        return os.fspath(Path(path))
