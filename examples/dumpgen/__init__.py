@@ -1,0 +1,1 @@
+"""Builders for the example GPU state dumps: one model per example kernel, one shared engine."""

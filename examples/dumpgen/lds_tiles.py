@@ -1,0 +1,159 @@
+"""lds_tiles: `transpose_tiles` stopped at line 38 (`out[...] = tile[tx][ty]`), inside the `if`.
+
+Inputs: rows = 20, cols = 32, in[i] = 0.5 * i; a 2 x 2 grid of 16 x 16 blocks; the dump holds
+workgroup (1, 1), every wave of it. In that block out_row = 16 + ty < 32 always holds and
+out_col = 16 + tx < 20 only for tx < 4, so each wave stops with 16 of its lanes active.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from .engine import DumpSpec, FrameSpec, WaveSpec, lane_u32, sgpr_pair, u32, u64
+
+TILE = 16
+ROWS, COLS = 20, 32
+BLOCK = (1, 1)  # blockIdx of the dumped workgroup
+KERNARG = 0x7F0000000000
+IN_ADDR = 0x7F0000100000
+OUT_ADDR = 0x7F0000200000
+SUMS_ADDR = 0x7F0000300000
+DISPATCH_PTR = 0x7F0000400000
+QUEUE_PTR = 0x7F0000500000
+PRIVATE_APERTURE_HI = 0x20000  # the dump's private aperture 0x2000000000000, high dword
+HERE = Path(__file__).resolve().parent.parent / "lds_tiles"
+
+STOP_PC = {("gfx90a", "O0"): 0x4530, ("gfx90a", "O2"): 0x1A9C,
+           ("gfx1030", "O0"): 0x4224, ("gfx1030", "O2"): 0x1AAC}
+ROW_SUMS_LDS = TILE * (TILE + 1) * 4  # the ISA's `ds_write_b32 ... offset:1088`
+ROW_SUMS_NOTE = ("the code object's .debug_addr holds 0 for both LDS variables; "
+                 "the ISA keeps row_sums at LDS 0x440, right after tile")
+FRAME_BYTES = {"gfx90a": 144, "gfx1030": 288}  # s32 = 0x2400 wave-scaled bytes at entry
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def input_value(i: int) -> float:
+    return 0.5 * i
+
+
+def kernel_model(lanes: int):
+    """Per wave, per lane: the source variables at line 38, and the LDS the block has built."""
+    bx, by = BLOCK
+    tile = [[0.0] * (TILE + 1) for _ in range(TILE)]  # the padding column is never written
+    threads = []
+    for flat in range(TILE * TILE):
+        tx, ty = flat % TILE, flat // TILE
+        col, row = bx * TILE + tx, by * TILE + ty
+        value = input_value(row * COLS + col) if row < ROWS and col < COLS else 0.0
+        tile[ty][tx] = value
+        threads.append({"tx": tx, "ty": ty, "col": col, "row": row, "value": value,
+                        "out_col": by * TILE + tx, "out_row": bx * TILE + ty,
+                        "in": IN_ADDR, "out": OUT_ADDR, "tile_sums": SUMS_ADDR, "rows": ROWS, "cols": COLS})
+    row_sums = []
+    for ty in range(TILE):
+        acc = 0.0
+        for k in range(TILE):
+            acc = f32(acc + tile[ty][k])
+        row_sums.append(acc)
+    for t in threads:
+        t["tile"] = tile
+        t["row_sums"] = row_sums
+    waves = [threads[i:i + lanes] for i in range(0, len(threads), lanes)]
+    return waves
+
+
+def _mask(bits) -> int:
+    return sum(1 << i for i, b in enumerate(bits) if b)
+
+
+def _values(wave_threads) -> dict[str, list]:
+    return {name: [t[name] for t in wave_threads] for name in wave_threads[0]}
+
+
+def spec(processor: str, opt: str) -> DumpSpec:
+    lanes = 64 if processor == "gfx90a" else 32
+    pc = STOP_PC[processor, opt]
+    waves = []
+    for index, threads in enumerate(kernel_model(lanes)):
+        active = _mask(t["out_row"] < COLS and t["out_col"] < ROWS for t in threads)
+        full = (1 << lanes) - 1
+        exec_bytes = lanes // 8
+        regs = {"pc": u64(pc), "exec": active.to_bytes(exec_bytes, "little")}
+        if opt == "O0":
+            regs.update(_o0_registers(processor, lanes, threads))
+        else:
+            regs.update(_o2_registers(processor, lanes, threads, active, full))
+        waves.append(WaveSpec(id=index, index_in_workgroup=index, registers=regs,
+                              frames=[FrameSpec(pc, _values(threads), not_by_dwarf={"row_sums": ROW_SUMS_NOTE})],
+                              scratch=_o0_scratch(processor, threads) if opt == "O0" else {}))
+    first = kernel_model(lanes)[0][0]
+    lds = b"".join(struct.pack("<f", v) for row in first["tile"] for v in row)
+    lds += b"".join(struct.pack("<f", v) for v in first["row_sums"])
+    kernargs = u64(IN_ADDR) + u64(OUT_ADDR) + u64(SUMS_ADDR) + u32(ROWS) + u32(COLS)
+    inputs = b"".join(struct.pack("<f", input_value(i)) for i in range(ROWS * COLS))
+    return DumpSpec(
+        name=f"{processor}.{opt}", code_object=HERE / f"lds_tiles.{processor}.{opt}.co", processor=processor,
+        lanes=lanes, kernel="_Z15transpose_tilesPKfPfS1_ii",
+        grid_size=(COLS // TILE * TILE, (ROWS + TILE - 1) // TILE * TILE, 1), workgroup_size=(TILE, TILE, 1),
+        workgroup_id=(*BLOCK, 0), waves=waves, lds_size=len(lds), lds_image=lds,
+        private_per_lane=FRAME_BYTES[processor] if opt == "O0" else 0,
+        memory=[(KERNARG, kernargs, len(kernargs)), (IN_ADDR, inputs, len(inputs)),
+                # what other workgroups have stored so far is unknown: declared, not dumped
+                (OUT_ADDR, b"", ROWS * COLS * 4), (SUMS_ADDR, b"", 4 * 4)],
+        focus=(1, 2), stop=("breakpoint", "line 38: out[out_row * rows + out_col] = tile[tx][ty]"))
+
+
+def _o0_registers(processor, lanes, threads) -> dict[str, bytes]:
+    bx, by = BLOCK
+    # the prologue parks kernel inputs in lanes of v40: z, y, x group ids, dispatch id,
+    # kernarg pointer, queue pointer, dispatch pointer, private aperture high dword
+    spill = [0, by, bx, 0, 0, KERNARG & 0xFFFFFFFF, KERNARG >> 32, QUEUE_PTR & 0xFFFFFFFF, QUEUE_PTR >> 32,
+             DISPATCH_PTR & 0xFFFFFFFF, DISPATCH_PTR >> 32, PRIVATE_APERTURE_HI]
+    regs = {"s32": u32(0x2400), "s33": u32(0), "v40": lane_u32(spill + [0] * (lanes - len(spill)))}
+    if processor == "gfx90a":
+        packed = [t["tx"] | t["ty"] << 10 for t in threads]  # gfx90a packs the work-item ids into v0
+        regs["v31"] = lane_u32(packed)
+        regs["a32"] = lane_u32(packed)
+    return regs
+
+
+def _o0_scratch(processor, threads) -> dict[int, list[int]]:
+    if processor != "gfx1030":
+        return {}
+    # gfx1030 gets x, y, z work-item ids in v0..v2 and the -O0 prologue stores them at 240..248
+    return {240: [t["tx"] for t in threads], 244: [t["ty"] for t in threads], 248: [0] * len(threads)}
+
+
+def _o2_registers(processor, lanes, threads, active, full) -> dict[str, bytes]:
+    bx, by = BLOCK
+    nbytes = lanes // 8
+    regs = {"s8": u32(bx), "s9": u32(by), "s10": u32(ROWS), "s11": u32(COLS)}
+    regs.update(sgpr_pair("s12", IN_ADDR))
+    regs.update(sgpr_pair("s14", OUT_ADDR))
+    regs.update(sgpr_pair("s2", SUMS_ADDR))
+    out_row_ok = _mask(t["out_row"] < COLS for t in threads)
+    if processor == "gfx90a":
+        # s[0:1]: exec saved by s_and_saveexec; s6 = 0x44 (row pitch of tile); s7: high half of the condition
+        regs.update(sgpr_pair("s0", full))
+        regs["s6"] = u32(0x44)
+        regs["s7"] = u32(active >> 32)
+        regs["vcc"] = out_row_ok.to_bytes(nbytes, "little")
+        regs["v4"] = lane_u32(t["tx"] * 0x44 + t["ty"] * 4 for t in threads)  # LDS address of tile[tx][ty]
+    else:
+        # wave32 ids arrive unpacked: v0 = x, v1 = y; s0 = saved exec, s1 = the if condition, s6 = 16 * blockIdx.x
+        regs["v0"] = lane_u32(t["tx"] for t in threads)
+        regs["v1"] = lane_u32(t["ty"] for t in threads)
+        regs["s0"] = u32(full)
+        regs["s1"] = u32(active)
+        regs["s6"] = u32(bx * TILE)
+        regs["vcc"] = out_row_ok.to_bytes(nbytes, "little")
+        regs["v4"] = lane_u32(t["ty"] << 2 for t in threads)
+    return regs
+
+
+def specs() -> list[DumpSpec]:
+    return [spec(p, o) for p in ("gfx90a", "gfx1030") for o in ("O0", "O2")]
