@@ -21,11 +21,16 @@ test: test-python test-extension
 test-python: $(STAMP)
 	$(PY) -m pytest
 
+EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
+
 test-extension: $(STAMP)
 	$(MAKE) -C vscode-extension test PYTHON=$(abspath $(PY))
+	$(MAKE) -C vscode-extension test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
 
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/bench_eval.py
+	$(PY) benchmarks/bench_state.py
+	$(PY) benchmarks/bench_index.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
