@@ -1,4 +1,4 @@
-"""Command line: the DAP server by default, plus `inspect`, `state validate`, `demo`."""
+"""Command line: the DAP server by default, plus `inspect`, `state validate` and `demo`."""
 
 from __future__ import annotations
 
@@ -40,7 +40,4 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "demo":
         from .demo import main as demo_main
         return demo_main(argv[1:])
-    if argv and argv[0] == "lsp":
-        print("aspace-dap lsp: the language server is not part of this build yet", file=sys.stderr)
-        return 2
     return _server(argv)

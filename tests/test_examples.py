@@ -95,16 +95,22 @@ class DumpView:
         assert not result.errors, result.errors
         return target, result
 
-    def shown(self, wave, pc: int, var, lane: int) -> str:
-        got = self.location(wave, pc, var, [lane])
+    def shown(self, wave, pc: int, var, lanes) -> dict[int, str]:
+        """The formatted value for each lane, read lane-wide like the debugger does."""
+        got = self.location(wave, pc, var, lanes)
         if got is None:
-            return OPTIMIZED_OUT
+            return {int(lane): OPTIMIZED_OUT for lane in lanes}
         target, result = got
-        entry = result.for_lane(lane)
-        if not isinstance(entry, Location):  # DW_OP_stack_value
-            raw = entry.as_bytes()[0].tobytes()[: var.type.size]
-            return format_obj(Obj.from_bytes(var.type, raw, np.array([lane])), 0)
-        return format_obj(Obj.from_location(var.type, entry, target, np.array([lane])), 0)
+        out = {}
+        for glanes, entry in result.groups:
+            if isinstance(entry, Location):
+                obj = Obj.from_location(var.type, entry, target, glanes)
+            else:  # DW_OP_stack_value
+                raw = entry.as_bytes()[0].tobytes()[: var.type.size]
+                obj = Obj.from_bytes(var.type, raw, glanes)
+            for i, lane in enumerate(glanes):
+                out[int(lane)] = format_obj(obj, i)
+        return out
 
     def place(self, wave, pc: int, var, lane: int) -> str:
         """Where the location puts the lane's value: an address space name or a register name."""
@@ -132,11 +138,13 @@ def check_dump(view: DumpView, expected_for, places: dict[str, str]) -> None:
         pc = wave.pc
         variables = view.variables(pc)
         lanes = np.nonzero(wave.valid_lanes)[0]
+        expected = {int(lane): expected_for(wave, int(lane)) for lane in lanes}
         for lane in lanes:
-            expected = expected_for(wave, int(lane))
-            assert set(variables) == set(expected), (wave.id, sorted(variables))
-            for name, var in variables.items():
-                assert view.shown(wave, pc, var, int(lane)) == expected[name], (wave.id, int(lane), name)
+            assert set(variables) == set(expected[int(lane)]), (wave.id, sorted(variables))
+        for name, var in variables.items():
+            shown = view.shown(wave, pc, var, lanes)
+            for lane in lanes:
+                assert shown[int(lane)] == expected[int(lane)][name], (wave.id, int(lane), name)
         for name, var in variables.items():
             assert view.place(wave, pc, var, int(lanes[-1])) == places.get(name, OPTIMIZED_OUT), name
 

@@ -17,7 +17,8 @@ from typing import Iterator
 from ..errors import AspaceError, CodeObjectError
 from .dialects import detect_dialect, find_augmentation
 from .lines import LineInfo, LineTable, parse_line_table
-from .loclists import ByteReader, LocList, offset_from_index, read_loclist, read_rnglist
+from .loclists import LocList, offset_from_index, read_loclist, read_rnglist
+from .reader import ByteReader, raw_e_machine, section_bytes
 from .target import Dialect
 from .types import Type
 
@@ -298,21 +299,11 @@ class VariableInfo:
 # --- the index ----------------------------------------------------------------------
 
 
-def _section_bytes(elf, name: str) -> bytes:
-    sec = elf.get_section_by_name(name)
-    if sec is None or sec["sh_type"] == "SHT_NOBITS":
-        return b""
-    try:
-        return bytes(sec.data())
-    except Exception as exc:  # pyelftools raises assorted errors on bad section headers
-        raise CodeObjectError(f"cannot read section {name}: {exc}") from exc
-
-
 class DwarfIndex:
     def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None):
         self._elf = elf
         self.load_bias = load_bias
-        self.e_machine = e_machine if e_machine is not None else _raw_e_machine(elf)
+        self.e_machine = e_machine if e_machine is not None else raw_e_machine(elf)
         self._sections: dict[str, bytes] = {}
         self._units: list[_Unit] | None = None
         self._unit_starts: list[int] = []
@@ -351,7 +342,7 @@ class DwarfIndex:
             sec = getattr(dwarf, attr, None) if attr else None
             if sec is not None:
                 return sec.stream.getvalue()
-        return _section_bytes(self._elf, name)
+        return section_bytes(self._elf, name)
 
     # -- units --------------------------------------------------------------------
 
@@ -1267,16 +1258,3 @@ class _UnitScan:
         while not self.done:
             if next(self._walker, None) is None:
                 self.done = True
-
-
-def _raw_e_machine(elf) -> int | None:
-    """e_machine as a number; pyelftools turns known values into names."""
-    try:
-        stream = elf.stream
-        stream.seek(18)
-        raw = stream.read(2)
-    except (AttributeError, OSError):
-        return None
-    if len(raw) != 2:
-        return None
-    return int.from_bytes(raw, "little" if elf.little_endian else "big")

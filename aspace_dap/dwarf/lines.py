@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import CodeObjectError
-from .loclists import ByteReader
+from .reader import ByteReader
 
 LNCT_PATH = 0x1
 LNCT_DIRECTORY_INDEX = 0x2
