@@ -61,6 +61,23 @@ def show_floats(values) -> str:
 # --- reading a dump through the engine ------------------------------------------------------
 
 
+def _sleb(raw: bytes) -> int:
+    value = shift = 0
+    for byte in raw:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+    return value - (1 << shift) if raw[-1] & 0x40 else value
+
+
+def _uleb(value: int) -> list[int]:
+    out = []
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return out
+
+
 class DumpView:
     def __init__(self, folder: Path):
         self.state = load_state(folder)
@@ -81,12 +98,19 @@ class DumpView:
                 out[var.name] = var
         return out
 
+    isa_frame_base_zero = False
+
     def location(self, wave, pc: int, var, lanes):
         """(lanes, Location) groups, or None when the variable is optimized out at pc."""
         frame = self.frame(pc)
         expr = var.location_at(pc)
         if expr is None:
             return None
+        if self.isa_frame_base_zero and frame.frame_base_expr is None and expr[:1] == b"\x91":
+            # no DW_AT_frame_base: the kernel's ISA addresses its stack from scratch offset 0,
+            # so DW_OP_fbreg N means private address N (upstream xderef space 1)
+            offset = _sleb(expr[1:])
+            expr = bytes([0x10, *_uleb(offset), 0x31, 0x16, 0x18])
         assert not isinstance(expr, ConstValue)
         target = self.adapter.wave_target(self.state, wave, frame.dialect)
         ctx = FrameContext(pc=pc, frame_base_expr=frame.frame_base_expr,
@@ -103,13 +127,21 @@ class DumpView:
         target, result = got
         out = {}
         for glanes, entry in result.groups:
-            if isinstance(entry, Location):
-                obj = Obj.from_location(var.type, entry, target, glanes)
-            else:  # DW_OP_stack_value
+            if not isinstance(entry, Location):  # DW_OP_stack_value
                 raw = entry.as_bytes()[0].tobytes()[: var.type.size]
-                obj = Obj.from_bytes(var.type, raw, glanes)
+                text = format_obj(Obj.from_bytes(var.type, raw, glanes[:1]), 0)
+                out.update((int(lane), text) for lane in glanes)
+                continue
+            place = entry.primary
+            if isinstance(place, MemoryLocation) and place.space.scope == "workgroup" and \
+                    len(set(place.address.tolist())) == 1:
+                # every lane names the same workgroup memory: one read shows them all
+                text = format_obj(Obj.from_location(var.type, entry.take(np.array([0])), target, glanes[:1]), 0)
+                out.update((int(lane), text) for lane in glanes)
+                continue
             for i, lane in enumerate(glanes):
-                out[int(lane)] = format_obj(obj, i)
+                one = np.array([i])
+                out[int(lane)] = format_obj(Obj.from_location(var.type, entry.take(one), target, glanes[one]), 0)
         return out
 
     def place(self, wave, pc: int, var, lane: int) -> str:
@@ -245,6 +277,68 @@ def test_lds_tiles_dump(open_dump, arch, opt):
     focus = state.focus
     focus_wave = state.wave_by_id(focus.wave)
     assert focus.lane != 0 and focus_wave.active_lanes[focus.lane]
+
+
+# --- scratch_struct ---------------------------------------------------------------------------
+
+SS_N, SS_BLOCK, SS_GROUP = 100, 64, 1
+SS_STATE, SS_PROBE, SS_OUT = 0x7F0000100000, 0x7F0000200000, 0x7F0000300000
+
+
+def scratch_struct_item(gid: int, tid: int) -> dict[str, str]:
+    """integrate() at line 55 with dt = 0; values as a debugger prints them."""
+    shown = {"state": f"(const float *) 0x{SS_STATE:x}", "probe": f"(const int *) 0x{SS_PROBE:x}",
+             "out": f"(float *) 0x{SS_OUT:x}", "n": str(SS_N), "dt": "0", "gid": str(gid)}
+    if gid >= SS_N:  # returned early: nothing else was ever stored for this lane
+        zeros = "{0, 0, 0}"
+        shown.update(p=f"{{pos = {zeros}, vel = {zeros}, force = {zeros}, mass = 0, id = 0, flags = 0, "
+                       f"neighbors = {{0, 0, 0, 0, 0, 0}}}}", history="{0 <repeats 24 times>}", damping="0",
+                     pick="0", step="0", axis="0", neighbor="0", sample="0")
+        return shown
+    pos = [float(gid % 5 + k) for k in range(3)]
+    vel = [0.5 * (k + 1) for k in range(3)]
+    force = [f32(-0.1 * f32(x)) for x in pos]
+    mass = 1.0 + (gid & 7)
+    damping = f32(1.0 - f32(0.01 * (tid % 8)))
+    for _ in range(24):
+        vel = [f32(v * damping) for v in vel]  # dt = 0: the force term adds zero and pos stays
+    history = [f32(pos[0] + pos[1] + pos[2])] * 24
+    neighbors = [(gid + 7 * j) % SS_N for j in range(1, 7)]
+    pick = gid % 24 | (gid % 6) << 8 | (gid % 3) << 16
+    step, axis, neighbor = (pick & 0xFFFF) % 24, (pick >> 16) % 3, neighbors[(pick >> 8) % 6]
+    shown.update(
+        p=f"{{pos = {show_floats(pos)}, vel = {show_floats(vel)}, force = {show_floats(force)}, "
+          f"mass = {show_float(mass)}, id = {gid}, flags = {tid & 3}, neighbors = {{{', '.join(map(str, neighbors))}}}}}",
+        history=show_floats(history), damping=show_float(damping), pick=str(pick), step=str(step),
+        axis=str(axis), neighbor=str(neighbor), sample=show_float(history[step] + pos[axis]))
+    return shown
+
+
+SS_PLACES = {
+    "O0": dict.fromkeys(["state", "probe", "out", "n", "dt", "gid", "p", "history", "damping", "pick", "step",
+                         "axis", "neighbor", "sample"], "private_lane"),
+    "O2": {"p": "private_lane", "history": "private_lane", "gid": "v6", "pick": "v7", "neighbor": "v10",
+           "sample": "v0"},
+}
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+def test_scratch_struct_dump(open_dump, opt):
+    view = open_dump("scratch_struct", f"gfx90a.{opt}")
+    view.isa_frame_base_zero = opt == "O2"
+    (wave,) = view.state.dispatches[0].waves
+    gids = SS_GROUP * SS_BLOCK + np.arange(64)
+    assert list(wave.exec_mask) == list(gids < SS_N)
+    assert view.index.line_for_pc(wave.pc).line == 55
+
+    def expected(wave, lane):
+        shown = scratch_struct_item(SS_GROUP * SS_BLOCK + lane, lane)
+        if opt == "O2":
+            kept = {"p", "history", "gid", "pick", "neighbor", "sample"}
+            shown = {k: (v if k in kept else OPTIMIZED_OUT) for k, v in shown.items()}
+        return shown
+
+    check_dump(view, expected, SS_PLACES[opt])
 
 
 def test_make_dumps_check_passes():

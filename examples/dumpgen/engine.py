@@ -46,6 +46,9 @@ class FrameSpec:
     # variables whose DWARF location disagrees with the ISA: their bytes come from the spec's
     # memory images instead, and the reason is documented in the example's README
     not_by_dwarf: dict[str, str] = field(default_factory=dict)
+    # kernels without a frame pointer get no DW_AT_frame_base; their ISA addresses the stack
+    # from scratch offset 0 (`buffer_store_dword ..., s[0:3], 0 offset:N`)
+    isa_frame_base_zero: bool = False
 
 
 @dataclass
@@ -155,6 +158,32 @@ def frame_context(index: DwarfIndex, frame, pc: int) -> FrameContext:
                         addrx=lambda i: index.addr_index(frame.cu_offset, i))
 
 
+def fbreg_as_private_address(expr: bytes) -> bytes:
+    """`DW_OP_fbreg N` with a frame base of private offset 0, in the upstream dialect's words:
+    `DW_OP_constu N, DW_OP_lit1, DW_OP_swap, DW_OP_xderef` (1 = private)."""
+    if not expr or expr[0] != 0x91:
+        return expr
+    value, shift, pos = 0, 0, 1
+    while True:
+        byte = expr[pos]
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        pos += 1
+        if not byte & 0x80:
+            break
+    if byte & 0x40:
+        value -= 1 << shift
+    if pos != len(expr) or value < 0:
+        return expr
+    uleb = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        uleb.append(low | (0x80 if value else 0))
+        if not value:
+            break
+    return bytes([0x10, *uleb, 0x31, 0x16, 0x18])
+
+
 def innermost_frame(index: DwarfIndex, pc: int):
     frames = index.frames_at(pc)
     if not frames:
@@ -248,6 +277,8 @@ def _place_frame(index, state, wave, wave_spec: WaveSpec, frame_spec: FrameSpec,
         expr = var.location_at(pc)
         if expr is None or isinstance(expr, ConstValue):
             continue  # optimized out here, or a constant the debug info already holds
+        if frame_spec.isa_frame_base_zero and frame.frame_base_expr is None:
+            expr = fbreg_as_private_address(expr)
         values = frame_spec.values.get(var.name)
         if values is None:
             raise AspaceError(f"{var.name} has a location at {pc:#x} but the model gives it no value")

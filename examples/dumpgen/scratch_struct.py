@@ -1,5 +1,104 @@
-"""Placeholder until the model is written."""
+"""scratch_struct: `integrate` stopped after `sample` is computed, before `out[gid]` is stored.
+
+Inputs: n = 100, dt = 0 (positions stay put, so fused and unfused float code agree bit for bit),
+blocks of 64 work-items; the dump holds workgroup 1 (gid 64..127), whose lanes 36..63 have
+gid >= n and left through the early `return` (inactive). state[gid*6 + k] = gid % 5 + k for the
+position, (k + 1) * 0.5 for the velocity; probe[gid] = gid % 24 | (gid % 6) << 8 | (gid % 3) << 16.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from .engine import DumpSpec, FrameSpec, WaveSpec, lane_u32, sgpr_pair, u32, u64
+
+N, DT, BLOCK, GROUP = 100, 0.0, 64, 1
+STEPS, NEIGHBORS = 24, 6
+KERNARG = 0x7F0000000000
+STATE_ADDR = 0x7F0000100000
+PROBE_ADDR = 0x7F0000200000
+OUT_ADDR = 0x7F0000300000
+HERE = Path(__file__).resolve().parent.parent / "scratch_struct"
+STOP_PC = {"O0": 0x4C68, "O2": 0x2480}
+FRAME_BYTES = {"O0": 320, "O2": 176}  # -O0: s32 = 0x5000 wave-scaled; -O2: history ends at 80 + 96
 
 
-def specs():
-    return []
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def state_input(i: int) -> float:
+    gid, k = divmod(i, 6)
+    return float(gid % 5 + k) if k < 3 else (k - 2) * 0.5
+
+
+def probe_input(gid: int) -> int:
+    return gid % 24 | (gid % 6) << 8 | (gid % 3) << 16
+
+
+def work_item(gid: int, tid: int) -> dict:
+    """The kernel's variables at line 55 for one work-item (float32 arithmetic)."""
+    v = {"state": STATE_ADDR, "probe": PROBE_ADDR, "out": OUT_ADDR, "n": N, "dt": DT, "gid": gid}
+    if gid >= N:
+        return v
+    pos = [state_input(gid * 6 + k) for k in range(3)]
+    vel = [state_input(gid * 6 + 3 + k) for k in range(3)]
+    force = [f32(-0.1 * f32(x)) for x in pos]
+    mass = f32(1.0 + (gid & 7))
+    damping = f32(1.0 - f32(0.01 * (tid % 8)))
+    history = []
+    for _ in range(STEPS):
+        for k in range(3):
+            vel[k] = f32(f32(vel[k] * damping) + f32(f32(force[k] / mass) * DT))
+            pos[k] = f32(pos[k] + f32(vel[k] * DT))
+        history.append(f32(f32(pos[0] + pos[1]) + pos[2]))
+    neighbors = [(gid + 7 * (j + 1)) % N for j in range(NEIGHBORS)]
+    pick = probe_input(gid)
+    step, axis = (pick & 0xFFFF) % STEPS, (pick >> 16) % 3
+    neighbor = neighbors[(pick >> 8) % NEIGHBORS]
+    v.update(p={"pos": pos, "vel": vel, "force": force, "mass": mass, "id": gid, "flags": tid & 3,
+                "neighbors": neighbors}, history=history, damping=damping, pick=pick, step=step, axis=axis,
+             neighbor=neighbor, sample=f32(history[step] + pos[axis]))
+    return v
+
+
+def spec(opt: str) -> DumpSpec:
+    lanes, pc = 64, STOP_PC[opt]
+    items = [work_item(GROUP * BLOCK + t, t) for t in range(BLOCK)]
+    names = sorted({k for item in items for k in item})
+    values = {name: [item.get(name) for item in items] for name in names}
+    active = sum(1 << t for t, item in enumerate(items) if item["gid"] < N)
+    regs = {"pc": u64(pc), "exec": u64(active)}
+    if opt == "O0":
+        regs.update({"s32": u32(0x5000), "s33": u32(0)})
+    else:
+        # kernel arguments still in SGPRs, gid in v6 for every lane, the line 55 operands in v1/v2/v4/v5
+        regs.update(sgpr_pair("s8", STATE_ADDR))
+        regs.update(sgpr_pair("s10", PROBE_ADDR))
+        regs.update(sgpr_pair("s12", OUT_ADDR))
+        regs.update({"s14": u32(N), "s15": struct.pack("<f", DT)})
+        live = [item for item in items]
+        regs["v1"] = lane_u32(float((i["p"]["flags"] + 1)) if "p" in i else 0 for i in live)
+        regs["v2"] = lane_u32(float(i["p"]["id"] + i["neighbor"]) if "p" in i else 0 for i in live)
+        regs["v4"] = lane_u32(i["history"][i["step"]] if "p" in i else 0 for i in live)
+        regs["v5"] = lane_u32(i["p"]["pos"][i["axis"]] if "p" in i else 0 for i in live)
+        regs["v30"] = lane_u32((i["gid"] * 4) for i in live)
+        regs["v31"] = lane_u32(0 for _ in live)
+    frame = FrameSpec(pc, values, isa_frame_base_zero=opt == "O2")
+    waves = [WaveSpec(id=0, index_in_workgroup=0, registers=regs, frames=[frame])]
+    kernargs = u64(STATE_ADDR) + u64(PROBE_ADDR) + u64(OUT_ADDR) + u32(N) + struct.pack("<f", DT)
+    total = (N + BLOCK - 1) // BLOCK * BLOCK
+    state = b"".join(struct.pack("<f", state_input(i)) for i in range(N * 6))
+    probe = b"".join(u32(probe_input(g)) for g in range(N))
+    return DumpSpec(
+        name=f"gfx90a.{opt}", code_object=HERE / f"scratch_struct.gfx90a.{opt}.co", processor="gfx90a",
+        lanes=lanes, kernel="_Z9integratePKfPKiPfif", grid_size=(total, 1, 1), workgroup_size=(BLOCK, 1, 1),
+        workgroup_id=(GROUP, 0, 0), waves=waves, private_per_lane=FRAME_BYTES[opt],
+        memory=[(KERNARG, kernargs, len(kernargs)), (STATE_ADDR, state, len(state)),
+                (PROBE_ADDR, probe, len(probe)), (OUT_ADDR, b"", N * 4)],
+        focus=(0, 5), stop=("breakpoint", "line 55: out[gid] = sample * (p.flags + 1) + (float)(p.id + neighbor)"))
+
+
+def specs() -> list[DumpSpec]:
+    return [spec("O0"), spec("O2")]
