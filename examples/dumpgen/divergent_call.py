@@ -1,5 +1,0 @@
-"""Placeholder until the model is written."""
-
-
-def specs():
-    return []
