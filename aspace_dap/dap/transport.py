@@ -27,7 +27,7 @@ RECEIVE_SIZE = 64 * 1024
 
 
 async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> None:
-    """Serve one client until it disconnects or its stream ends; does not close `stream`."""
+    """Serve one client until it disconnects or its stream ends, then close `stream`."""
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)
@@ -81,6 +81,7 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> N
         nursery.start_soon(reader)
         nursery.start_soon(worker)
         nursery.start_soon(writer)
+    await trio.aclose_forcefully(stream)  # everything queued has been written by now
 
 
 async def serve_stdio(dispatcher_factory: DispatcherFactory) -> None:
