@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from aspace_dap.dap.dispatch import Dispatcher, HandlerTable
-from aspace_dap.dap.transport import _is_loopback, run_server, serve_connection
+from aspace_dap.dap.transport import _is_loopback, run_server, serve_connection, serve_tcp
 from dap_client import (
     FrameReader,
     RequestFailed,
@@ -125,6 +125,24 @@ def test_a_vanished_client_ends_the_connection_quietly():
         release.set()  # the answer now has nowhere to go
 
     serve_in_memory(dispatcher, script)  # returns: the writer found the stream broken
+
+
+def test_tcp_on_all_interfaces_warns_and_reports_its_port(capsys):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(serve_tcp, lambda: Dispatcher(slow_table(threading.Event())), 0, "0.0.0.0")
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            client = MemoryClient(stream)
+            answer = await client.response(await client.send("initialize", {"adapterID": "t"}))
+            assert answer["success"]
+            await stream.aclose()
+            nursery.cancel_scope.cancel()
+        return port
+
+    port = trio.run(main)
+    err = capsys.readouterr().err
+    assert "warning: listening on 0.0.0.0" in err
+    assert f"aspace-dap: listening on 0.0.0.0:{port}\n" in err
 
 
 def test_loopback_detection_and_bad_port():
