@@ -1,13 +1,17 @@
-"""Framing (bytes in, messages out) and the outgoing side of DapConnection."""
+"""Framing (bytes in, messages out), the outgoing side of DapConnection, and the dispatcher."""
 
 import json
+import threading
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aspace_dap.dap.errors import OutgoingMessageError
+from aspace_dap.dap.dispatch import Dispatcher, HandlerTable, Reply
+from aspace_dap.dap.errors import ArgumentError, OutgoingMessageError, RequestCancelled
+from aspace_dap.errors import StateError
 from aspace_dap.dap.protocol import DapConnection, Event, ProtocolProblem, Request, Response, parse_message
 from dap_client import FrameReader, frame
+from dap_schema import validate_message
 
 INIT = {"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}}
 THREADS = {"seq": 2, "type": "request", "command": "threads"}
@@ -239,14 +243,6 @@ def test_answer_by_seq_needs_command():
 
 
 # ---- dispatcher (sans-io: feed bytes, read bytes) ----------------------------
-
-import threading  # noqa: E402
-
-from aspace_dap.dap.dispatch import Dispatcher, HandlerTable, Reply, WorkItem  # noqa: E402
-from aspace_dap.dap.errors import ArgumentError, RequestCancelled  # noqa: E402
-from aspace_dap.errors import StateError  # noqa: E402
-from dap_schema import validate_message  # noqa: E402
-
 
 class Client:
     """Drives a Dispatcher on this thread; every outgoing message is schema-checked."""
@@ -589,4 +585,3 @@ def test_handlers_registered_on_a_dispatcher_do_not_leak_into_the_table():
     first = Dispatcher(shared)
     first.request("threads")(lambda ctx, args: {"threads": []})
     assert "threads" in first.handlers and "threads" not in shared
-    assert isinstance(WorkItem(), WorkItem)
