@@ -413,7 +413,6 @@ def test_cancel_by_progress_id_and_progress_events():
 
     client = Client(table)
     dispatcher = client.dispatcher
-    table = dispatcher.handlers
     client.initialize(supportsProgressReporting=True)
     original = dispatcher.send_event
 
