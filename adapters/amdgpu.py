@@ -86,6 +86,12 @@ class AmdgpuAdapter(TargetAdapter):
                     (AGPR64_0 if lanes == 64 else AGPR32_0) + n
         return None
 
+    def entry_frame_base(self, dialect):
+        # an optimized kernel may drop DW_AT_frame_base; its stack starts at lane scratch offset 0
+        from aspace_dap.dwarf.asm import assemble
+        return assemble(f"DW_OP_lit0; DW_OP_constu {PRIVATE_LANE.number}; DW_OP_LLVM_form_aspace_address",
+                        Dialect(vendor_ops="amd"))
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)

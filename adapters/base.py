@@ -47,6 +47,10 @@ class TargetAdapter:
 
     # --- naming -----------------------------------------------------------------------
 
+    def entry_frame_base(self, dialect: Dialect) -> bytes | None:
+        """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
+        return None
+
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
 

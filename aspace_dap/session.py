@@ -271,14 +271,23 @@ class Session:
         index = program.index
         cu = info.cu_offset if info else 0
         pc = program.elf_pc(runtime_pc) if info is not None else runtime_pc
+        frame_base = info.frame_base_expr if info else None
+        if frame_base is None and info is not None and self._is_kernel(program, info):
+            frame_base = self.adapter.entry_frame_base(info.dialect)
         return FrameContext(
             pc=pc,
             load_bias=program.load_address,
-            frame_base_expr=info.frame_base_expr if info else None,
+            frame_base_expr=frame_base,
             addrx=(lambda i, cu=cu: index.addr_index(cu, i)) if index else None,
             procedure=(lambda die, pc=pc: index.location_for_die(die, pc)) if index else None,
             base_type=index.base_type if index else None,
         )
+
+    @staticmethod
+    def _is_kernel(program: Program, info: FrameInfo) -> bool:
+        co = program.code_object
+        kernel = getattr(co, "kernel", None)
+        return bool(kernel and (kernel(info.linkage_name or "") or kernel(info.function)))
 
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         wave = self.wave(frame.wave_id)
