@@ -140,7 +140,7 @@ def test_compressed_bundle_size_mismatch_and_non_bundle_payload():
 
 @pytest.mark.parametrize("cut", [4, 20, 63, 64, 1000, len(SMALL_CO) // 2, len(SMALL_CO) - 1])
 def test_truncated_elf(cut):
-    with pytest.raises(CodeObjectError):
+    with pytest.raises(CodeObjectError, match=r"^cut\.co: .*truncated"):
         load_code_objects(SMALL_CO[:cut], name="cut.co")
 
 

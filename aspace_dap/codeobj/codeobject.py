@@ -61,25 +61,33 @@ def open_elf(data: bytes, where: str) -> ELFFile:
     """An ELFFile over `data` whose headers have been checked against the buffer size."""
     if not data.startswith(b"\x7fELF"):
         raise CodeObjectError(f"{where}: not an ELF file")
+    header_size = 64 if data[4:5] == b"\x02" else 52  # EI_CLASS: ELFCLASS64 or ELFCLASS32
+    if len(data) < header_size:
+        raise CodeObjectError(f"{where}: ELF header is truncated ({len(data)} of {header_size} bytes)")
     try:
         elf = ELFFile(io.BytesIO(data))
+        table_end = elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]
+        if table_end > len(data):
+            raise CodeObjectError(
+                f"{where}: section header table ends at {table_end}, past the end of the "
+                f"{len(data)}-byte file (truncated?)"
+            )
         for index in range(elf.num_sections()):
-            header = elf._get_section_header(index)
+            header = elf.get_section(index).header
             if header["sh_type"] != SHT_NOBITS and header["sh_offset"] + header["sh_size"] > len(data):
                 raise CodeObjectError(
                     f"{where}: section {index} [{header['sh_offset']}, +{header['sh_size']}) "
                     f"lies past the end of the {len(data)}-byte file (truncated?)"
                 )
-        elf.get_section_by_name(".shstrtab")  # forces the section name table to parse
     except ELF_PARSE_ERRORS as exc:
         raise CodeObjectError(f"{where}: malformed ELF: {exc}") from exc
     return elf
 
 
-def raw_machine(data: bytes) -> int:
+def raw_machine(data: bytes, where: str) -> int:
     """e_machine as a number (pyelftools turns known values into names, unknown ones stay ints)."""
     if len(data) < 20:
-        raise CodeObjectError("ELF header is truncated")
+        raise CodeObjectError(f"{where}: ELF header is truncated")
     order = ">" if data[5] == 2 else "<"  # EI_DATA: 2 is big endian
     return struct.unpack_from(f"{order}H", data, 18)[0]
 
@@ -93,7 +101,7 @@ class CodeObject:
         self.elf = open_elf(self.data, name)
         try:
             header = self.elf.header
-            self.e_machine: int = raw_machine(self.data)
+            self.e_machine: int = raw_machine(self.data, name)
             self.e_flags: int = header["e_flags"]
             self.e_type: str = header["e_type"]
             self.os_abi: int = self.data[7]  # EI_OSABI, raw: pyelftools names only some values

@@ -40,7 +40,7 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
         return _from_bundle(data, label)
     if not data.startswith(b"\x7fELF"):
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
-    if raw_machine(data) in DEVICE_MACHINES:
+    if raw_machine(data, label) in DEVICE_MACHINES:
         return [CodeObject(data, label)]
     return _from_host_elf(data, label)
 
