@@ -6,7 +6,6 @@ import bisect
 import io
 import struct
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from elftools.common.exceptions import ELFError
@@ -17,7 +16,7 @@ from elftools.elf.sections import SymbolTableSection
 from aspace_dap.errors import CodeObjectError
 
 from .descriptor import KERNEL_DESCRIPTOR_SIZE, KernelDescriptor
-from .elfflags import EM_AMDGPU, HSA_ABI_VERSION_OFFSET, decode_device_target, gfx_major
+from .elfflags import EM_AMDGPU, ELFOSABI_AMDGPU_HSA, HSA_ABI_VERSION_OFFSET, decode_device_target, gfx_major
 from .metadata import (
     AMDGPU_NOTE_OWNER,
     NT_AMDGPU_METADATA,
@@ -34,7 +33,6 @@ ELF_PARSE_ERRORS = (ELFError, ConstructError, struct.error, ValueError, IndexErr
 SHT_NOBITS = "SHT_NOBITS"
 SHT_NOTE = "SHT_NOTE"
 SHF_ALLOC = 0x2
-_SYMBOL_TYPES_WITH_EXTENT = ("STT_FUNC", "STT_OBJECT")
 
 
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ class CodeObject:
     @property
     def code_object_version(self) -> int | None:
         """AMDHSA code object version (2..6), None for other OS ABIs and vendors."""
-        if self.e_machine != EM_AMDGPU or self.os_abi != 64:
+        if self.e_machine != EM_AMDGPU or self.os_abi != ELFOSABI_AMDGPU_HSA:
             return None
         return self.abi_version + HSA_ABI_VERSION_OFFSET
 
