@@ -15,7 +15,8 @@ import numpy as np
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import EvaluationError, StateError, UnavailableError
 
-from .base import TargetAdapter, WaveTarget, unavailable
+from .amdgpu_prologue import scan
+from .base import CallerState, TargetAdapter, WaveTarget, unavailable
 
 GLOBAL = AddressSpace(0, "global", 8, "device")
 GENERIC = AddressSpace(1, "generic", 8, "device")
@@ -85,6 +86,65 @@ class AmdgpuAdapter(TargetAdapter):
                 return (VGPR64_0 if lanes == 64 else VGPR32_0) + n if name[0] == "v" else \
                     (AGPR64_0 if lanes == 64 else AGPR32_0) + n
         return None
+
+    def unwind(self, code_object, target, function_low, pc, lane):
+        """Caller registers from the AMDGPU calling convention and the callee's prologue.
+
+        On entry the return address is in s[30:31] and the caller's stack pointer in s32;
+        SGPR4-31 and VGPR0-31 are the callee's to clobber. The prologue scan says where
+        s30, s31, s33 and the CSR VGPRs it spilled went (see amdgpu_prologue).
+        """
+        if function_low is None or pc < function_low or pc - function_low > 1 << 20:
+            return None
+        code = code_object.read_memory(function_low, pc - function_low + 8) if code_object else None
+        if code is None:
+            return None
+        saved = scan(code, 0, pc - function_low)
+        if not saved.decoded:
+            return None
+        lanes = np.array([lane])
+
+        def sgpr(n):
+            regno = SGPR0 + n
+            if n in saved.sgpr_in_lane:
+                vgpr, vlane = saved.sgpr_in_lane[n]
+                info = self.register_info(self._vgpr(vgpr, target.lanes), target.lanes, Dialect(vendor_ops="amd"))
+                got = target.read_register(info.regno, np.array([vlane])) if info.per_lane else None
+                if got is None:
+                    got = target.read_register(info.regno, lanes)
+                    data, valid = got.data[0, 4 * vlane:4 * vlane + 4], got.valid[0, 4 * vlane:4 * vlane + 4]
+                else:
+                    data, valid = got.data[0], got.valid[0]
+            else:
+                got = target.read_register(regno, lanes)
+                data, valid = got.data[0, :4], got.valid[0, :4]
+            return int.from_bytes(bytes(data), "little") if valid.all() else None
+
+        lo, hi = sgpr(30), sgpr(31)
+        if lo is None or hi is None:
+            return None
+        s33 = sgpr(33)
+        s32_now = sgpr(32)
+        entry_sp = s33 if saved.frame_pointer_set else s32_now
+        values = {SGPR0 + 30: lo, SGPR0 + 31: hi}
+        if s33 is not None:
+            values[SGPR0 + 33] = s33
+        if entry_sp is not None:
+            values[SGPR0 + 32] = entry_sp
+        shift = 6 if target.lanes == 64 else 5
+        in_memory = {}
+        for vgpr, (soffset, offset) in saved.vgpr_in_scratch.items():
+            base = entry_sp if soffset == 32 and not saved.frame_pointer_set else (s33 if soffset == 33 else entry_sp)
+            if base is not None:
+                in_memory[self._vgpr(vgpr, target.lanes)] = (base >> shift) + offset
+        clobbered = {SGPR0 + n for n in range(4, 30)} | {self._vgpr(v, target.lanes) for v in range(32)}
+        clobbered -= set(in_memory)
+        return CallerState(pc=(hi << 32) | lo, how="prologue analysis", values=values,
+                           saved_in_memory=in_memory, clobbered=frozenset(clobbered))
+
+    @staticmethod
+    def _vgpr(n, lanes):
+        return (VGPR64_0 if lanes == 64 else VGPR32_0) + n
 
     def entry_frame_base(self, dialect):
         # an optimized kernel may drop DW_AT_frame_base; its stack starts at lane scratch offset 0

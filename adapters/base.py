@@ -7,6 +7,8 @@ evaluator and the session only talk to it through these methods.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
@@ -46,6 +48,10 @@ class TargetAdapter:
         raise NotImplementedError
 
     # --- naming -----------------------------------------------------------------------
+
+    def unwind(self, code_object, target, function_low: int, pc: int, lane: int) -> "CallerState | None":
+        """The caller's PC and registers when stopped at `pc` in a function starting at `function_low`."""
+        return None
 
     def entry_frame_base(self, dialect: Dialect) -> bytes | None:
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
@@ -112,6 +118,58 @@ class WaveTarget:
 
     def write_memory(self, space: AddressSpace, lanes, addrs, data) -> None:
         raise NotImplementedError
+
+
+@dataclass
+class CallerState:
+    """Registers of a caller frame, as far as they can be recovered.
+
+    `values`: scalar registers known by value; `saved_in_memory`: vector registers the
+    callee stored, at a lane address in `memory_space`; `clobbered`: registers the
+    calling convention lets the callee destroy (shown as unavailable, never guessed).
+    """
+
+    pc: int
+    how: str  # "cfi" or "prologue analysis": shown to the user beside the frame
+    values: dict[int, int] = field(default_factory=dict)
+    saved_in_memory: dict[int, int] = field(default_factory=dict)
+    memory_space: str = "private_lane"
+    clobbered: frozenset[int] = frozenset()
+
+
+class CallerFrameTarget:
+    """A wave target seen from a caller frame: unwound registers override the wave's."""
+
+    def __init__(self, base, state: CallerState):
+        self._base = base
+        self._state = state
+
+    def __getattr__(self, name):
+        return getattr(self._base, name)
+
+    def read_register(self, regno: int, lanes: np.ndarray) -> MemoryRead:
+        info = self._base.register_info(regno)
+        g = len(lanes)
+        st = self._state
+        if regno in st.values:
+            row = np.frombuffer(int(st.values[regno]).to_bytes(info.size, "little"), np.uint8)
+            return MemoryRead(np.broadcast_to(row, (g, info.size)), np.ones((g, info.size), bool))
+        if regno in st.saved_in_memory:
+            space = self._base.adapter.space_by_name(st.memory_space)
+            if info.per_lane:
+                return self._base.read_memory(space, lanes, np.full(g, st.saved_in_memory[regno], np.uint64), 4)
+            everyone = np.arange(self._base.lanes)
+            got = self._base.read_memory(space, everyone, np.full(len(everyone), st.saved_in_memory[regno], np.uint64), 4)
+            return MemoryRead(got.data.reshape(1, -1), got.valid.reshape(1, -1))
+        if regno in st.clobbered:
+            return MemoryRead(np.zeros((g, info.size), np.uint8), np.zeros((g, info.size), bool))
+        return self._base.read_register(regno, lanes)
+
+    def write_register(self, regno, lanes, byte_offsets, data):
+        if regno in self._state.values or regno in self._state.saved_in_memory or regno in self._state.clobbered:
+            from aspace_dap.errors import EvaluationError
+            raise EvaluationError("changing a caller frame's saved register is not supported")
+        self._base.write_register(regno, lanes, byte_offsets, data)
 
 
 def unavailable(g: int, size: int) -> MemoryRead:

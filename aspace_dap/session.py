@@ -27,6 +27,9 @@ from .state import GpuState, load_state
 from .values.objects import Obj
 
 
+MAX_FRAMES = 64
+
+
 @dataclass
 class Program:
     """One loaded code object and its DWARF index."""
@@ -53,6 +56,7 @@ class Frame:
     file: str | None = None
     line: int | None = None
     column: int | None = None
+    caller_state: object | None = None  # unwound registers for frames above the innermost call
 
     @property
     def name(self) -> str:
@@ -234,13 +238,44 @@ class Session:
         if not infos:
             line = program.index.line_for_pc(pc) if program.index is not None else None
             return [Frame(0, wave.id, lane, program, None, pc, runtime_pc, *(self._line(line)))]
-        line = program.index.line_for_pc(pc)
-        file, ln, col = self._line(line)
-        for i, info in enumerate(infos):
-            out.append(Frame(i, wave.id, lane, program, info, pc, runtime_pc, file, ln, col))
-            # the next (outer) frame stands where this inlined one was called from
-            file, ln, col = self.map_source(info.call_file), info.call_line, info.call_column or 0
-        return out
+        caller_state = None
+        lookup_pc = pc
+        while True:
+            line = program.index.line_for_pc(lookup_pc)
+            file, ln, col = self._line(line)
+            for info in infos:
+                out.append(Frame(len(out), wave.id, lane, program, info, lookup_pc, runtime_pc, file, ln, col,
+                                 caller_state))
+                # the next (outer) frame stands where this inlined one was called from
+                file, ln, col = self.map_source(info.call_file), info.call_line, info.call_column or 0
+            concrete = infos[-1]
+            if len(out) >= MAX_FRAMES or self._is_kernel(program, concrete):
+                return out
+            target = self.frame_target(out[-1], concrete.dialect)
+            try:
+                state = self.adapter.unwind(program.code_object, target, concrete.low_pc, lookup_pc, lane)
+            except AspaceError as e:
+                self.warnings.append(f"unwinding from {concrete.function}: {e}")
+                state = None
+            if state is None:
+                return out
+            caller_state = state
+            runtime_pc = state.pc
+            # a return address follows the call; the call's own line is one byte back
+            lookup_pc = program.elf_pc(runtime_pc) - 1
+            infos = program.index.frames_at(lookup_pc)
+            if not infos:
+                out.append(Frame(len(out), wave.id, lane, program, None, lookup_pc, runtime_pc, None, None, None,
+                                 caller_state))
+                return out
+
+    def frame_target(self, frame: Frame, dialect: Dialect):
+        """The wave as seen from a frame: a caller frame sees its unwound registers."""
+        base = self.target_for(self.wave(frame.wave_id), dialect)
+        if frame.caller_state is None:
+            return base
+        from .adapters.base import CallerFrameTarget
+        return CallerFrameTarget(base, frame.caller_state)
 
     def _line(self, line):
         if line is None:
@@ -307,7 +342,7 @@ class Session:
             raw = spec.value if isinstance(spec.value, bytes) else (spec.value & ((1 << 64) - 1)).to_bytes(8, "little")
             out.groups.append((lanes, Obj.from_bytes(vtype, raw, lanes)))
             return out
-        target = self.target_for(wave, var.dialect)
+        target = self.frame_target(frame, var.dialect)
         res: LaneResults = evaluate(spec, target, var.dialect, lanes,
                                     frame=self._frame_context(frame.program, frame.info, frame.runtime_pc))
         for lane, err in res.errors.items():
