@@ -38,8 +38,7 @@ def f32(x: float) -> float:
 
 
 def show_float(x: float) -> str:
-    text = repr(f32(x))
-    return text[:-2] if text.endswith(".0") else text
+    return f"{f32(x):.9g}"  # GDB prints a float with 9 significant digits
 
 
 def show_array(items: list[str]) -> str:

@@ -73,7 +73,7 @@ def format_scalar(t: BaseType, value: int, size: int, *, hex: bool = False) -> s
             return f"0x{value & ((1 << (8 * size)) - 1):x}"
         if hex:
             return f"0x{value & ((1 << (8 * size)) - 1):x}"
-        return _float_text(f)
+        return _float_text(f, size)
     if hex:
         return f"0x{value & ((1 << (8 * max(size, 1))) - 1):x}"
     if enc == ATE_BOOLEAN:
@@ -86,13 +86,13 @@ def format_scalar(t: BaseType, value: int, size: int, *, hex: bool = False) -> s
     return str(value)
 
 
-def _float_text(f: float) -> str:
+def _float_text(f: float, size: int) -> str:
+    """GDB's float printing: %g with enough digits to round-trip the type (9 for float, 17 for double)."""
     if f != f:
         return "nan"
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
-    text = repr(f)
-    return text[:-2] if text.endswith(".0") else text
+    return f"{f:.{ {2: 5, 4: 9}.get(size, 17)}g}"
 
 
 _ESCAPES = {0: "\\000", 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 39: "\\'",
