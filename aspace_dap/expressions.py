@@ -344,6 +344,12 @@ def _deref(scope, v: Obj) -> Obj:
         space = session.adapter.space_by_name(t.address_space_name)
     if any(a is None for a in addrs):
         raise EvaluationError("the pointer's value is not available")
+    if isinstance(t, ContextPointerType):
+        # the address names its own wave and lane: read there, whatever the focus
+        _, space, target, lane = session.resolve_memref(t.memref_text)
+        loc = Location((MemoryLocation(space, np.array(addrs, np.uint64), np.zeros(len(addrs), np.int64),
+                                       np.full(len(addrs), lane, np.int64)),))
+        return Obj.from_location(t.target, loc, target, scope.lanes)
     wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
     target = session.target_for(wave, dialect or Dialect(vendor_ops=session.adapter.vendor))
     loc = Location((MemoryLocation(space, np.array(addrs, np.uint64), np.zeros(len(addrs), np.int64),
@@ -366,6 +372,8 @@ def _cast(scope, t: Type, v: Obj) -> Obj:
         xs = _numbers(v) if not isinstance(v.stripped, ArrayType) else _numbers(_address_of(scope, v))
         if isinstance(st, BaseType) and st.encoding == ATE_FLOAT:
             xs = [None if x is None else float(x) for x in xs]
+        elif isinstance(st, PointerType) and isinstance(v.stripped, ContextPointerType):
+            t = ContextPointerType(st.target, v.stripped.address_space_name, v.stripped.memref_text)
         elif isinstance(st, PointerType) and isinstance(v.stripped, PointerType) and st.address_space_name is None:
             st.address_space_name = v.stripped.address_space_name
         else:
@@ -404,12 +412,24 @@ def _register(scope: Scope, name: str) -> Obj:
     return Obj.from_location(UINT, loc, target, scope.lanes)
 
 
+class ContextPointerType(PointerType):
+    """A pointer from a qualified address (`private_lane@wave3.lane5#0x10`): it keeps its context."""
+
+    def __init__(self, target, space_name: str, memref_text: str):
+        super().__init__(None, 8, target=target, address_space_name=space_name)
+        self.memref_text = memref_text
+
+
 def _address_literal(scope: Scope, text: str) -> Obj:
-    """`local#0x40` is an address in a space: a pointer-sized value that *(T *) can dereference."""
+    """`local#0x40` is an address in a space: a pointer-sized value that *(T *) can dereference.
+
+    Without a context it means the focused lane's (ROCgdb's reading); with one it is that context's.
+    """
     ref = parse_memref(text)
     session = scope.session
     space = session.adapter.space_by_name(ref.space)
-    pt = PointerType(None, 8, target=None, address_space_name=space.name)
+    pt = ContextPointerType(None, space.name, text) if "@" in text else \
+        PointerType(None, 8, target=None, address_space_name=space.name)
     return _per_lane(scope, [ref.address] * len(scope.lanes), pt)
 
 
