@@ -9,7 +9,10 @@ def adapter_for(vendor: str) -> TargetAdapter:
     if vendor == "amd":
         from .amdgpu import AmdgpuAdapter
         return AmdgpuAdapter()
-    raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd)", "target.vendor")
+    if vendor == "intel":
+        from .intel import IntelAdapter
+        return IntelAdapter()
+    raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd, intel)", "target.vendor")
 
 
 __all__ = ["TargetAdapter", "WaveTarget", "adapter_for"]

@@ -692,6 +692,52 @@ class Evaluator:
             pieces.append(Piece(src.shifted(np.full(len(grp.lanes), n * nbits, np.int64)), nbits))
         grp.stack.append(single(CompositeLocation(tuple(pieces), np.zeros(len(grp.lanes), np.int64))))
 
+    # Intel IGC ------------------------------------------------------------------
+    # IGC computes register numbers and bit positions at run time (a lane's slice of a GRF
+    # depends on its SIMD lane), so these operations take from the stack what DW_OP_regx and
+    # DW_OP_bit_piece take as operands. A register stays a location until bits are pulled out.
+
+    def _uniform_or_split(self, bits: np.ndarray) -> int:
+        """The one value every lane of the group agrees on; otherwise split the group by it."""
+        first = bits[0]
+        same = bits == first
+        if not same.all():
+            raise _SplitNeeded(same)
+        return int(first)
+
+    def op_intel_regs(self, op, grp, depth):
+        regno = self._uniform_or_split(self._integral(self._pop(grp), "DW_OP_INTEL_regs register").bits)
+        grp.stack.append(self._reg_location(regno, grp))
+
+    def _intel_bits(self, grp, loc_entry, bit_offset: np.ndarray, nbits: int, what: str):
+        if nbits <= 0 or nbits > 64:
+            raise EvaluationError(f"{what}: {nbits} bits do not fit a stack value")
+        loc = self._to_location(loc_entry, grp.lanes).shifted(bit_offset.astype(np.int64))
+        data, state = read_bits(loc, self.target, nbits)
+        self._fail_unreadable(state, f"{what}: {loc.describe()} is not readable", loc)
+        self._push_value(grp, _bytes_to_u64(data) & _u64((1 << nbits) - 1 if nbits < 64 else 0xFFFFFFFFFFFFFFFF))
+
+    def op_intel_push_bit_piece_stack(self, op, grp, depth):
+        # pops the bit size, then the bit offset, then the register; pushes those bits as a value
+        nbits = self._uniform_or_split(self._integral(self._pop(grp), "bit size").bits)
+        offset = self._integral(self._pop(grp), "bit offset").bits
+        self._intel_bits(grp, self._pop(grp), offset, nbits, op.name)
+
+    def op_intel_regval_bits(self, op, grp, depth):
+        # the bit size is the operand; pops the bit offset, then the register
+        offset = self._integral(self._pop(grp), "bit offset").bits
+        self._intel_bits(grp, self._pop(grp), offset, op.operands[0], op.name)
+
+    def op_intel_piece_stack(self, op, grp, depth):
+        nbytes = self._uniform_or_split(self._integral(self._pop(grp), "piece size").bits)
+        self.op_piece(ops_mod.Op(op.offset, op.code, "DW_OP_piece", (nbytes,), op.size), grp, depth)
+
+    def op_intel_bit_piece_stack(self, op, grp, depth):
+        # same stack order as push_bit_piece_stack: the size on top, the offset below it
+        nbits = self._uniform_or_split(self._integral(self._pop(grp), "bit piece size").bits)
+        offset = self._uniform_or_split(self._integral(self._pop(grp), "bit piece offset").bits)
+        self.op_piece(ops_mod.Op(op.offset, op.code, "DW_OP_bit_piece", (nbits, offset), op.size), grp, depth)
+
     # typed values -------------------------------------------------------------
 
     def _base_type(self, die_offset) -> BaseTypeRef:
@@ -836,6 +882,12 @@ _register(["DW_OP_addr", "DW_OP_GNU_encoded_addr"], "op_addr")
 _register(["DW_OP_addrx", "DW_OP_constx", "DW_OP_GNU_addr_index", "DW_OP_GNU_const_index"], "op_addrx")
 _register(["DW_OP_const_type", "DW_OP_GNU_const_type"], "op_const_type")
 _register(["DW_OP_LLVM_push_lane", "DW_OP_INTEL_push_simd_lane"], "op_push_lane")
+_register(["DW_OP_INTEL_regs"], "op_intel_regs")
+_register(["DW_OP_INTEL_push_bit_piece_stack"], "op_intel_push_bit_piece_stack")
+_register(["DW_OP_INTEL_regval_bits"], "op_intel_regval_bits")
+_register(["DW_OP_INTEL_piece_stack"], "op_intel_piece_stack")
+_register(["DW_OP_INTEL_bit_piece_stack"], "op_intel_bit_piece_stack")
+_register(["DW_OP_INTEL_bit_piece"], "op_piece")
 _register([f"DW_OP_reg{i}" for i in range(32)] + ["DW_OP_regx"], "op_reg")
 _register([f"DW_OP_breg{i}" for i in range(32)] + ["DW_OP_bregx"], "op_breg")
 _register(["DW_OP_regval_type", "DW_OP_GNU_regval_type"], "op_regval_type")

@@ -1,0 +1,235 @@
+"""The Intel adapter on ocloc's real debug ELFs: every location expression decodes and has semantics."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from elftools.dwarf.locationlists import LocationEntry, LocationParser
+from elftools.elf.elffile import ELFFile
+
+from adapters import adapter_for
+from adapters.intel import (GENERIC, GLOBAL, LOCAL, PRIVATE, IntelAdapter, debug_index, grf_lane_slot, load_debug_elf,
+                            resolve_address)
+from aspace_dap.dwarf.dialects import detect_dialect
+from aspace_dap.dwarf.evaluator import _HANDLERS, evaluate
+from aspace_dap.dwarf.ops import decode
+from aspace_dap.dwarf.target import Dialect, MemoryRead
+from aspace_dap.errors import CodeObjectError, UnavailableError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
+KERNELS = ["lds_tiles", "scratch_struct", "divergent_call"]
+INTEL = Dialect(vendor_ops="intel", producer="clang", address_size=8, offset_size=4, version=4)
+LOCATION_ATTRS = ("DW_AT_location", "DW_AT_frame_base", "DW_AT_data_member_location", "DW_AT_segment")
+
+
+def _expressions(elf_path: Path):
+    """(DIE offset, attribute, expression bytes) for every location expression, read with pyelftools."""
+    elf = ELFFile(io.BytesIO(elf_path.read_bytes()))
+    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
+    loc_parser = LocationParser(dwarf.location_lists())
+    for cu in dwarf.iter_CUs():
+        for die in cu.iter_DIEs():
+            for name in LOCATION_ATTRS:
+                attr = die.attributes.get(name)
+                if attr is None or not LocationParser.attribute_has_location(attr, cu["version"]):
+                    continue
+                loc = loc_parser.parse_from_attribute(attr, cu["version"], die)
+                if isinstance(loc, list):
+                    for entry in loc:
+                        if isinstance(entry, LocationEntry):
+                            yield die.offset, name, bytes(entry.loc_expr)
+                else:
+                    yield die.offset, name, bytes(loc.loc_expr)
+
+
+# IGC 1.0.12504 leaks LLVM's internal DW_OP_LLVM_arg (0x1005, written as the bytes 05 10 N) into
+# a few expressions that describe values computed from several SSA values (DIArgList). It is not
+# a DWARF operation at all; the bytes before it are a complete expression ending in stack_value.
+LEAKED_LLVM_ARG = b"\x05\x10"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_location_expression_decodes_and_has_semantics(kernel):
+    exprs = list(_expressions(EXAMPLES / f"{kernel}.tgllp.elf"))
+    assert len(exprs) > 10
+    seen_intel = set()
+    leaked = 0
+    for die, attr, expr in exprs:
+        if LEAKED_LLVM_ARG in expr:
+            cut = expr.index(LEAKED_LLVM_ARG)
+            assert expr[cut - 1] == 0x9F, f"DIE {die:#x} {attr}: LLVM arg not after a complete expression"
+            expr = expr[:cut]
+            leaked += 1
+        ops = decode(expr, INTEL)
+        for op in ops:
+            assert op.name in _HANDLERS, f"DIE {die:#x} {attr}: no semantics for {op.name}"
+            if op.name.startswith("DW_OP_INTEL_"):
+                seen_intel.add(op.name)
+    # IGC's SIMD-lane register views are in every kernel
+    assert {"DW_OP_INTEL_push_simd_lane", "DW_OP_INTEL_regs", "DW_OP_INTEL_push_bit_piece_stack"} <= seen_intel
+    assert leaked <= len(exprs) // 10
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_debug_elf_loads_from_the_dbg_container_and_is_intel(kernel):
+    co = load_debug_elf(EXAMPLES / f"{kernel}.tgllp.dbg")
+    assert co.e_machine == 182  # ocloc's debug ELF; the device binary says 205
+    assert co.elf.get_section_by_name(".debug_info") is not None
+    assert (EXAMPLES / f"{kernel}.tgllp.elf").read_bytes() == (EXAMPLES / f"{kernel}.tgllp.dbg").read_bytes()[
+        (EXAMPLES / f"{kernel}.tgllp.dbg").read_bytes().find(b"\x7fELF"):]
+    assert debug_index(co).dialect_for_cu(0).vendor_ops == "intel"
+
+
+def test_dbg_container_without_elf_is_a_code_object_error():
+    with pytest.raises(CodeObjectError):
+        load_debug_elf(b"CTNI" + bytes(40))
+
+
+def test_intel_is_detected_by_machine_even_though_the_producer_says_clang():
+    d = detect_dialect(producer="Debian clang version 14.0.6", augmentation=None, e_machine=205,
+                       address_size=8, offset_size=4, version=4)
+    assert d.vendor_ops == "intel"
+
+
+# --- the adapter ------------------------------------------------------------------------
+
+
+def test_register_numbering():
+    a = adapter_for("intel")
+    assert isinstance(a, IntelAdapter)
+    assert a.register_info(16 + 5, 16, INTEL).name == "r5"
+    assert a.register_info(16 + 5, 16, INTEL).size == 32
+    assert a.register_number("r125", 16) == 16 + 125
+    assert a.register_number("exec", 8) == 1
+    assert a.register_number("acc2", 8) == 306
+    assert a.register_number("r256", 8) is None
+    with pytest.raises(UnavailableError):
+        a.register_info(4000, 16, INTEL)
+
+
+@pytest.mark.parametrize("simd", [8, 16, 32])
+def test_grf_lane_slots_span_one_to_four_grfs(simd):
+    slots = [grf_lane_slot(40, lane) for lane in range(simd)]
+    assert len({g for g, _ in slots}) == simd // 8
+    assert slots[9 % simd] == (40 + (9 % simd) // 8, (9 % simd) % 8 * 4)
+    assert grf_lane_slot(40, 5, 8) == (41, 8)  # 64-bit elements: four lanes per GRF
+
+
+def test_address_resolution():
+    assert resolve_address(0x0A00000010000040) == (LOCAL, 0x40)  # SLM address-class encoding
+    assert resolve_address(0x4000000000000080) == (LOCAL, 0x80)  # generic, tag 010
+    assert resolve_address(0x2000700000001000) == (PRIVATE, 0x700000001000)  # tag 001
+    assert resolve_address(0x3800800000001000) == (PRIVATE, 0xF800800000001000)  # canonical high half
+    assert resolve_address(0x00007F0000001000) == (GLOBAL, 0x7F0000001000)
+    assert resolve_address(0xFFFF800000000000) == (GLOBAL, 0xFFFF800000000000)  # tag 111 = global
+
+
+class _Regs:
+    """A register file of 32-byte GRFs where every dword holds (GRF << 8 | dword)."""
+
+    def __init__(self, simd):
+        self.lanes = simd
+
+    def grf(self, n):
+        return b"".join(struct.pack("<I", n << 8 | d) for d in range(8))
+
+
+class _Target:
+    def __init__(self, simd, memory=None):
+        self.adapter = IntelAdapter()
+        self.lanes = simd
+        self.address_size = 8
+        self.regs = _Regs(simd)
+        self.memory = memory or {}
+
+    def register_info(self, regno):
+        return self.adapter.register_info(regno, self.lanes, INTEL)
+
+    def read_register(self, regno, lanes):
+        info = self.register_info(regno)
+        raw = np.frombuffer(self.regs.grf(regno - 16), np.uint8)[: info.size]
+        return MemoryRead(raw[None, :], np.ones((1, info.size), bool))
+
+    def address_space(self, number):
+        return next(s for s in self.adapter.spaces().values() if s.number == number)
+
+    def default_address_space(self):
+        return GENERIC
+
+    def xderef_address_space(self, number):
+        return self.address_space(number)
+
+    def frame_base_address(self, regno, value):
+        return GENERIC, value
+
+    def read_memory(self, space, lanes, addrs, size):
+        data = np.zeros((len(lanes), size), np.uint8)
+        valid = np.zeros((len(lanes), size), bool)
+        for i, addr in enumerate(addrs):
+            real, off = resolve_address(int(addr))
+            blob = self.memory.get(real.name, b"")
+            chunk = blob[off:off + size]
+            data[i, :len(chunk)] = np.frombuffer(chunk, np.uint8)
+            valid[i, :len(chunk)] = True
+        return MemoryRead(data, valid)
+
+
+def _lane_values(expr: bytes, simd: int):
+    res = evaluate(expr, _Target(simd), INTEL, np.arange(simd))
+    assert not res.errors, res.errors
+    out = {}
+    for lanes, entry in res.groups:
+        data = entry.primary.data
+        for row, lane in enumerate(lanes):
+            out[int(lane)] = int.from_bytes(bytes(data[row][:4]), "little")
+    return out
+
+
+def test_simd8_lane_view_from_divergent_call():
+    # `gid` in divergent(): push_simd_lane; lit3; shr; plus_uconst 0x29; regs; push_simd_lane; lit7; and;
+    # const1u 32; mul; const1u 32; push_bit_piece_stack; stack_value
+    expr = bytes.fromhex("ed332523 29eb ed371a 08201e 0820 ec 9f".replace(" ", ""))
+    values = _lane_values(expr, 16)
+    for lane in range(16):
+        grf, byte = grf_lane_slot(0x29 - 16, lane)
+        assert values[lane] == grf << 8 | byte // 4
+
+
+def test_simd32_branching_view_from_lds_tiles():
+    # lanes 0-15 read one GRF pair, lanes 16-31 another (DW_OP_bra on push_simd_lane >= 16)
+    expr = bytes.fromhex("ed402a281300ed3325232aebed371a08201e0820ec9f2f1200ed401c3325232cebed371a08201e0820ec9f")
+    values = _lane_values(expr, 32)
+    for lane in range(32):
+        base = 0x2A - 16 if lane < 16 else 0x2C - 16
+        grf, byte = grf_lane_slot(base, lane % 16)
+        assert values[lane] == grf << 8 | byte // 4
+
+
+def test_regval_bits_and_bit_piece_stack():
+    # regs r3; offset 64 -> regval_bits 16 pushes the low half of dword 2 of r3
+    expr = bytes([0x08, 16 + 3, 0xEB, 0x08, 64, 0xFE, 16, 0x9F])
+    values = _lane_values(expr, 8)
+    assert set(values.values()) == {(3 << 8 | 2) & 0xFFFF}
+    # a composite: 32 bits of r4 from bit 32 via bit_piece_stack (size on top, offset below)
+    expr = bytes([0x90, 16 + 4, 0x08, 32, 0x08, 32, 0xEF])
+    target = _Target(8)
+    res = evaluate(expr, target, INTEL, np.arange(2))
+    assert not res.errors
+    from aspace_dap.dwarf.storage import read_bytes
+    data, state = read_bytes(res.groups[0][1], target, 4)
+    assert int.from_bytes(bytes(data[0]), "little") == 4 << 8 | 1
+
+
+def test_slm_variable_address_is_decoded_by_the_generic_space():
+    slm = bytes(range(256)) * 4
+    target = _Target(8, {"local": slm})
+    expr = bytes([0x0E]) + (0x0A00000010000040).to_bytes(8, "little")  # DW_OP_const8u
+    res = evaluate(expr, target, INTEL, np.arange(8))
+    loc = res.groups[0][1]
+    from aspace_dap.dwarf.storage import read_bytes
+    data, state = read_bytes(loc, target, 4)
+    assert bytes(data[0]) == slm[0x40:0x44]
