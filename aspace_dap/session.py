@@ -217,7 +217,7 @@ class Session:
         if fi is None:
             return None
         target = self.target_for(wave, fi.dialect)
-        res = evaluate(fi.lane_pc_expr, target, fi.dialect, np.array([lane]), frame=self._frame_context(program, fi, pc))
+        res = evaluate(fi.lane_pc_expr, target, fi.dialect, np.array([lane]), frame=self.frame_context(program, fi, pc))
         if res.errors:
             return None
         from .dwarf.storage import read_bytes
@@ -302,7 +302,7 @@ class Session:
             return []
         return frame.program.index.globals(frame.info.cu_offset)
 
-    def _frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int) -> FrameContext:
+    def frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int) -> FrameContext:
         index = program.index
         cu = info.cu_offset if info else 0
         pc = program.elf_pc(runtime_pc) if info is not None else runtime_pc
@@ -344,7 +344,7 @@ class Session:
             return out
         target = self.frame_target(frame, var.dialect)
         res: LaneResults = evaluate(spec, target, var.dialect, lanes,
-                                    frame=self._frame_context(frame.program, frame.info, frame.runtime_pc))
+                                    frame=self.frame_context(frame.program, frame.info, frame.runtime_pc))
         for lane, err in res.errors.items():
             out.errors[lane] = f"<error: {err}>"
         for glanes, entry in res.groups:
