@@ -9,6 +9,9 @@ def adapter_for(vendor: str) -> TargetAdapter:
     if vendor == "amd":
         from .amdgpu import AmdgpuAdapter
         return AmdgpuAdapter()
+    if vendor == "nvidia":
+        from .nvptx import NvptxAdapter
+        return NvptxAdapter()
     if vendor == "intel":
         from .intel import IntelAdapter
         return IntelAdapter()

@@ -793,6 +793,12 @@ class DwarfIndex:
                 if unit.unit_type not in (1, 3, 4):  # compile, partial, skeleton
                     continue
                 self._prepare(unit)
+                top = unit.top.raw
+                if AT_LOW_PC in top and AT_HIGH_PC not in top and AT_RANGES not in top:
+                    # nvcc gives a unit only a base address: it may cover any PC, its subprograms decide
+                    table.append((0, 1 << 64, unit.offset))
+                    covered.add(unit.offset)
+                    continue
                 for low, high in self._ranges(unit.top):
                     table.append((low, high, unit.offset))
                     covered.add(unit.offset)

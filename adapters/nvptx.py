@@ -1,0 +1,346 @@
+"""NVIDIA (nvcc / ptxas DWARF): storage kinds, PTX registers, shared/local/param memory, generic windows.
+
+DW_AT_address_class holds a ptxStorageKind, used here as the address space
+number. A variable's storage kind says where a DW_OP_addr address points
+(param: the kernel parameter bank, shared: the CTA's shared memory);
+a pointer type's says what it points into (generic when absent). DW_OP_regx
+operands are packed ASCII PTX register names, found in SASS registers through
+the cubin's register map at the lane's PC. The frame base is the CFA, R1 plus
+an offset in the per-lane local window. Generic addresses inside the shared
+or local window (the dump's `shared` / `local` apertures) are those spaces,
+anything else is global.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from aspace_dap.dwarf.locations import Location, MemoryLocation
+from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
+from aspace_dap.errors import AspaceError, EvaluationError, StateError, UnavailableError
+
+from .base import TargetAdapter, WaveTarget, unavailable
+from .nvptx_cubin import (LOC_HALF, LOC_LOCAL, LOC_PRED, LOC_REG, LOC_STACK, LOC_UREG, STACK_REGISTER,
+                          CubinLayout, RegisterMap, ptx_register_name, ptx_register_number, ptx_register_size,
+                          read_cubin_debug, relocate_cubin)
+
+# ptxStorageKind numbers double as the adapter's address space numbers
+CODE = AddressSpace(1, "code", 8, "device")
+CONST = AddressSpace(4, "const", 8, "device")
+GLOBAL = AddressSpace(5, "global", 8, "device")
+LOCAL = AddressSpace(6, "local", 4, "lane")
+PARAM = AddressSpace(7, "param", 8, "device")
+SHARED = AddressSpace(8, "shared", 4, "workgroup")
+GENERIC = AddressSpace(12, "generic", 8, "device")
+
+SPACES = {s.name: s for s in (GLOBAL, GENERIC, SHARED, LOCAL, PARAM, CONST, CODE)}
+BY_STORAGE_KIND = {s.number: s for s in SPACES.values()}
+# iparam / oparam (device-function parameters) live on the local stack
+BY_STORAGE_KIND.update({13: LOCAL, 14: LOCAL, 15: LOCAL})
+REGISTER_KINDS = (2, 3, 16)  # reg, sreg, ureg: the location is a register, not memory
+
+# SASS register numbers as the CFI writes them: class << 24 | index
+SASS_CLASS_NAMES = {LOC_REG: "R", LOC_PRED: "P", LOC_UREG: "UR", LOC_HALF: "R"}
+PC_REGNO = 0xFFFF_FFFF  # pseudo number for `pc` (the CFI's return address column)
+
+WINDOWS = (("shared", SHARED), ("local", LOCAL))
+
+
+def sass_regno(kind: int, index: int) -> int:
+    return kind << 24 | index
+
+
+def relocated_cubin(path: str | Path) -> bytes:
+    """A cubin file's bytes laid out and relocated (unchanged when already relocated)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise StateError(f"cannot read cubin {path}: {exc.strerror or exc}") from exc
+    return relocate_cubin(data, str(path))
+
+
+class NvptxAdapter(TargetAdapter):
+    vendor = "nvidia"
+    address_size = 8
+
+    def __init__(self):
+        self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
+
+    def spaces(self):
+        return SPACES
+
+    def default_space(self) -> AddressSpace:
+        return GENERIC
+
+    def pointer_space(self, dwarf_class, dialect):
+        if dwarf_class is None:
+            return GENERIC
+        return BY_STORAGE_KIND.get(dwarf_class, GENERIC)
+
+    def variable_space(self, storage_kind: int | None) -> AddressSpace | None:
+        """The space a variable's DW_OP_addr address is in, by its storage kind; None = unchanged."""
+        if storage_kind is None or storage_kind in REGISTER_KINDS:
+            return None
+        return BY_STORAGE_KIND.get(storage_kind)
+
+    # --- registers ------------------------------------------------------------------
+
+    def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
+        ptx = ptx_register_name(regno)
+        if ptx is not None:
+            return RegisterInfo(regno, ptx, ptx_register_size(ptx), True)
+        if regno == PC_REGNO:
+            return RegisterInfo(regno, "pc", 8, False)
+        kind, index = regno >> 24, regno & 0xFFFFFF
+        if kind in (LOC_REG, LOC_HALF):
+            return RegisterInfo(regno, f"R{index}", 4, True)
+        if kind == LOC_PRED:
+            return RegisterInfo(regno, f"P{index}", 1, True)
+        if kind == LOC_UREG:
+            return RegisterInfo(regno, f"UR{index}", 4, False)
+        raise UnavailableError(f"DWARF register {regno:#x} is neither a PTX register name nor a SASS register")
+
+    def register_number(self, name: str, lanes: int) -> int | None:
+        if name.startswith("%"):
+            return ptx_register_number(name)
+        if name == "pc":
+            return PC_REGNO
+        for kind, prefix in ((LOC_UREG, "UR"), (LOC_REG, "R"), (LOC_PRED, "P")):
+            if name.upper().startswith(prefix) and name[len(prefix):].isdigit():
+                return sass_regno(kind, int(name[len(prefix):]))
+        return None
+
+    # --- code objects -----------------------------------------------------------------
+
+    def cubin_debug(self, path: str) -> tuple[CubinLayout, RegisterMap]:
+        """Function layout and PTX register map of a dump's cubin, read once."""
+        found = self._cubins.get(path)
+        if found is None:
+            found = self._cubins[path] = read_cubin_debug(relocated_cubin(path), path)
+        return found
+
+    def call_frame_cfa(self, code_object, target, pc: int):
+        """DW_OP_call_frame_cfa from the cubin's .debug_frame: R1 + offset in the lane's local window."""
+        from aspace_dap.dwarf.cfi import CallFrameInfo
+
+        if code_object is None:
+            return None
+        try:
+            rules = CallFrameInfo(code_object.elf, e_machine=code_object.e_machine).rules_at(pc)
+        except AspaceError:
+            return None
+        if rules is None or rules.cfa.register is None:
+            return None
+        regno, offset = rules.cfa.register, rules.cfa.offset
+
+        def cfa(lanes):
+            got = target.read_register(regno, lanes)
+            if not got.valid[:, :4].all():
+                raise UnavailableError(f"{target.register_info(regno).name} (the stack register) is not in the dump")
+            sp = got.data[:, :4].copy().view("<u4").reshape(-1).astype(np.uint64)
+            space, addr = target.frame_base_address(regno, sp + np.uint64(offset & 0xFFFFFFFF))
+            g = len(lanes)
+            return Location((MemoryLocation(space, addr, np.zeros(g, np.int64), np.asarray(lanes, np.int64)),))
+
+        return cfa
+
+    # --- naming -----------------------------------------------------------------------
+
+    def thread_name(self, wave, active: int, total: int) -> str:
+        # cuda-gdb: block (x,y,z) and the warp's first thread
+        wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
+        first = wave.local_id(0) if wave.dispatch is not None else (0, 0, 0)
+        return (f"CUDA warp {wave.index_in_workgroup} block ({wg[0]},{wg[1]},{wg[2]}) "
+                f"thread ({first[0]},{first[1]},{first[2]}) [{active}/{total} active]")
+
+    def wave_target(self, state, wave, dialect):
+        return NvptxWaveTarget(self, state, wave, dialect)
+
+
+class NvptxWaveTarget(WaveTarget):
+    """One warp: PTX registers through the register map, spaces through the dump."""
+
+    def __init__(self, adapter: NvptxAdapter, state, wave, dialect):
+        super().__init__(adapter, state, wave, dialect)
+        self._debug: tuple[CubinLayout, RegisterMap] | None = None
+        self._load_address = 0
+
+    def address_space(self, number):
+        space = BY_STORAGE_KIND.get(number)
+        if space is None:
+            raise EvaluationError(f"unknown NVIDIA storage kind {number}")
+        return space
+
+    def frame_base_address(self, regno, value):
+        # R1 and the CFA are offsets in the lane's local window
+        return LOCAL, value & np.uint64(0xFFFFFFFF)
+
+    # ------------------------------------------------------------------ registers
+
+    def _cubin(self) -> tuple[CubinLayout, RegisterMap]:
+        if self._debug is None:
+            dispatch = self.wave.dispatch
+            ref = self.state.code_object_by_id(dispatch.code_object) if dispatch and \
+                dispatch.code_object is not None else None
+            if ref is None:
+                raise UnavailableError("PTX registers need the dump's cubin (its register map)")
+            self._debug = self.adapter.cubin_debug(str(ref.path))
+            self._load_address = ref.load_address
+        return self._debug
+
+    def _lane_pcs(self, lanes: np.ndarray) -> np.ndarray:
+        if self.wave.lane_pcs is not None:
+            return self.wave.lane_pcs[lanes].astype(np.int64)
+        pc = self.wave.pc
+        if pc is None:
+            raise UnavailableError(f"wave {self.wave.id} has no pc in the dump")
+        return np.full(len(lanes), pc, np.int64)
+
+    def read_register(self, regno, lanes):
+        lanes = np.asarray(lanes, np.int64)
+        info = self.register_info(regno)
+        if info.name == "pc":
+            pcs = self._lane_pcs(lanes).astype("<u8")
+            return MemoryRead(pcs.view(np.uint8).reshape(len(lanes), 8), np.ones((len(lanes), 8), bool))
+        if not info.name.startswith("%"):
+            if info.name.startswith("P"):
+                return self._read_predicate(info.name, lanes)
+            return super().read_register(regno, lanes)
+        data = np.zeros((len(lanes), info.size), np.uint8)
+        valid = np.zeros((len(lanes), info.size), bool)
+        layout, regmap = self._cubin()
+        pcs = self._lane_pcs(lanes)
+        for pc in np.unique(pcs):
+            rows = np.nonzero(pcs == pc)[0]
+            elf_pc = int(pc) - self._load_address
+            function = layout.function_at(elf_pc)
+            if function is None:
+                continue
+            places = regmap.places(function.name, info.name, elf_pc - function.start)
+            for place in places or []:
+                got = self._read_place(place, lanes[rows])
+                lo = 4 * place.piece
+                n = min(4, info.size - lo)
+                if n <= 0:
+                    continue
+                data[rows, lo:lo + n] = got.data[:, :n]
+                valid[rows, lo:lo + n] = got.valid[:, :n]
+        return MemoryRead(data, valid)
+
+    def _read_place(self, place, lanes) -> MemoryRead:
+        if place.kind in (LOC_REG, LOC_HALF, LOC_UREG):
+            return WaveTarget.read_register(self, sass_regno(place.kind, place.index), lanes)
+        if place.kind == LOC_PRED:
+            got = self._read_predicate(f"P{place.index}", lanes)
+            data = np.zeros((len(lanes), 4), np.uint8)
+            valid = np.zeros((len(lanes), 4), bool)
+            data[:, :1], valid[:] = got.data, got.valid[:, :1]
+            return MemoryRead(data, valid)
+        if place.kind == LOC_LOCAL:
+            return self.read_memory(LOCAL, lanes, np.full(len(lanes), place.index, np.uint64), 4)
+        if place.kind == LOC_STACK:
+            sp = WaveTarget.read_register(self, sass_regno(LOC_REG, STACK_REGISTER), lanes)
+            base = sp.data[:, :4].copy().view("<u4").reshape(-1).astype(np.uint64)
+            got = self.read_memory(LOCAL, lanes, base + np.uint64(place.index), 4)
+            got.valid &= sp.valid[:, :4].all(axis=1, keepdims=True)
+            return got
+        return unavailable(len(lanes), 4)
+
+    def _read_predicate(self, name: str, lanes) -> MemoryRead:
+        regs = self.wave.registers
+        if not regs.has(name):
+            return unavailable(len(lanes), 1)
+        data, valid = regs.lane_view(name, self.lanes)
+        return MemoryRead((data[lanes, :1] & 1).astype(np.uint8), valid[lanes, :1])
+
+    def write_register(self, regno, lanes, byte_offsets, data):
+        info = self.register_info(regno)
+        if info.name.startswith("%"):
+            raise EvaluationError(f"cannot write PTX register {info.name}: write its SASS register instead")
+        super().write_register(regno, lanes, byte_offsets, data)
+
+    # ------------------------------------------------------------------ memory
+
+    def _param(self):
+        dispatch = self.wave.dispatch
+        if dispatch is None:
+            return None
+        return dispatch.memory.get("param") or dispatch.const_bank(0)
+
+    def _storage(self, space):
+        if space is GLOBAL or space is CODE:
+            return self.state.memory.get("global")
+        if space is SHARED:
+            wg = self.wave.workgroup
+            return wg.lds if wg is not None else None
+        if space is PARAM:
+            return self._param()
+        if space is CONST:
+            return self.state.memory.get("const") or self.state.memory.get("global")
+        return None
+
+    def read_memory(self, space, lanes, addrs, size) -> MemoryRead:
+        lanes = np.asarray(lanes, np.int64)
+        addrs = np.asarray(addrs, np.uint64)
+        g = len(lanes)
+        if space is GENERIC:
+            return self._read_generic(lanes, addrs, size)
+        if space is LOCAL:
+            private = self.wave.private
+            if private is None:
+                return unavailable(g, size)
+            data, valid = private.read_lane(lanes, addrs, size)
+            return MemoryRead(data.reshape(g, size), valid.reshape(g, size))
+        mem = self._storage(space)
+        if mem is None:
+            return unavailable(g, size)
+        data, valid = mem.read_many(addrs, size)
+        return MemoryRead(data, valid)
+
+    def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
+        """The space and offset a generic address names: a window, else global."""
+        apertures = self.state.target.apertures or {}
+        for name, space in WINDOWS:
+            ap = apertures.get(name)
+            if ap is not None and ap.base <= addr < ap.base + ap.size:
+                return space, addr - ap.base
+        return GLOBAL, addr
+
+    def _read_generic(self, lanes, addrs, size) -> MemoryRead:
+        g = len(lanes)
+        data = np.zeros((g, size), np.uint8)
+        valid = np.zeros((g, size), bool)
+        rest = np.ones(g, bool)
+        apertures = self.state.target.apertures or {}
+        for name, space in WINDOWS:
+            ap = apertures.get(name)
+            if ap is None:
+                continue
+            hit = (addrs >= np.uint64(ap.base)) & (addrs < np.uint64(ap.base + ap.size)) & rest
+            if hit.any():
+                got = self.read_memory(space, lanes[hit], addrs[hit] - np.uint64(ap.base), size)
+                data[hit], valid[hit] = got.data, got.valid
+                rest &= ~hit
+        if rest.any():
+            got = self.read_memory(GLOBAL, lanes[rest], addrs[rest], size)
+            data[rest], valid[rest] = got.data, got.valid
+        return MemoryRead(data, valid)
+
+    def write_memory(self, space, lanes, addrs, data) -> None:
+        for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):
+            lane, addr, raw = int(lane), int(addr), bytes(row)
+            if space is GENERIC:
+                space2, addr2 = self.resolve_generic(addr)
+                self.write_memory(space2, [lane], [addr2], [row])
+                continue
+            if space is LOCAL:
+                if self.wave.private is None:
+                    raise StateError("this warp has no local memory in the dump")
+                self.wave.private.write_lane(lane, addr, raw)
+                continue
+            mem = self._storage(space)
+            if mem is None:
+                raise StateError(f"the dump holds no {space.name} memory for this warp")
+            mem.write(addr, raw)

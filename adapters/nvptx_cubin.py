@@ -1,0 +1,319 @@
+"""What a cubin adds to plain ELF + DWARF: relocation of its debug sections and the PTX→SASS register map.
+
+nvcc writes cubins unrelocated: every function section sits at address 0 and
+the DWARF names functions only through R_CUDA_64 relocations. cuda-gdb (and a
+CUDA core dump's relocated image) lays the code sections out one after the
+other and applies those relocations; `relocate_cubin` does the same so the
+DWARF index sees distinct, final addresses.
+
+`.nv_debug_info_reg_sass` says where each PTX virtual register (`%r1`,
+`%rd4`) lives at a PC: repeated blocks of {function name NUL, u32 count,
+count × {u32 piece, register name NUL, u32 sass location, u32 start, u32
+end}}, ranges relative to the function start. A location's top byte is its
+class (5 = general register R, 2 = predicate P, 0xb = uniform register UR,
+6 = local memory address, 7 = offset from the stack register R1), the low 24
+bits its index or offset. A 64-bit register has one entry per 32-bit piece.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass
+
+from aspace_dap.errors import CodeObjectError
+
+EM_CUDA = 190
+R_CUDA_32 = 1
+R_CUDA_64 = 2
+
+SHT_SYMTAB = 2
+SHT_RELA = 4
+SHT_REL = 9
+SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
+
+# SASS location classes
+LOC_PRED = 2
+LOC_HALF = 4
+LOC_REG = 5
+LOC_LOCAL = 6
+LOC_STACK = 7
+LOC_UREG = 0xB
+
+STACK_REGISTER = 1  # R1 holds the local-memory stack pointer
+
+
+@dataclass(frozen=True)
+class _Section:
+    index: int
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    align: int
+    entsize: int
+    header_at: int
+
+
+class _Elf64:
+    """A minimal little-endian ELF64 section-table view over bytes, bounds-checked."""
+
+    def __init__(self, data: bytes, label: str):
+        self.data = data
+        self.label = label
+        if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise CodeObjectError(f"{label}: not a little-endian ELF64 file")
+        (self.e_type, self.e_machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = \
+            struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
+        if shentsize != 64 or shoff + shnum * 64 > len(data):
+            raise CodeObjectError(f"{label}: section header table outside the file")
+        raw = []
+        for i in range(shnum):
+            at = shoff + i * 64
+            fields = struct.unpack_from("<IIQQQQIIQQ", data, at)
+            raw.append((i, at, fields))
+        if not 0 <= shstrndx < shnum:
+            raise CodeObjectError(f"{label}: bad section name table index {shstrndx}")
+        names = self._blob(raw[shstrndx][2][4], raw[shstrndx][2][5], "section names")
+        self.sections: list[_Section] = []
+        for i, at, (name, stype, flags, addr, off, size, link, info, align, entsize) in raw:
+            end = names.find(b"\0", name)
+            label_name = names[name:end if end >= 0 else len(names)].decode("latin-1")
+            self.sections.append(_Section(i, label_name, stype, flags, addr, off, size, link, info, align,
+                                          entsize, at))
+
+    def _blob(self, offset: int, size: int, what: str) -> bytes:
+        if offset + size > len(self.data):
+            raise CodeObjectError(f"{self.label}: {what} run past the end of the file")
+        return self.data[offset:offset + size]
+
+    def body(self, sec: _Section) -> bytes:
+        return self._blob(sec.offset, sec.size, sec.name or f"section {sec.index}")
+
+    def by_name(self, name: str) -> _Section | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+
+def _is_code(sec: _Section) -> bool:
+    # only code moves: shared, constant and local sections keep their window offsets
+    return bool(sec.flags & SHF_ALLOC) and bool(sec.flags & SHF_EXECINSTR)
+
+
+def relocate_cubin(data: bytes, label: str = "cubin") -> bytes:
+    """The cubin with its code sections laid out from address 0 and its debug relocations applied.
+
+    An image that is already laid out (a code section with a non-zero
+    address, as in a CUDA core dump's relocated image) is returned unchanged.
+    """
+    elf = _Elf64(bytes(data), label)
+    if elf.e_machine != EM_CUDA:
+        raise CodeObjectError(f"{label}: not a CUDA ELF (e_machine {elf.e_machine})")
+    loaded = [s for s in elf.sections if _is_code(s)]
+    if any(s.addr for s in loaded):
+        return bytes(data)
+    out = bytearray(data)
+    addresses: dict[int, int] = {}
+    cursor = 0
+    for sec in loaded:
+        align = max(sec.align, 1)
+        cursor = (cursor + align - 1) // align * align
+        addresses[sec.index] = cursor
+        struct.pack_into("<Q", out, sec.header_at + 16, cursor)  # sh_addr
+        cursor += sec.size
+    symbols = _relocate_symbols(elf, out, addresses)
+    for rela in elf.sections:
+        if rela.type not in (SHT_RELA, SHT_REL) or not 0 <= rela.info < len(elf.sections):
+            continue
+        target = elf.sections[rela.info]
+        if target.flags & SHF_ALLOC:
+            continue  # instruction fixups: the debugger only needs the debug sections
+        _apply(elf, out, rela, target, symbols)
+    return bytes(out)
+
+
+def _relocate_symbols(elf: _Elf64, out: bytearray, addresses: dict[int, int]) -> dict[int, list[int]]:
+    """Move every symbol defined in a loaded section by its section's address; values by symbol table."""
+    values: dict[int, list[int]] = {}
+    for symtab in (s for s in elf.sections if s.type == SHT_SYMTAB):
+        if symtab.entsize != 24:
+            raise CodeObjectError(f"{elf.label}: symbol table entries of {symtab.entsize} bytes")
+        body = elf.body(symtab)
+        vals = []
+        for n in range(len(body) // 24):
+            _, _, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", body, n * 24)
+            if shndx in addresses:
+                value += addresses[shndx]
+                struct.pack_into("<Q", out, symtab.offset + n * 24 + 8, value)
+            vals.append(value)
+        values[symtab.index] = vals
+    return values
+
+
+def _apply(elf: _Elf64, out: bytearray, rela: _Section, target: _Section,
+           symbols: dict[int, list[int]]) -> None:
+    width = 24 if rela.type == SHT_RELA else 16
+    if rela.entsize not in (0, width):
+        raise CodeObjectError(f"{elf.label}: {rela.name} entries of {rela.entsize} bytes")
+    body = elf.body(rela)
+    table = symbols.get(rela.link, [])
+    for n in range(len(body) // width):
+        if rela.type == SHT_RELA:
+            offset, info, addend = struct.unpack_from("<QQq", body, n * width)
+        else:
+            offset, info = struct.unpack_from("<QQ", body, n * width)
+            addend = None
+        sym, rtype = info >> 32, info & 0xFFFFFFFF
+        if sym >= len(table):
+            raise CodeObjectError(f"{elf.label}: {rela.name} entry {n} names symbol {sym} outside the table")
+        size = {R_CUDA_64: 8, R_CUDA_32: 4}.get(rtype)
+        if size is None:
+            raise CodeObjectError(f"{elf.label}: {rela.name} entry {n}: unsupported relocation type {rtype}")
+        if offset + size > target.size:
+            raise CodeObjectError(f"{elf.label}: {rela.name} entry {n} patches outside {target.name}")
+        at = target.offset + offset
+        if addend is None:
+            addend = int.from_bytes(out[at:at + size], "little")
+        value = (table[sym] + addend) & ((1 << (8 * size)) - 1)
+        out[at:at + size] = value.to_bytes(size, "little")
+
+
+# ---------------------------------------------------------------------- register map
+
+
+@dataclass(frozen=True)
+class SassPlace:
+    """Where one 32-bit piece of a PTX register is, from `start` to `end` (function offsets)."""
+
+    piece: int
+    kind: int  # LOC_* class
+    index: int  # register number, or local offset for LOC_LOCAL / LOC_STACK
+    start: int
+    end: int
+
+
+class RegisterMap:
+    """PTX register → SASS places, per function."""
+
+    def __init__(self, functions: dict[str, dict[str, list[SassPlace]]]):
+        self.functions = functions
+
+    @classmethod
+    def parse(cls, data: bytes, label: str = ".nv_debug_info_reg_sass") -> "RegisterMap":
+        functions: dict[str, dict[str, list[SassPlace]]] = {}
+        pos = 0
+
+        def cstring() -> str:
+            nonlocal pos
+            end = data.find(b"\0", pos)
+            if end < 0:
+                raise CodeObjectError(f"{label}: unterminated name at {pos:#x}")
+            text = data[pos:end].decode("latin-1")
+            pos = end + 1
+            return text
+
+        def u32s(n: int) -> tuple[int, ...]:
+            nonlocal pos
+            if pos + 4 * n > len(data):
+                raise CodeObjectError(f"{label}: truncated entry at {pos:#x}")
+            vals = struct.unpack_from(f"<{n}I", data, pos)
+            pos += 4 * n
+            return vals
+
+        while pos < len(data):
+            function = cstring()
+            (count,) = u32s(1)
+            regs = functions.setdefault(function, {})
+            for _ in range(count):
+                (piece,) = u32s(1)
+                name = cstring()
+                loc, start, end = u32s(3)
+                name = name if name.startswith("%") else "%" + name
+                regs.setdefault(name, []).append(SassPlace(piece, loc >> 24, loc & 0xFFFFFF, start, end))
+        return cls(functions)
+
+    def places(self, function: str, register: str, offset: int) -> list[SassPlace] | None:
+        """One place per piece for `register` at `offset` into `function`; None if it lives nowhere there."""
+        entries = self.functions.get(function, {}).get(register)
+        if not entries:
+            return None
+        chosen: dict[int, SassPlace] = {}
+        for place in entries:
+            if place.start <= offset < place.end and place.piece not in chosen:
+                chosen[place.piece] = place
+        if not chosen:
+            return None
+        return [chosen[k] for k in sorted(chosen)]
+
+
+def ptx_register_name(regno: int) -> str | None:
+    """A DW_OP_regx operand holding a packed ASCII PTX register name (`0x257231` → `%r1`), else None."""
+    if regno <= 0xFF:
+        return None
+    raw = regno.to_bytes((regno.bit_length() + 7) // 8, "big")
+    if raw[:1] != b"%" or not all(0x21 <= b < 0x7F for b in raw):
+        return None
+    return raw.decode("ascii")
+
+
+def ptx_register_number(name: str) -> int:
+    return int.from_bytes(name.encode("ascii"), "big")
+
+
+def ptx_register_size(name: str) -> int:
+    """Bytes of a PTX register by its type prefix (%rd/%fd 64-bit, %rs/%h 16-bit, %p predicate)."""
+    body = name.lstrip("%")
+    prefix = body.rstrip("0123456789")
+    if prefix in ("rd", "fd", "rl"):
+        return 8
+    if prefix in ("rs", "h", "hh"):
+        return 2
+    if prefix == "p":
+        return 1
+    return 4
+
+
+@dataclass(frozen=True)
+class FunctionRange:
+    name: str
+    start: int
+    end: int
+
+
+class CubinLayout:
+    """Function address ranges of a (relocated) cubin, for mapping a PC to a function offset."""
+
+    def __init__(self, functions: list[FunctionRange]):
+        self.functions = sorted(functions, key=lambda f: f.start)
+        self._starts = [f.start for f in self.functions]
+
+    def function_at(self, pc: int) -> FunctionRange | None:
+        # optimised builds nest internal helpers inside the kernel's range: the innermost wins
+        i = bisect.bisect_right(self._starts, pc) - 1
+        while i >= 0:
+            if pc < self.functions[i].end:
+                return self.functions[i]
+            i -= 1
+        return None
+
+
+def read_cubin_debug(data: bytes, label: str = "cubin") -> tuple[CubinLayout, RegisterMap]:
+    """The function layout and register map of a relocated cubin."""
+    elf = _Elf64(bytes(data), label)
+    functions = []
+    for symtab in (s for s in elf.sections if s.type == SHT_SYMTAB):
+        names = elf.body(elf.sections[symtab.link]) if 0 <= symtab.link < len(elf.sections) else b""
+        body = elf.body(symtab)
+        for n in range(len(body) // 24):
+            name_at, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", body, n * 24)
+            if info & 0xF != 2 or not size:  # STT_FUNC with a size
+                continue
+            end = names.find(b"\0", name_at)
+            functions.append(FunctionRange(names[name_at:end].decode("latin-1"), value, value + size))
+    sec = elf.by_name(".nv_debug_info_reg_sass")
+    regmap = RegisterMap.parse(elf.body(sec)) if sec is not None else RegisterMap({})
+    return CubinLayout(functions), regmap
