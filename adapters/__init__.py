@@ -15,7 +15,7 @@ def adapter_for(vendor: str) -> TargetAdapter:
     if vendor == "intel":
         from .intel import IntelAdapter
         return IntelAdapter()
-    raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd, intel)", "target.vendor")
+    raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd, nvidia, intel)", "target.vendor")
 
 
 __all__ = ["TargetAdapter", "WaveTarget", "adapter_for"]
