@@ -51,10 +51,20 @@ def dwarfdump_seconds(path: Path) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("code_object", type=Path)
+    parser.add_argument("code_object", type=Path, nargs="?",
+                        help="default: a generated gfx90a code object with --dies DIEs (gen_big_code_object.py)")
+    parser.add_argument("--dies", type=int, default=200_000)
     parser.add_argument("--pc", type=lambda s: int(s, 0))
     parser.add_argument("--repeat", type=int, default=3, help="warm queries to average")
     args = parser.parse_args()
+    exact = None
+    if args.code_object is None:
+        import tempfile
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gen_big_code_object import write_code_object
+        data, exact, _ = write_code_object(args.dies, 100)
+        args.code_object = Path(tempfile.mkdtemp()) / f"generated-{args.dies}.co"
+        args.code_object.write_bytes(data)
 
     with open(args.code_object, "rb") as stream:
         t0 = time.perf_counter()
@@ -80,7 +90,8 @@ def main() -> None:
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     rows = [
-        ("file", f"{args.code_object} ({os.path.getsize(args.code_object) / 2**20:.1f} MiB, ~{estimate} DIEs)"),
+        ("file", f"{args.code_object} ({os.path.getsize(args.code_object) / 2**20:.1f} MiB, "
+                 + (f"{exact} DIEs)" if exact else f"~{estimate} DIEs)")),
         ("pc", f"{pc:#x}: {' <- '.join(f.function for f in frames) or 'no frame'}, {len(variables)} variables"),
         ("open", f"{t_open * 1000:.1f} ms"),
         ("frames_at+variables (cold)", f"{t_cold * 1000:.1f} ms"),
