@@ -1,4 +1,4 @@
-"""Command line: the DAP server by default, plus `inspect`, `state validate` and `demo`."""
+"""Command line: the DAP server by default, plus `inspect`, `state validate`, `lsp` and `demo`."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv[2:])
         from .state.cli import validate_command
         return validate_command(args.path, args.json)
+    if argv and argv[0] == "lsp":
+        p = argparse.ArgumentParser(prog="aspace-dap lsp", description="Language server (LSP over stdin/stdout) "
+                                    "showing where each source variable lives, from the code objects in the "
+                                    "workspace setting aspace.codeObjects.")
+        p.add_argument("--stdio", action="store_true", help="accepted for LSP clients; stdio is the only transport")
+        p.parse_args(argv[1:])
+        from .lsp.server import main as lsp_main
+        return lsp_main()
     if argv and argv[0] == "demo":
         from .demo import main as demo_main
         return demo_main(argv[1:])

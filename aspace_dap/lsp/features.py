@@ -1,0 +1,196 @@
+"""Inlay hints, hovers, code lenses and diagnostics for one source file, from its code-object lenses.
+
+No protocol state here: the server passes the lenses that cover a document
+(each with the DWARF file name that matched it), the document's lines and
+the settings; these functions return lsprotocol values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from lsprotocol import types as lsp
+
+from .program import CodeObjectLens, VariableLens
+
+ARROW = "\u27f6"
+PRIVATE_SCOPES = frozenset({"lane", "wave"})
+
+
+@dataclass(frozen=True)
+class FileView:
+    lens: CodeObjectLens
+    file: str  # the DWARF name of the document's file in this code object
+
+
+def _prefix(view: FileView, views: Sequence[FileView]) -> str:
+    # with several code objects for one file, say which one a hint comes from
+    return f"[{view.lens.label}] " if len(views) > 1 else ""
+
+
+def _end_of(lines: Sequence[str], line: int) -> lsp.Position:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return lsp.Position(line=line - 1, character=len(text.rstrip("\r\n")))
+
+
+def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, last: int) -> list[lsp.InlayHint]:
+    """Hints for source lines first..last (1-based, inclusive)."""
+    wanted = range(first, last + 1)
+    hints: list[lsp.InlayHint] = []
+    for view in views:
+        variables = view.lens.variables(view.file, wanted)
+        per_line: dict[int, list[tuple[str, str]]] = {}
+        for var in variables:
+            if var.decl_line in wanted:
+                per_line.setdefault(var.decl_line, []).append((var.name, var.first.text))
+            for line, text in location_changes(view.lens, view.file, var):
+                if line in wanted and line != var.decl_line:
+                    entries = per_line.setdefault(line, [])
+                    entries[:] = [e for e in entries if e[0] != var.name]
+                    entries.append((var.name, text))
+        prefix = _prefix(view, views)
+        for line in sorted(per_line):
+            entries = per_line[line]
+            decl_only = {v.name for v in variables if v.decl_line == line}
+            for name, text in entries:
+                # a lone declaration needs no name; changes and shared lines do
+                named = len(entries) > 1 or name not in decl_only
+                label = f"{ARROW} {prefix}{name + ': ' if named else ''}{text}"
+                hints.append(lsp.InlayHint(position=_end_of(lines, line), label=label, padding_left=True))
+    return hints
+
+
+def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list[tuple[int, str]]:
+    """(line, new location) where the variable moves, in PC order; a gap reads as optimized out."""
+    out: list[tuple[int, str]] = []
+    if not var.ranges:
+        return out
+    shown = var.ranges[0].where.text
+    prev_high = var.ranges[0].high
+    for r in var.ranges[1:]:
+        if r.low > prev_high and shown != "optimized out":
+            gap_line = lens.line_in(file, prev_high)
+            if gap_line:
+                out.append((gap_line, "optimized out"))
+                shown = "optimized out"
+        if r.where.text != shown and r.line:
+            out.append((r.line, r.where.text))
+            shown = r.where.text
+        prev_high = max(prev_high, r.high)
+    return out
+
+
+def word_at(lines: Sequence[str], pos: lsp.Position) -> str | None:
+    if pos.line >= len(lines):
+        return None
+    text = lines[pos.line]
+    i = min(pos.character, len(text))
+    start, end = i, i
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    word = text[start:end]
+    return word if word and not word[0].isdigit() else None
+
+
+def hover(views: Sequence[FileView], lines: Sequence[str], pos: lsp.Position) -> lsp.Hover | None:
+    name = word_at(lines, pos)
+    if name is None:
+        return None
+    line = pos.line + 1
+    sections = []
+    for view in views:
+        candidates = [v for v in view.lens.variables(view.file) if v.name == name]
+        if not candidates:
+            continue
+        # the nearest declaration at or above the cursor names the variable meant (shadowing)
+        above = [v for v in candidates if v.decl_line <= line]
+        decl = max(v.decl_line for v in above) if above else min(v.decl_line for v in candidates)
+        for var in (v for v in candidates if v.decl_line == decl):
+            sections.append(_hover_text(view, var, len(views) > 1))
+    if not sections:
+        return None
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)))
+
+
+def _hover_text(view: FileView, var: VariableLens, name_object: bool) -> str:
+    where = f" ({view.lens.label})" if name_object else ""
+    head = f"**{var.name}** \u2014 {var.kind} in `{var.function}`, declared at line {var.decl_line}{where}"
+    rows = ["| PCs | line | location | DWARF |", "|---|---|---|---|"]
+    for r in var.ranges:
+        line = str(r.line) if r.line else ""
+        rows.append(f"| `{r.low:#x}`\u2013`{r.high:#x}` | {line} | {r.where.text} | `{r.expression}` |")
+    if not var.ranges:
+        rows.append("| | | optimized out | |")
+    return head + "\n\n" + "\n".join(rows)
+
+
+def code_lenses(views: Sequence[FileView]) -> list[lsp.CodeLens]:
+    out = []
+    for view in views:
+        prefix = _prefix(view, views)
+        for k in view.lens.kernels(view.file):
+            out.append(lsp.CodeLens(
+                range=lsp.Range(start=lsp.Position(line=k.line - 1, character=0),
+                                end=lsp.Position(line=k.line - 1, character=0)),
+                command=lsp.Command(title=prefix + kernel_summary(k.info), command=""),
+            ))
+    return out
+
+
+def kernel_summary(info) -> str:
+    agpr = "" if info.agpr_count is None else f" \u00b7 {info.agpr_count} AGPR"
+    return (f"wave{info.wavefront_size} \u00b7 {info.vgpr_count} VGPR \u00b7 {info.sgpr_count} SGPR{agpr}"
+            f" \u00b7 LDS {info.group_segment_fixed_size} B \u00b7 scratch {info.private_segment_fixed_size} B"
+            f" \u00b7 spills {info.sgpr_spill_count} SGPR / {info.vgpr_spill_count} VGPR")
+
+
+def diagnostics(views: Sequence[FileView], lines: Sequence[str], lds_budget: int | None,
+                scratch_budget: int | None) -> list[lsp.Diagnostic]:
+    out = []
+    for view in views:
+        prefix = _prefix(view, views)
+        for var in view.lens.variables(view.file):
+            spilled = [r for r in var.ranges if r.where.storage & PRIVATE_SCOPES]
+            in_regs = [r for r in var.ranges if "register" in r.where.storage and not r.where.storage & PRIVATE_SCOPES]
+            if spilled and in_regs:
+                s, g = spilled[0], in_regs[0]
+                out.append(_info(lines, var.decl_line, var.name,
+                                 f"{prefix}{var.name} is in memory at {s.low:#x}\u2013{s.high:#x} ({s.where.text}) "
+                                 f"but in registers elsewhere ({g.where.text})"))
+        for k in view.lens.kernels(view.file):
+            lds, scratch = k.info.group_segment_fixed_size, k.info.private_segment_fixed_size
+            if lds_budget is not None and lds > lds_budget:
+                out.append(_info(lines, k.line, k.name,
+                                 f"{prefix}{k.name} uses {lds} bytes of LDS, over the budget of {lds_budget} "
+                                 f"(aspace.ldsBudget)"))
+            if scratch_budget is not None and scratch > scratch_budget:
+                out.append(_info(lines, k.line, k.name,
+                                 f"{prefix}{k.name} uses {scratch} bytes of scratch per lane, over the budget of "
+                                 f"{scratch_budget} (aspace.scratchBudget)"))
+    return out
+
+
+def _info(lines: Sequence[str], line: int, word: str, message: str) -> lsp.Diagnostic:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    col = _find_word(text, word)
+    start, end = (col, col + len(word)) if col >= 0 else (0, len(text.rstrip("\r\n")))
+    return lsp.Diagnostic(
+        range=lsp.Range(start=lsp.Position(line=line - 1, character=start),
+                        end=lsp.Position(line=line - 1, character=end)),
+        message=message, severity=lsp.DiagnosticSeverity.Information, source="aspace",
+    )
+
+
+def _find_word(text: str, word: str) -> int:
+    i = text.find(word)
+    while i >= 0:
+        before = text[i - 1] if i > 0 else " "
+        after = text[i + len(word)] if i + len(word) < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return i
+        i = text.find(word, i + 1)
+    return -1
+

@@ -1,0 +1,255 @@
+"""A code object seen from its source files: which variables a file declares and where they live.
+
+Everything comes from the DWARF index by PC: the line table says which
+addresses belong to a file's lines, `frames_at`/`variables` say which
+variables are in scope there, and the shared location printer says where
+each one lives for each PC range. Results are cached per variable DIE, so a
+request for a few visible lines only probes those lines' addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+
+from ..adapters import adapter_for
+from ..codeobj import load_code_objects
+from ..dwarf.describe import Described, summarize_location
+from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, VariableInfo
+from ..dwarf.ops import decode, disassemble
+from ..dwarf.target import FrameContext
+from ..errors import AspaceError
+
+
+@dataclass(frozen=True)
+class PlaceRange:
+    """The variable's location over [low, high)."""
+
+    low: int
+    high: int
+    where: Described
+    expression: str  # decoded DWARF, for hovers
+    line: int | None  # source line of `low` when it is in the variable's file
+
+
+@dataclass
+class VariableLens:
+    name: str
+    kind: str
+    function: str
+    decl_file: str
+    decl_line: int
+    die_offset: int
+    ranges: list[PlaceRange] = field(default_factory=list)
+    scope_lines: tuple[int, int] | None = None  # first and last source line of its scope in this file
+
+    @property
+    def first(self) -> Described:
+        return self.ranges[0].where if self.ranges else Described("optimized out", frozenset({"undefined"}))
+
+
+@dataclass(frozen=True)
+class KernelLens:
+    name: str
+    line: int
+    info: object  # codeobj KernelInfo
+
+
+class CodeObjectLens:
+    """One device code object with DWARF, and per-file caches."""
+
+    def __init__(self, code_object, label: str):
+        self.code_object = code_object
+        self.label = label
+        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine)
+        self.adapter = adapter_for(code_object.vendor)
+        self.wave_lanes = _wave_lanes(code_object)
+        self._rows: dict[str, dict[int, list[int]]] = {}
+        self._probed: dict[str, set[int]] = {}
+        self._vars: dict[str, dict[int, VariableLens]] = {}
+        self._files: list[str] | None = None
+
+    # --- files -------------------------------------------------------------------------------
+
+    def source_files(self) -> list[str]:
+        if self._files is None:
+            self._files = self.index.source_files()
+        return self._files
+
+    def match_file(self, local_path: str) -> str | None:
+        """The DWARF file name that stands for a file on disk: same path, else the longest common tail."""
+        local = posixpath.normpath(local_path.replace(os.sep, "/"))
+        best, best_len = None, 0
+        for name in self.source_files():
+            if name == local:
+                return name
+            common = _common_tail(name.split("/"), local.split("/"))
+            if common > best_len:
+                best, best_len = name, common
+        return best
+
+    def line_pcs(self, file: str) -> dict[int, list[int]]:
+        """Row addresses of every line of `file` that has code."""
+        rows = self._rows.get(file)
+        if rows is None:
+            rows = _file_rows(self.index, file)
+            self._rows[file] = rows
+        return rows
+
+    # --- variables ------------------------------------------------------------------------------
+
+    def variables(self, file: str, lines: range | None = None) -> list[VariableLens]:
+        """Variables declared in `file` that are in scope at the code of `lines` (all lines: None)."""
+        rows = self.line_pcs(file)
+        probed = self._probed.setdefault(file, set())
+        found = self._vars.setdefault(file, {})
+        wanted = rows if lines is None else {ln: pcs for ln, pcs in rows.items() if ln in lines}
+        for pcs in wanted.values():
+            for pc in pcs:
+                if pc in probed:
+                    continue
+                probed.add(pc)
+                self._probe(file, pc, found)
+        out = list(found.values())
+        out.sort(key=lambda v: (v.decl_line, v.name, v.die_offset))
+        return out
+
+    def _probe(self, file: str, pc: int, found: dict[int, VariableLens]) -> None:
+        try:
+            frames = self.index.frames_at(pc)
+        except AspaceError:
+            return
+        if not frames:
+            return
+        concrete = frames[-1]
+        for frame in frames:
+            try:
+                variables = self.index.variables(frame, pc)
+            except AspaceError:
+                continue
+            for var in variables:
+                if var.die_offset in found or not var.name or var.artificial or var.decl_line is None:
+                    continue
+                if var.decl_file != file:
+                    continue
+                found[var.die_offset] = self._lens(file, frame, concrete, var)
+
+    def _frame_context(self, frame: FrameInfo, concrete: FrameInfo) -> FrameContext:
+        index = self.index
+        frame_base = frame.frame_base_expr
+        co = self.code_object
+        if frame_base is None and (co.kernel(concrete.linkage_name or "") or co.kernel(concrete.function)):
+            frame_base = self.adapter.entry_frame_base(concrete.dialect)
+        cu = frame.cu_offset
+        return FrameContext(
+            pc=concrete.low_pc or 0,
+            frame_base_expr=frame_base,
+            addrx=lambda i, cu=cu: index.addr_index(cu, i),
+            procedure=lambda die, pc=concrete.low_pc or 0: index.location_for_die(die, pc),
+            base_type=index.base_type,
+        )
+
+    def _lens(self, file: str, frame: FrameInfo, concrete: FrameInfo, var: VariableInfo) -> VariableLens:
+        lens = VariableLens(var.name, var.kind, frame.function, file, var.decl_line, var.die_offset)
+        context = self._frame_context(frame, concrete)
+        loc = var.location
+        scope = var.scope_ranges or frame.ranges
+        if isinstance(loc, LocList):
+            pieces = [(lo, hi, expr) for lo, hi, expr in loc.entries]
+        elif isinstance(loc, Expr):
+            pieces = [(lo, hi, loc.expr) for lo, hi in scope]
+        elif isinstance(loc, ConstValue):
+            pieces = [(lo, hi, loc) for lo, hi in scope]
+        else:
+            pieces = [(lo, hi, None) for lo, hi in scope]
+        for lo, hi, expr in sorted(pieces, key=lambda p: p[0]):
+            lens.ranges.append(PlaceRange(lo, hi, *self._describe(expr, var, context), self.line_in(file, lo)))
+        lines = [ln for ln in (self.line_in(file, lo) for lo, _ in scope) if ln]
+        lines += [ln for ln in (self.line_in(file, max(lo, hi - 1)) for lo, hi in scope) if ln]
+        lens.scope_lines = (min(lines), max(lines)) if lines else None
+        return lens
+
+    def _describe(self, expr, var: VariableInfo, context: FrameContext) -> tuple[Described, str]:
+        if expr is None:
+            return Described("optimized out", frozenset({"undefined"})), "(no location)"
+        if isinstance(expr, ConstValue):
+            value = expr.value
+            text = f"constant {value:#x}" if isinstance(value, int) else f"constant[{bytes(value).hex()}]"
+            return Described(text, frozenset({"implicit"})), "DW_AT_const_value"
+        where = summarize_location(expr, var.dialect, self.adapter, frame=context, wave_lanes=self.wave_lanes)
+        try:
+            listing = disassemble(decode(expr, var.dialect), var.dialect)
+        except AspaceError as exc:
+            listing = f"<{exc}>"
+        return where, listing
+
+    def line_in(self, file: str, pc: int) -> int | None:
+        try:
+            info = self.index.line_for_pc(pc)
+        except AspaceError:
+            return None
+        if info is None or info.file != file or not info.line:
+            return None
+        return info.line
+
+    # --- kernels ----------------------------------------------------------------------------------
+
+    def kernels(self, file: str) -> list[KernelLens]:
+        out = []
+        for kernel in self.code_object.kernels:
+            symbol = self.code_object.symbols.get(kernel.name)
+            if symbol is None:
+                continue
+            try:
+                frames = self.index.frames_at(symbol.value)
+            except AspaceError:
+                continue
+            if not frames:
+                continue
+            top = frames[-1]
+            if top.decl_file == file and top.decl_line:
+                out.append(KernelLens(top.function, top.decl_line, kernel))
+        return out
+
+
+def load_lenses(path: str) -> list[CodeObjectLens]:
+    """Every device code object with DWARF in a file (a bundle may hold several)."""
+    objs = load_code_objects(path)
+    base = os.path.basename(path)
+    with_dwarf = [co for co in objs if co.has_dwarf()]
+    return [CodeObjectLens(co, base if len(with_dwarf) == 1 else f"{base}:{co.processor}") for co in with_dwarf]
+
+
+def _wave_lanes(code_object) -> int:
+    try:
+        size = code_object.wavefront_size
+    except (AspaceError, AttributeError):
+        return 64
+    return size if size in (32, 64) else 64
+
+
+def _common_tail(a: list[str], b: list[str]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def _file_rows(index: DwarfIndex, file: str) -> dict[int, list[int]]:
+    # One pass over the rows of the line tables that name `file`. The index has no public
+    # row iterator yet; pcs_for_line would rescan every table once per line.
+    out: dict[int, list[int]] = {}
+    for unit in index._line_units():
+        table = index._line_table(unit)
+        if table is None:
+            continue
+        numbers = {n for n in table.files if table.matches_file(n, file)}
+        if not numbers:
+            continue
+        table._load()
+        for seq in table._sequences:
+            for addr, row in zip(seq.addresses[:-1], seq.rows[:-1]):
+                if row[0] in numbers and row[1]:
+                    out.setdefault(row[1], []).append(addr)
+    return {line: sorted(set(pcs)) for line, pcs in out.items()}

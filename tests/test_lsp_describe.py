@@ -1,0 +1,56 @@
+"""The shared location printer on hand-written expressions."""
+
+from __future__ import annotations
+
+from aspace_dap.adapters import adapter_for
+from aspace_dap.dwarf.asm import assemble
+from aspace_dap.dwarf.describe import describe_location, summarize_location
+from aspace_dap.dwarf.target import Dialect, FrameContext
+
+AMD = adapter_for("amd")
+UPSTREAM = Dialect(vendor_ops="amd")
+ROCM = Dialect(vendor_ops="amd", heterogeneous=True)
+VGPR3 = 2560 + 3
+S33 = 32 + 33
+
+
+def asm(text: str, dialect: Dialect = UPSTREAM) -> bytes:
+    return assemble(text, dialect)
+
+
+def test_per_lane_register_upstream_and_whole_wave_rocm():
+    assert describe_location(asm(f"DW_OP_regx {VGPR3}"), UPSTREAM, AMD) == "v3[lane]"
+    rocm = asm(f"DW_OP_regx {VGPR3}; DW_OP_LLVM_push_lane; DW_OP_lit4; DW_OP_mul; DW_OP_LLVM_offset", ROCM)
+    assert describe_location(rocm, ROCM, AMD) == "v3[lane]"
+
+
+def test_lds_through_xderef_is_placed_exactly():
+    text = describe_location(asm("DW_OP_constu 0x40; DW_OP_lit2; DW_OP_swap; DW_OP_xderef"), UPSTREAM, AMD)
+    assert text == "local#0x40 (LDS)"
+
+
+def test_frame_pointer_relative_scratch_in_words():
+    frame = FrameContext(frame_base_expr=asm(f"DW_OP_regx {S33}"))
+    got = summarize_location(asm("DW_OP_fbreg 0x34"), UPSTREAM, AMD, frame=frame)
+    assert got.text == "private_lane fp+0x34 (scratch)"
+    assert got.storage == {"lane"}
+
+
+def test_fixed_frame_base_evaluates():
+    frame = FrameContext(frame_base_expr=AMD.entry_frame_base(UPSTREAM))
+    assert describe_location(asm("DW_OP_fbreg 8"), UPSTREAM, AMD, frame=frame) == "private_lane#0x8 (scratch)"
+
+
+def test_composite_pieces():
+    expr = asm(f"DW_OP_regx {VGPR3}; DW_OP_piece 4; DW_OP_lit7; DW_OP_stack_value; DW_OP_piece 4")
+    got = summarize_location(expr, UPSTREAM, AMD)
+    assert got.text == "{v3[lane]:4, implicit:4}"
+    assert got.storage == {"register", "implicit"}
+
+
+def test_values_computed_from_registers_and_empty_and_broken():
+    expr = asm(f"DW_OP_bregx {VGPR3} 0; DW_OP_lit1; DW_OP_plus; DW_OP_stack_value")
+    assert describe_location(expr, UPSTREAM, AMD) == "computed from v3[lane]"
+    assert describe_location(b"", UPSTREAM, AMD) == "optimized out"
+    assert describe_location(b"\x90", UPSTREAM, AMD).startswith("unreadable location")
+    assert describe_location(asm("DW_OP_lit5; DW_OP_stack_value"), UPSTREAM, AMD) == "implicit 0x5"

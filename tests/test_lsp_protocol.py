@@ -1,0 +1,213 @@
+"""The language server over its real protocol: `aspace-dap lsp` as a process, LSP over pipes."""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+ARROW = "\u27f6"
+
+
+class LspProcess:
+    """A minimal synchronous LSP client: requests wait for their answer, notifications are kept."""
+
+    def __init__(self, root: Path, settings: dict, capabilities: dict | None = None):
+        self.proc = subprocess.Popen([sys.executable, "-m", "aspace_dap", "lsp"], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.incoming: queue.Queue = queue.Queue()
+        self.notifications: list[dict] = []
+        self.server_requests: list[dict] = []
+        self.settings = settings
+        self._next = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        caps = capabilities or {"workspace": {"inlayHint": {"refreshSupport": True},
+                                              "didChangeWatchedFiles": {"dynamicRegistration": True}}}
+        self.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": caps,
+                                    "initializationOptions": {"aspace": settings}})
+        self.notify("initialized", {})
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    self.incoming.put(None)
+                    return
+                line = line.decode().strip()
+                if not line:
+                    break
+                k, v = line.split(":", 1)
+                headers[k.lower()] = v.strip()
+            self.incoming.put(json.loads(out.read(int(headers["content-length"]))))
+
+    def _send(self, msg: dict):
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params):
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params):
+        self._next += 1
+        rid = self._next
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        while True:
+            msg = self.incoming.get(timeout=60)
+            assert msg is not None, "server exited"
+            if msg.get("id") == rid and "method" not in msg:
+                assert "error" not in msg, msg["error"]
+                return msg.get("result")
+            self._handle(msg)
+
+    def _handle(self, msg):
+        if "method" in msg and "id" in msg:
+            self.server_requests.append(msg)
+            result = [self.settings] if msg["method"] == "workspace/configuration" else None
+            self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        elif "method" in msg:
+            self.notifications.append(msg)
+
+    def drain(self):
+        """Let notifications already sent arrive: a round trip orders them before its answer."""
+        self.request("textDocument/codeLens", {"textDocument": {"uri": (ROOT / "nothing.hip").as_uri()}})
+
+    def open(self, path: Path):
+        self.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "cpp",
+                                                               "version": 1, "text": path.read_text()}})
+
+    def hints(self, path: Path, first: int = 0, last: int = 10_000):
+        return self.request("textDocument/inlayHint", {"textDocument": {"uri": path.as_uri()}, "range": {
+            "start": {"line": first, "character": 0}, "end": {"line": last, "character": 0}}})
+
+    def hover(self, path: Path, line: int, word: str):
+        text = path.read_text().splitlines()[line - 1]
+        col = re.search(rf"\b{re.escape(word)}\b", text).start()
+        return self.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()},
+                                                   "position": {"line": line - 1, "character": col + 1}})
+
+    def diagnostics(self, path: Path):
+        found = [n["params"]["diagnostics"] for n in self.notifications
+                 if n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == path.as_uri()]
+        return found[-1] if found else None
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def hints_by_line(hints) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for h in hints:
+        out.setdefault(h["position"]["line"] + 1, []).append(h["label"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def scratch_o2():
+    client = LspProcess(ROOT, {"codeObjects": ["examples/scratch_struct/*.O2.co"], "scratchBudget": 64})
+    yield client
+    client.close()
+
+
+SCRATCH_HIP = EXAMPLES / "scratch_struct" / "scratch_struct.hip"
+LDS_HIP = EXAMPLES / "lds_tiles" / "lds_tiles.hip"
+
+
+def test_hints_on_declarations_and_location_changes(scratch_o2):
+    lines = hints_by_line(scratch_o2.hints(SCRATCH_HIP))
+    src = SCRATCH_HIP.read_text().splitlines()
+    assert lines[24] == [f"{ARROW} v6[lane]"]  # int gid = ...
+    assert "gid" in src[23]
+    assert lines[28] == [f"{ARROW} private_lane#0x8 (scratch)"]  # Particle p: fixed frame, no frame base
+    assert lines[40] == [f"{ARROW} private_lane#0x50 (scratch)"]
+    assert f"{ARROW} step: optimized out" in lines[51]  # shares its line with a change of s
+    # every hint sits at the end of its line
+    for h in scratch_o2.hints(SCRATCH_HIP):
+        assert h["position"]["character"] == len(src[h["position"]["line"]])
+
+
+def test_hints_only_for_the_requested_range(scratch_o2):
+    lines = hints_by_line(scratch_o2.hints(SCRATCH_HIP, 23, 24))
+    assert set(lines) <= {24, 25}
+    assert lines[24] == [f"{ARROW} v6[lane]"]
+
+
+def test_hover_lists_ranges_and_expressions(scratch_o2):
+    text = scratch_o2.hover(SCRATCH_HIP, 24, "gid")["contents"]["value"]
+    assert "**gid**" in text and "`integrate`" in text
+    assert "`0x1840`\u2013`0x249c`" in text
+    assert "v6[lane]" in text and "DW_OP_regx" in text
+    assert scratch_o2.hover(SCRATCH_HIP, 24, "int") is None
+
+
+def test_code_lens_shows_kernel_resources(scratch_o2):
+    lenses = scratch_o2.request("textDocument/codeLens", {"textDocument": {"uri": SCRATCH_HIP.as_uri()}})
+    assert len(lenses) == 1
+    title = lenses[0]["command"]["title"]
+    assert lenses[0]["range"]["start"]["line"] == 20  # __global__ void integrate(...) at line 21
+    assert re.fullmatch(r"wave64 · \d+ VGPR · \d+ SGPR · \d+ AGPR · LDS 0 B · scratch \d+ B · spills \d+ SGPR / \d+ VGPR",
+                        title), title
+
+
+def test_scratch_budget_diagnostic(scratch_o2):
+    scratch_o2.open(SCRATCH_HIP)
+    scratch_o2.drain()
+    diags = scratch_o2.diagnostics(SCRATCH_HIP)
+    budget = [d for d in diags if "aspace.scratchBudget" in d["message"]]
+    assert len(budget) == 1 and budget[0]["severity"] == 3  # Information
+    assert budget[0]["range"]["start"]["line"] == 20
+
+
+def test_unrelated_file_gets_nothing(scratch_o2):
+    assert scratch_o2.hints(LDS_HIP) == []
+    assert scratch_o2.request("textDocument/codeLens", {"textDocument": {"uri": LDS_HIP.as_uri()}}) == []
+
+
+def test_o0_frame_pointer_words_and_lds_budget():
+    client = LspProcess(ROOT, {"codeObjects": ["examples/lds_tiles/lds_tiles.gfx90a.O0.co"], "ldsBudget": 1024})
+    try:
+        lines = hints_by_line(client.hints(LDS_HIP))
+        assert lines[12] == [f"{ARROW} local#0x0 (LDS)"]  # __shared__ float tile[16][17]
+        assert any(re.fullmatch(rf"{ARROW} private_lane fp\+0x[0-9a-f]+ \(scratch\)", h) for h in lines[15])
+        client.open(LDS_HIP)
+        client.drain()
+        assert any("aspace.ldsBudget" in d["message"] for d in client.diagnostics(LDS_HIP))
+    finally:
+        client.close()
+
+
+def test_settings_change_and_watched_file_reload(tmp_path):
+    client = LspProcess(tmp_path, {"codeObjects": ["objs/*.co"]})
+    try:
+        hip = tmp_path / "scratch_struct.hip"
+        shutil.copy(SCRATCH_HIP, hip)
+        assert client.hints(hip) == []
+        assert any(r["method"] == "client/registerCapability" for r in client.server_requests)
+        (tmp_path / "objs").mkdir()
+        shutil.copy(EXAMPLES / "scratch_struct" / "scratch_struct.gfx90a.O2.co", tmp_path / "objs" / "k.co")
+        client.notify("workspace/didChangeWatchedFiles",
+                      {"changes": [{"uri": (tmp_path / "objs" / "k.co").as_uri(), "type": 1}]})
+        assert hints_by_line(client.hints(hip))[24] == [f"{ARROW} v6[lane]"]
+        assert any(r["method"] == "workspace/inlayHint/refresh" for r in client.server_requests)
+        client.notify("workspace/didChangeConfiguration", {"settings": {"aspace": {"codeObjects": []}}})
+        assert client.hints(hip) == []
+    finally:
+        client.close()
