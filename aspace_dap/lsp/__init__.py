@@ -1,0 +1,1 @@
+"""`aspace-dap lsp`: a language server showing where each source variable lives (address space, register)."""
