@@ -1,0 +1,157 @@
+"""Build Intel GPU dumps for the OpenCL examples from ocloc's DWARF and a model of the kernel.
+
+IGC describes most variables as values pulled out of GRFs (`DW_OP_INTEL_push_bit_piece_stack;
+DW_OP_stack_value`), which cannot be written through. So the register file is found by
+probing: a draft dump whose every GRF dword holds its own name (GRF << 8 | dword) is
+evaluated per lane, and the value each lane reads says which GRF dwords hold its variable.
+The model's values are then stored there. Variables in memory (SLM, global) or in plain
+register locations are written through their evaluated locations, as the AMDGPU engine does.
+"""
+
+from __future__ import annotations
+
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from adapters.intel import GRF_BYTES, IntelAdapter, debug_index, load_debug_elf
+from aspace_dap.dwarf.evaluator import evaluate
+from aspace_dap.dwarf.index import ConstValue
+from aspace_dap.dwarf.locations import ImplicitLocation, Location
+from aspace_dap.dwarf.storage import write_bytes
+from aspace_dap.dwarf.target import FrameContext
+from aspace_dap.errors import AspaceError
+from aspace_dap.state import StateWriter, load_state
+
+from .engine import encode
+
+GRFS = 128
+
+
+@dataclass
+class OpenclDump:
+    name: str  # folder under examples/opencl/dumps/
+    debug_elf: Path
+    kernel: str
+    lanes: int  # the kernel's SIMD width
+    pc: int
+    active: int  # execution mask
+    values: dict[str, list]  # variable -> one Python value per lane (None: no value in that lane)
+    grid_size: tuple[int, int, int]
+    workgroup_size: tuple[int, int, int]
+    workgroup_id: tuple[int, int, int]
+    slm: bytes = b""
+    memory: list[tuple[int, bytes, int]] = field(default_factory=list)  # (address, bytes, declared size)
+    focus_lane: int = 0
+    stop: str = ""
+
+
+def _u32(v: int) -> bytes:
+    return struct.pack("<I", v & 0xFFFFFFFF)
+
+
+def _writer(spec: OpenclDump, regs: dict[str, bytes], slm: bytes) -> StateWriter:
+    w = StateWriter("intel", "tgllp", spec.lanes, producer="examples/dumpgen/opencl_engine.py")
+    co = w.add_code_object(spec.debug_elf.read_bytes(), name=spec.debug_elf.name)
+    for address, data, size in spec.memory:
+        w.add_memory("global", address, data, size)
+    d = w.add_dispatch(spec.kernel, co, spec.grid_size, spec.workgroup_size)
+    wg = d.add_workgroup(spec.workgroup_id, lds=slm or None)
+    names = ["pc", "exec"] + sorted((n for n in regs if n.startswith("r")), key=lambda n: int(n[1:]))
+    wg.add_wave(0, 0, {n: regs[n] for n in names}, layout=[(n, len(regs[n])) for n in names])
+    w.set_focus(0, spec.focus_lane)
+    w.set_stop("breakpoint", spec.stop)
+    return w
+
+
+def _variables(index, pc):
+    frames = index.frames_at(pc)
+    if not frames:
+        raise AspaceError(f"no function covers pc {pc:#x}")
+    frame = frames[0]
+    out, seen = [], set()
+    for var in index.variables(frame, pc):
+        expr = var.location_at(pc)
+        if var.name in seen or var.shadowed or expr is None or isinstance(expr, ConstValue):
+            continue
+        seen.add(var.name)
+        out.append((var, expr))
+    return frame, out
+
+
+def build(spec: OpenclDump) -> StateWriter:
+    index = debug_index(load_debug_elf(spec.debug_elf))
+    frame, variables = _variables(index, spec.pc)
+    adapter = IntelAdapter()
+    lanes = np.arange(spec.lanes)
+    fixed = {"pc": _u32(spec.pc), "exec": _u32(spec.active)}
+    probe = dict(fixed, **{f"r{g}": b"".join(_u32(g << 8 | d) for d in range(8)) for g in range(GRFS)})
+    final = {f"r{g}": bytearray(GRF_BYTES) for g in range(GRFS)}
+    touched: set[str] = set()
+    through_location = []
+    with tempfile.TemporaryDirectory() as tmp:
+        _writer(spec, probe, spec.slm).write(tmp)
+        state = load_state(tmp)
+        try:
+            target = adapter.wave_target(state, state.wave_by_id(0), frame.dialect)
+            for var, expr in variables:
+                values = spec.values.get(var.name)
+                if values is None:
+                    raise AspaceError(f"{var.name} has a location at {spec.pc:#x} but the model gives it no value")
+                res = evaluate(expr, target, frame.dialect, lanes, frame=FrameContext(pc=spec.pc))
+                if res.errors:
+                    lane, err = next(iter(res.errors.items()))
+                    raise AspaceError(f"{var.name}: lane {lane}: {err}")
+                if not all(isinstance(e.primary, ImplicitLocation) for _, e in res.groups):
+                    through_location.append((var, expr))
+                    continue
+                for glanes, entry in res.groups:
+                    for row, lane in enumerate(glanes):
+                        value = values[int(lane)]
+                        if value is None:
+                            continue
+                        raw = encode(var.type, value)
+                        names = bytes(entry.primary.data[row])
+                        for k in range(0, len(raw), 4):
+                            tag = int.from_bytes(names[k:k + 4], "little")
+                            grf, dword = tag >> 8, tag & 0xFF
+                            if grf >= GRFS or dword >= 8:
+                                raise AspaceError(f"{var.name}: lane {lane} does not read whole GRF dwords")
+                            final[f"r{grf}"][dword * 4:dword * 4 + 4] = raw[k:k + 4]
+                            touched.add(f"r{grf}")
+        finally:
+            state.close()
+    regs = dict(fixed, **{n: bytes(final[n]) for n in touched})
+    if not through_location:
+        return _writer(spec, regs, spec.slm)
+    # the rest are written through their locations into a dump that has every GRF
+    with tempfile.TemporaryDirectory() as tmp:
+        _writer(spec, dict(fixed, **{n: bytes(b) for n, b in final.items()}), spec.slm).write(tmp)
+        state = load_state(tmp)
+        try:
+            wave = state.wave_by_id(0)
+            target = adapter.wave_target(state, wave, frame.dialect)
+            for var, expr in through_location:
+                values = spec.values[var.name]
+                res = evaluate(expr, target, frame.dialect, lanes, frame=FrameContext(pc=spec.pc))
+                for glanes, entry in res.groups:
+                    if not isinstance(entry, Location):
+                        continue
+                    keep = np.array([values[int(lane)] is not None for lane in glanes])
+                    if not keep.any():
+                        continue
+                    rows = [encode(var.type, values[int(lane)]) for lane in glanes[keep]]
+                    data = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), -1)
+                    write_bytes(entry.take(np.nonzero(keep)[0]), target, data)
+            for name in list(final):
+                if any(bytes(wave.registers.raw(name)[0]) != bytes(final[name]) for _ in [0]):
+                    touched.add(name)
+                regs[name] = bytes(wave.registers.raw(name)[0])
+            regs = dict(fixed, **{n: regs[n] for n in touched})
+            slm = bytes(wave.workgroup.lds.read(0, len(spec.slm))[0]) if spec.slm else b""
+        finally:
+            state.close()
+    return _writer(spec, regs, slm)

@@ -1,0 +1,131 @@
+"""The OpenCL example dumps on Intel: every variable in scope, per lane, and a tagged generic pointer.
+
+The dumps are rebuilt here from the committed debug ELF and the kernel model, so the test also
+checks that the committed dump is current.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adapters.intel import GLOBAL, LOCAL, debug_index, load_debug_elf
+from aspace_dap.codeobj import load_code_objects
+from aspace_dap.errors import AspaceError
+from aspace_dap.session import Program, Session
+from aspace_dap.state import load_state
+from aspace_dap.values.format import format_obj
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+from dumpgen import opencl_divergent_call  # noqa: E402
+from dumpgen.opencl_engine import build  # noqa: E402
+
+STATES = ROOT / "examples" / "opencl" / "states"
+
+
+def _session(dump: Path) -> Session:
+    s = Session(load_state(str(dump)))
+    ref = s.state.code_objects[0]
+    co = load_debug_elf(ref.path)
+    # the shared loader does not read ocloc's debug ELF (machine 182) yet; hand the session the program
+    s._programs[ref.id] = Program(ref.id, str(ref.path), co, debug_index(co), ref.load_address)
+    return s
+
+
+def _shown(s: Session, lane: int) -> dict[str, str]:
+    s.set_focus(lane=lane)
+    frame = s.frames()[0]
+    out = {}
+    for var in s.variables(frame):
+        read = s.read_variable(frame, var)
+        obj = read.obj_for(lane)
+        out[var.name] = format_obj(obj, 0, top=False) if obj is not None else read.errors.get(lane, "<none>")
+    return out
+
+
+def test_committed_dump_is_current(tmp_path):
+    build(opencl_divergent_call.spec()).write(tmp_path / "fresh")
+    committed = STATES / "divergent_call.tgllp"
+    fresh = {p.relative_to(tmp_path / "fresh") for p in (tmp_path / "fresh").rglob("*") if p.is_file()}
+    assert fresh == {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()}
+    for rel in fresh:
+        assert filecmp.cmp(tmp_path / "fresh" / rel, committed / rel, shallow=False), rel
+
+
+def _float(text: str) -> float:
+    return float(text)
+
+
+@pytest.mark.parametrize("lane", [0, 1, 3, 5, 6, 7])
+def test_divergent_call_every_variable_per_lane(lane):
+    s = _session(STATES / "divergent_call.tgllp")
+    wave = s.wave()
+    assert wave.lanes == 8 and list(np.nonzero(wave.active_lanes)[0]) == [1, 3, 5, 7]
+    frame = s.frames(lane=lane)[0]
+    assert frame.name == "divergent" and frame.line == 28
+    model = opencl_divergent_call.work_item(lane)
+    shown = _shown(s, lane)
+    assert int(shown["gid"]) == model["gid"]
+    assert int(shown["lane"]) == model["lane"]
+    assert _float(shown["x"]) == model["x"]
+    if lane & 1:
+        assert int(shown["steps"]) == model["steps"]
+        assert shown["cell"] == f"0x{model['cell']:x}"
+
+
+@pytest.mark.parametrize("lane,space", [(3, LOCAL), (7, LOCAL), (1, GLOBAL), (5, GLOBAL)])
+def test_generic_pointer_resolves_to_its_space_and_target(lane, space):
+    s = _session(STATES / "divergent_call.tgllp")
+    s.set_focus(lane=lane)
+    frame = s.frames()[0]
+    var = next(v for v in s.variables(frame) if v.name == "cell")
+    obj = s.read_variable(frame, var).obj_for(lane)
+    pointer = obj.scalar_bits()[0][0]
+    target = s.target_for(s.wave(), frame.dialect)
+    resolved, offset = target.resolve_generic(pointer)
+    assert resolved == space
+    model = opencl_divergent_call.work_item(lane)
+    if space is LOCAL:
+        assert pointer >> 61 == 0b010 and offset == 4 * lane
+    else:
+        assert offset == opencl_divergent_call.OUT_ADDR + 4 * model["gid"]
+    pointee = s.pointer_target(obj, 0, frame.dialect)
+    assert float(format_obj(pointee, 0)) == model["x"]  # `*cell = x` ran before the stop
+    raw = target.read_memory(resolved, np.array([lane]), np.array([offset], np.uint64), 4)
+    assert raw.valid.all() and struct.unpack("<f", bytes(raw.data[0]))[0] == model["x"]
+
+
+def test_inactive_lanes_have_no_branch_values():
+    s = _session(STATES / "divergent_call.tgllp")
+    shown = _shown(s, 2)
+    assert int(shown["lane"]) == 2  # kernel-wide values exist in every lane
+    assert s.lane_state(s.wave(), 2) == "inactive"
+
+
+def _shared_loader_reads_ocloc_elf() -> bool:
+    try:
+        load_code_objects(STATES / "divergent_call.tgllp" / "code" / "divergent_call.tgllp.elf")
+        return True
+    except AspaceError:
+        return False
+
+
+@pytest.mark.skipif(not _shared_loader_reads_ocloc_elf(),
+                    reason="aspace_dap.codeobj.load_code_objects does not accept ocloc's debug ELF (e_machine 182)")
+def test_dap_server_shows_the_variables():
+    from test_dap_session import scope_vars, start
+    c, stopped = start(str(STATES / "divergent_call.tgllp"))
+    try:
+        frames = c.request("stackTrace", {"threadId": stopped["threadId"]})["stackFrames"]
+        names = scope_vars(c, frames[0]["id"], "Locals")
+        assert int(names["lane"]["value"]) == 3
+        assert names["cell"]["variablesReference"]
+    finally:
+        c.close()
