@@ -147,9 +147,10 @@ def build(spec: OpenclDump) -> StateWriter:
                     data = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), -1)
                     write_bytes(entry.take(np.nonzero(keep)[0]), target, data)
             for name in list(final):
-                if any(bytes(wave.registers.raw(name)[0]) != bytes(final[name]) for _ in [0]):
+                now = bytes(wave.registers.raw(name)[0])
+                if now != bytes(final[name]):
                     touched.add(name)
-                regs[name] = bytes(wave.registers.raw(name)[0])
+                regs[name] = now
             regs = dict(fixed, **{n: regs[n] for n in touched})
             slm = bytes(wave.workgroup.lds.read(0, len(spec.slm))[0]) if spec.slm else b""
         finally:
