@@ -53,6 +53,14 @@ class TargetAdapter:
         """The caller's PC and registers when stopped at `pc` in a function starting at `function_low`."""
         return None
 
+    def call_frame_cfa(self, code_object, target, pc: int):
+        """callable(lanes) -> Location for DW_OP_call_frame_cfa at `pc`, or None when the CFI gives none."""
+        return None
+
+    def place_variable(self, var, location, target):
+        """A variable's location adjusted by what its DIE adds (NVIDIA: the storage kind's space)."""
+        return location
+
     def entry_frame_base(self, dialect: Dialect) -> bytes | None:
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
         return None

@@ -85,6 +85,23 @@ class NvptxAdapter(TargetAdapter):
             return None
         return BY_STORAGE_KIND.get(storage_kind)
 
+    def place_variable(self, var, location, target):
+        """The variable's storage kind says which space a generic address (DW_OP_addr, frame base) is in."""
+        space = self.variable_space(var.address_space)
+        if space is None or not isinstance(location, Location):
+            return location
+        places = []
+        for p in location.places:
+            if isinstance(p, MemoryLocation) and p.space is GENERIC:
+                address = p.address
+                ap = (target.state.target.apertures or {}).get(space.name) if space in (SHARED, LOCAL) else None
+                if ap is not None:
+                    inside = (address >= np.uint64(ap.base)) & (address < np.uint64(ap.base + ap.size))
+                    address = np.where(inside, address - np.uint64(ap.base), address).astype(np.uint64)
+                p = MemoryLocation(space, address, p.bit_offset, p.lanes)
+            places.append(p)
+        return Location(tuple(places))
+
     # --- registers ------------------------------------------------------------------
 
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
@@ -174,8 +191,13 @@ class NvptxWaveTarget(WaveTarget):
         return space
 
     def frame_base_address(self, regno, value):
-        # R1 and the CFA are offsets in the lane's local window
-        return LOCAL, value & np.uint64(0xFFFFFFFF)
+        # R1 and the CFA are offsets in the lane's local window; as generic addresses DWARF
+        # arithmetic (fbreg; plus_uconst) applies to them, and the storage kind turns them back
+        offset = value & np.uint64(0xFFFFFFFF)
+        ap = (self.state.target.apertures or {}).get("local")
+        if ap is None:
+            return LOCAL, offset
+        return GENERIC, offset + np.uint64(ap.base)
 
     # ------------------------------------------------------------------ registers
 
@@ -257,9 +279,25 @@ class NvptxWaveTarget(WaveTarget):
 
     def write_register(self, regno, lanes, byte_offsets, data):
         info = self.register_info(regno)
-        if info.name.startswith("%"):
-            raise EvaluationError(f"cannot write PTX register {info.name}: write its SASS register instead")
-        super().write_register(regno, lanes, byte_offsets, data)
+        if not info.name.startswith("%"):
+            super().write_register(regno, lanes, byte_offsets, data)
+            return
+        layout, regmap = self._cubin()
+        pcs = self._lane_pcs(np.asarray(lanes, np.int64))
+        for lane, pc, off, row in zip(lanes, pcs, byte_offsets, data):
+            elf_pc = int(pc) - self._load_address
+            function = layout.function_at(elf_pc)
+            places = regmap.places(function.name, info.name, elf_pc - function.start) if function else None
+            if not places:
+                raise StateError(f"{info.name} lives nowhere at pc {int(pc):#x}")
+            raw = bytes(row)
+            for i, byte in enumerate(raw):
+                at = int(off) + i
+                place = next((p for p in places if p.piece == at // 4), None)
+                if place is None or place.kind not in (LOC_REG, LOC_HALF):
+                    raise StateError(f"byte {at} of {info.name} is not in a general register at pc {int(pc):#x}")
+                WaveTarget.write_register(self, sass_regno(place.kind, place.index), np.array([lane]),
+                                          np.array([at % 4]), np.array([[byte]], np.uint8))
 
     # ------------------------------------------------------------------ memory
 

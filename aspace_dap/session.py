@@ -302,7 +302,8 @@ class Session:
             return []
         return frame.program.index.globals(frame.info.cu_offset)
 
-    def frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int) -> FrameContext:
+    def frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int,
+                      target=None) -> FrameContext:
         index = program.index
         cu = info.cu_offset if info else 0
         pc = program.elf_pc(runtime_pc) if info is not None else runtime_pc
@@ -316,6 +317,7 @@ class Session:
             addrx=(lambda i, cu=cu: index.addr_index(cu, i)) if index else None,
             procedure=(lambda die, pc=pc: index.location_for_die(die, pc)) if index else None,
             base_type=index.base_type if index else None,
+            cfa=self.adapter.call_frame_cfa(program.code_object, target, pc) if target is not None else None,
         )
 
     @staticmethod
@@ -344,12 +346,13 @@ class Session:
             return out
         target = self.frame_target(frame, var.dialect)
         res: LaneResults = evaluate(spec, target, var.dialect, lanes,
-                                    frame=self.frame_context(frame.program, frame.info, frame.runtime_pc))
+                                    frame=self.frame_context(frame.program, frame.info, frame.runtime_pc, target))
         for lane, err in res.errors.items():
             out.errors[lane] = f"<error: {err}>"
         for glanes, entry in res.groups:
             if not isinstance(entry, Location):
                 continue
+            entry = self.adapter.place_variable(var, entry, target)
             out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
         return out
 

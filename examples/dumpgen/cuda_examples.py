@@ -1,0 +1,149 @@
+"""The three CUDA example dumps: each kernel's inputs and a float32 model of its source up to the stop line."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from .cuda_engine import LOCAL_WINDOW, STACK_TOP, CudaDumpSpec, WarpSpec
+
+CUDA = Path(__file__).resolve().parent.parent / "cuda"
+F32 = np.float32
+TILE = 16
+IN_ADDR, OUT_ADDR, SUMS_ADDR, PROBE_ADDR = 0x7F10_0000_0000, 0x7F10_0001_0000, 0x7F10_0002_0000, 0x7F10_0003_0000
+
+
+def _f32s(values) -> bytes:
+    return np.asarray(values, F32).tobytes()
+
+
+# --- lds_tiles: stopped after the second __syncthreads (line 32) ---------------------------------
+
+def lds_tiles() -> CudaDumpSpec:
+    rows = cols = 32
+    data = np.arange(rows * cols, dtype=F32) * F32(0.25)
+    bx, by = 1, 0
+
+    def thread_values(t):
+        tx, ty, _ = t
+        col, row = bx * TILE + tx, by * TILE + ty
+        value = data[row * cols + col] if row < rows and col < cols else F32(0)
+        return {"tx": tx, "ty": ty, "col": col, "row": row, "value": float(value)}
+
+    def shared():
+        tile = [[0.0] * (TILE + 1) for _ in range(TILE)]
+        for ty in range(TILE):
+            for tx in range(TILE):
+                tile[ty][tx] = thread_values((tx, ty, 0))["value"]
+        sums = []
+        for ty in range(TILE):
+            acc = F32(0)
+            for k in range(TILE):
+                acc = F32(acc + F32(tile[ty][k]))
+            sums.append(float(acc))
+        return {"tile": tile, "row_sums": sums}
+
+    params = struct.pack("<QQQii", IN_ADDR, OUT_ADDR, SUMS_ADDR, rows, cols)
+    return CudaDumpSpec(
+        name="lds_tiles.sm_90.G", cubin=CUDA / "lds_tiles.sm_90.G.cubin", kernel="_Z15transpose_tilesPKfPfS1_ii",
+        file="lds_tiles.cu", line=32, grid=(2, 2, 1), block=(TILE, TILE, 1), block_id=(bx, by, 0),
+        warps=[WarpSpec(0, 0xFFFFFFFF), WarpSpec(5, 0xFFFFFFFF)], params=params, values=thread_values,
+        shared_size=0x880, shared=shared, memory=[(IN_ADDR, data.tobytes())])
+
+
+# --- scratch_struct: stopped at the final store (line 54), `cursor` a generic pointer to `p` ----------
+
+STEPS, NEIGHBORS = 24, 6
+
+
+def scratch_struct() -> CudaDumpSpec:
+    n, dt = 200, F32(0.01)
+    block = (64, 1, 1)
+    bid = 2
+    state = (np.arange(n * 6, dtype=F32) % F32(13)) * F32(0.5) - F32(2)
+    probe = [(g * 2654435761) & 0x7FFFFFFF for g in range(n)]
+    frame = 0x100  # R1 = STACK_TOP - frame; `p` is at R1 + 0 (fbreg -176 from CFA = R1 + 176)
+
+    def thread_values(t):
+        tid = t[0]
+        gid = bid * block[0] + tid
+        pos = [state[gid * 6 + k] for k in range(3)]
+        vel = [state[gid * 6 + 3 + k] for k in range(3)]
+        force = [F32(F32(-0.1) * pos[k]) for k in range(3)]
+        mass = F32(1.0) + F32(gid & 7)
+        neighbors = [(gid + 7 * (j + 1)) % n for j in range(NEIGHBORS)]
+        damping = F32(F32(1.0) - F32(0.01) * F32(tid % 8))
+        history = []
+        for _ in range(STEPS):
+            for k in range(3):
+                vel[k] = F32(vel[k] * damping + force[k] / mass * dt)
+                pos[k] = F32(pos[k] + vel[k] * dt)
+            history.append(float(F32(pos[0] + pos[1] + pos[2])))
+        pick = probe[gid]
+        step = (pick & 0xFFFF) % STEPS
+        axis = (pick >> 16) % 3
+        neighbor = neighbors[(pick >> 8) % NEIGHBORS]
+        p = {"pos": [float(v) for v in pos], "vel": [float(v) for v in vel], "force": [float(v) for v in force],
+             "mass": float(mass), "id": gid, "flags": tid & 3, "neighbors": neighbors}
+        sample = float(F32(F32(history[step]) + pos[axis]))
+        return {"gid": gid, "p": p, "history": history, "damping": float(damping), "pick": pick, "step": step,
+                "axis": axis, "neighbor": neighbor, "cursor": LOCAL_WINDOW + STACK_TOP - frame, "sample": sample,
+                "dt": float(dt)}
+
+    params = struct.pack("<QQQif", IN_ADDR, PROBE_ADDR, OUT_ADDR, n, dt)
+    return CudaDumpSpec(
+        name="scratch_struct.sm_90.G", cubin=CUDA / "scratch_struct.sm_90.G.cubin",
+        kernel="_Z9integratePKfPKiPfif", file="scratch_struct.cu", line=54, grid=(4, 1, 1), block=block,
+        block_id=(bid, 0, 0), warps=[WarpSpec(0, 0xFFFFFFFF), WarpSpec(1, 0xFFFFFFFF)], params=params,
+        values=thread_values, frame_size=frame,
+        memory=[(IN_ADDR, state.tobytes()), (PROBE_ADDR, np.asarray(probe, "<i4").tobytes())])
+
+
+# --- divergent_call: odd lanes inside settle() at `return acc` (line 9), even lanes inactive --------------
+
+def divergent_call() -> CudaDumpSpec:
+    n = 100
+    data = np.arange(n, dtype=F32) * F32(0.5) + F32(1)
+
+    def thread_values(t):
+        gid = t[0]
+        lane = gid % 32
+        x = data[gid] if gid < n else F32(0)
+        if not lane & 1:
+            return {}
+        steps = lane % 5 + 1
+        acc = F32(x)
+        for i in range(steps):
+            acc = F32(acc * F32(0.5) + F32(lane + i))
+        return {"x": float(x), "lane": lane, "steps": steps, "acc": float(acc)}
+
+    params = struct.pack("<QQi", IN_ADDR, OUT_ADDR, n)
+    return CudaDumpSpec(
+        name="divergent_call.sm_90.G", cubin=CUDA / "divergent_call.sm_90.G.cubin", kernel="_Z9divergentPKfPfi",
+        file="divergent_call.cu", line=9, grid=(1, 1, 1), block=(64, 1, 1), block_id=(0, 0, 0),
+        warps=[WarpSpec(0, 0xAAAAAAAA), WarpSpec(1, 0xAAAAAAAA)], params=params, values=thread_values,
+        memory=[(IN_ADDR, data.tobytes())])
+
+
+SPECS = {"lds_tiles": lds_tiles, "scratch_struct": scratch_struct, "divergent_call": divergent_call}
+
+
+def specs() -> list[CudaDumpSpec]:
+    return [make() for make in SPECS.values()]
+
+
+def main() -> int:
+    """Rewrite examples/cuda/states/<name>/ from the committed cubins."""
+    import shutil
+
+    from .cuda_engine import build
+
+    for spec in specs():
+        dest = CUDA / "states" / spec.name
+        if dest.exists():
+            shutil.rmtree(dest)
+        build(spec, dest)
+        print(f"wrote {dest.relative_to(CUDA.parent)}")
+    return 0
