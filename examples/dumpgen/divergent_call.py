@@ -1,0 +1,193 @@
+"""divergent_call: the odd lanes inside `settle`, called from `divergent` (two frames).
+
+Inputs: n = 360, blocks of 256 work-items; the dump holds workgroup 1, wave 1 (threadIdx.x
+64..127, gid 320..383, lane = threadIdx.x % 64 = wave lane). in[g] = ((g % 13) - 6) / 4, so every
+float operation below is exact and fused (-O0 and -O2 both use v_fmac_f32) and unfused code agree.
+Lanes 40..63 have gid >= n: their x is 0. Only the odd lanes take the branch that calls `settle`.
+
+-O0 stops at line 12 (0x329c) in the loop's third iteration (i = 2): active are the odd lanes with
+steps = lane % 5 + 1 > 2. The kernel ran its `else` branch (even lanes) before the call, so their
+result, count and i are already in its frame. -O2 stops at 0x1704 (line 11, settle's first
+statement: where a function breakpoint on `settle` lands), with x, lane and steps in v0..v2.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from .engine import DumpSpec, FrameSpec, WaveSpec, lane_u32, sgpr_pair, u32, u64
+
+N, BLOCK, GROUP, WAVE, LANES = 360, 256, 1, 1, 64
+KERNARG = 0x7F0000000000
+IN_ADDR = 0x7F0000100000
+OUT_ADDR = 0x7F0000200000
+HERE = Path(__file__).resolve().parent.parent / "divergent_call"
+
+STOP_PC = {"O0": 0x329C, "O2": 0x1704}
+RETURN_PC = {"O0": 0x3DA4, "O2": 0x18E4}  # the instruction after the kernel's s_swappc_b64 s[30:31]
+CALL_PC = {"O0": 0x3DA3, "O2": 0x18E3}  # inside the call instruction: the caller frame's lookup address
+O0_ITERATION = 2
+# -O0: the kernel keeps s32 = 0x1400 (80 bytes per lane) and s33 = 0; settle sets s33 = 0x1400 and
+# s32 = 0x1c00, and parks the kernel's v15 at s32 + 24 (lane offset 80 + 24) before that
+O0_KERNEL_SP, O0_SETTLE_SP = 0x1400, 0x1C00
+O0_SAVED_V15 = O0_KERNEL_SP // LANES + 24
+O0_FRAME_BYTES = O0_SETTLE_SP // LANES
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def input_value(g: int) -> float:
+    return ((g % 13) - 6) * 0.25
+
+
+def settle_acc(x: float, lane: int, iterations: int) -> float:
+    acc = x
+    for i in range(iterations):
+        acc = f32(acc * 0.5 + float(lane + i))
+    return acc
+
+
+def work_item(lane: int) -> dict:
+    """The kernel's and settle's variables for one lane at the -O0 stop (iteration O0_ITERATION)."""
+    tid = WAVE * LANES + lane
+    gid = GROUP * BLOCK + tid
+    x = input_value(gid) if gid < N else 0.0
+    item = {"gid": gid, "lane": tid % 64, "x": x, "odd": bool(lane & 1)}
+    if item["odd"]:
+        steps = item["lane"] % 5 + 1
+        done = min(O0_ITERATION, steps)  # iterations this lane has completed
+        item.update(steps=steps, i=done, acc=settle_acc(x, item["lane"], done), active=steps > O0_ITERATION)
+    else:
+        count = item["lane"] % 7
+        result = -x
+        for i in range(count):
+            result = f32(result + float(i) * x)
+        item.update(count=count, i=count, result=result, active=False)
+    return item
+
+
+def mask(lanes) -> int:
+    return sum(1 << lane for lane in lanes)
+
+
+def o0_v15_spill_lanes(entry: list[int], steps: dict[int, int], iteration: int) -> dict[int, int]:
+    """Lanes 0..13 of v15 at line 12 of `iteration`: the SGPR pairs settle's -O0 loop spills there.
+
+    Follows the ISA from 0x31c8: lanes 0/1 hold the loop's break mask, 2/3 the lanes leaving at
+    the last latch, 4/5 the break mask at the header, 6/7 and 8/9 the exit mask, 10/11 the exec
+    saved at the header, 12/13 the break mask after the latch. The kernel's own v15 (read as
+    lanes 2/3 in the first iteration) is taken as 0."""
+    e = mask(entry)
+    spill = {n: 0 for n in range(14)}
+    brk = 0
+    for i in range(iteration + 1):
+        s45 = (spill[2] | spill[3] << 32)
+        spill[4], spill[5] = brk & 0xFFFFFFFF, brk >> 32
+        exit_mask = s45 | (e & ~brk)
+        spill[6], spill[7] = exit_mask & 0xFFFFFFFF, exit_mask >> 32
+        spill[8], spill[9] = spill[6], spill[7]
+        header_exec = e & ~brk
+        spill[10], spill[11] = header_exec & 0xFFFFFFFF, header_exec >> 32
+        staying = mask(lane for lane in entry if header_exec >> lane & 1 and i < steps[lane])
+        if i == iteration:
+            return spill
+        leaving = exit_mask & ~staying  # latch: s_andn2_b64 s[4:5], s[4:5], exec
+        spill[8], spill[9] = leaving & 0xFFFFFFFF, leaving >> 32
+        brk = (header_exec & leaving) | brk
+        spill[2], spill[3] = leaving & 0xFFFFFFFF, leaving >> 32
+        spill[0], spill[1] = brk & 0xFFFFFFFF, brk >> 32
+        spill[12], spill[13] = spill[0], spill[1]
+    raise AssertionError("unreachable")
+
+
+def spec_o0() -> DumpSpec:
+    items = [work_item(lane) for lane in range(LANES)]
+    odd = [lane for lane in range(LANES) if items[lane]["odd"]]
+    active = [lane for lane in odd if items[lane]["active"]]
+    pc = STOP_PC["O0"]
+    spill = o0_v15_spill_lanes(odd, {lane: items[lane]["steps"] for lane in odd}, O0_ITERATION)
+    v15 = [spill.get(lane, 0) for lane in range(LANES)]
+    v15[14] = 0  # v_writelane_b32 v15, s33, 14 at 0x30c4: the kernel's frame pointer
+    regs = {"pc": u64(pc), "exec": u64(mask(active)), "s32": u32(O0_SETTLE_SP), "s33": u32(O0_KERNEL_SP),
+            "v15": lane_u32(v15)}
+    regs.update(sgpr_pair("s30", RETURN_PC["O0"]))
+
+    def odd_only(key):
+        return [items[lane][key] if items[lane]["odd"] else None for lane in range(LANES)]
+
+    settle = FrameSpec(pc, {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
+                            "acc": odd_only("acc"), "i": odd_only("i")})
+    kernel = FrameSpec(CALL_PC["O0"], {
+        "in": [IN_ADDR] * LANES, "out": [OUT_ADDR] * LANES, "n": [N] * LANES,
+        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
+        "result": [None if it["odd"] else it["result"] for it in items],  # odd lanes: assigned after the call
+        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    # the kernel's other slots: the kernarg pointers it copies first (8, 16), and the `else`
+    # branch's count and i (64, 68), written by the even lanes before the odd lanes' call
+    scratch = {8: [IN_ADDR & 0xFFFFFFFF] * LANES, 12: [IN_ADDR >> 32] * LANES,
+               16: [OUT_ADDR & 0xFFFFFFFF] * LANES, 20: [OUT_ADDR >> 32] * LANES,
+               64: [0 if it["odd"] else it["count"] for it in items],
+               68: [0 if it["odd"] else it["i"] for it in items],
+               O0_SAVED_V15: [0] * LANES}
+    wave = WaveSpec(id=0, index_in_workgroup=WAVE, registers=regs, frames=[settle, kernel], scratch=scratch)
+    return _dump("O0", wave, O0_FRAME_BYTES, "line 12: acc = acc * 0.5f + (float)(lane + i), third iteration")
+
+
+def spec_o2() -> DumpSpec:
+    items = [work_item(lane) for lane in range(LANES)]
+    odd = [lane for lane in range(LANES) if items[lane]["odd"]]
+    in_range = [lane for lane in range(LANES) if items[lane]["gid"] < N]
+    even = [lane for lane in range(LANES) if not items[lane]["odd"]]
+    pc = STOP_PC["O2"]
+    # vcc: the kernel's `lane & 1` test at 0x1894; s[4:5]: the call target from s_getpc at 0x18cc
+    regs = {"pc": u64(pc), "exec": u64(mask(odd)), "vcc": u64(mask(odd)), "s32": u32(0)}
+    regs.update(sgpr_pair("s4", 0x1700))
+    regs.update(sgpr_pair("s8", mask(in_range)))  # the kernel's gid < n
+    regs.update(sgpr_pair("s10", mask(even)))  # the kernel's else-lanes, waiting
+    regs.update(sgpr_pair("s12", IN_ADDR))
+    regs.update(sgpr_pair("s14", OUT_ADDR))
+    regs.update(sgpr_pair("s30", RETURN_PC["O2"]))
+
+    def v2(it):
+        if it["odd"]:
+            return it["lane"] % 5 + 1  # steps, the call's third argument
+        # the address of in[gid] for lanes that loaded x; the rest never wrote v2 (taken as 0)
+        return (IN_ADDR + 4 * it["gid"]) & 0xFFFFFFFF if it["gid"] < N else 0
+
+    regs["v0"] = lane_u32(it["x"] if it["odd"] else 0 for it in items)  # even lanes: threadIdx.x & 1
+    regs["v1"] = lane_u32(it["lane"] for it in items)
+    regs["v2"] = lane_u32(v2(it) for it in items)
+    regs["v3"] = lane_u32(it["x"] for it in items)
+    regs["v4"] = lane_u32(it["gid"] for it in items)
+    regs["v5"] = lane_u32(0 for _ in items)  # gid >> 31
+
+    def odd_only(fn):
+        return [fn(it) if it["odd"] else None for it in items]
+
+    settle = FrameSpec(pc, {"x": odd_only(lambda it: it["x"]), "lane": odd_only(lambda it: it["lane"]),
+                            "steps": odd_only(lambda it: it["lane"] % 5 + 1), "acc": odd_only(lambda it: it["x"]),
+                            "i": odd_only(lambda it: 0)},
+                       not_by_dwarf={"i": "DW_OP_consts 0, DW_OP_stack_value: the value is in the debug info"})
+    # the kernel's frame is not placed: at the call its gid, x and steps sit in VGPRs the ABI lets
+    # settle clobber (v4, v3, v2), and the values above are what the hardware holds there
+    wave = WaveSpec(id=0, index_in_workgroup=WAVE, registers=regs, frames=[settle])
+    return _dump("O2", wave, 0, "function breakpoint on settle: line 11, before the loop")
+
+
+def _dump(opt: str, wave: WaveSpec, private_per_lane: int, stop: str) -> DumpSpec:
+    kernargs = u64(IN_ADDR) + u64(OUT_ADDR) + u32(N)
+    data = b"".join(struct.pack("<f", input_value(g)) for g in range(N))
+    total = (N + BLOCK - 1) // BLOCK * BLOCK
+    return DumpSpec(
+        name=f"gfx90a.{opt}", code_object=HERE / f"divergent_call.gfx90a.{opt}.co", processor="gfx90a",
+        lanes=LANES, kernel="_Z9divergentPKfPfi", grid_size=(total, 1, 1), workgroup_size=(BLOCK, 1, 1),
+        workgroup_id=(GROUP, 0, 0), waves=[wave], private_per_lane=private_per_lane,
+        memory=[(KERNARG, kernargs, len(kernargs)), (IN_ADDR, data, len(data)), (OUT_ADDR, b"", N * 4)],
+        focus=(0, 7), stop=("breakpoint" if opt == "O0" else "function breakpoint", stop))
+
+
+def specs() -> list[DumpSpec]:
+    return [spec_o0(), spec_o2()]
