@@ -86,6 +86,7 @@ def main() -> None:
         t_warm = (time.perf_counter() - t0) / max(args.repeat, 1)
         estimate = index.die_count()
 
+    t_session, shown = session_seconds(args.code_object, pc)
     t_dump = dwarfdump_seconds(args.code_object)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -97,6 +98,7 @@ def main() -> None:
         ("frames_at+variables (cold)", f"{t_cold * 1000:.1f} ms"),
         ("frames_at+variables (warm)", f"{t_warm * 1000:.2f} ms"),
         ("open + cold query", f"{(t_open + t_cold) * 1000:.1f} ms"),
+        ("dump + code object -> frame shown", f"{t_session * 1000:.1f} ms ({shown} variables formatted)"),
         ("llvm-dwarfdump --debug-info", f"{t_dump * 1000:.1f} ms" if t_dump is not None else "n/a"),
         ("ratio (open+cold / dwarfdump)", f"{(t_open + t_cold) / t_dump:.2f}" if t_dump else "n/a"),
         ("peak RSS", f"{rss_mib:.1f} MiB"),
@@ -104,6 +106,34 @@ def main() -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
+
+
+def session_seconds(code_object: Path, pc: int) -> tuple[float, int]:
+    """What a user waits for: open a one-wave dump on the code object and format the frame's variables."""
+    import tempfile
+
+    import numpy as np
+
+    from aspace_dap.session import Session
+    from aspace_dap.state import StateWriter
+    from aspace_dap.values.format import format_obj
+
+    w = StateWriter("amd", "gfx90a", 64)
+    co = w.add_code_object(str(code_object))
+    wg = w.add_dispatch("kernel", co, (64, 1, 1), (64, 1, 1)).add_workgroup((0, 0, 0), lds=bytes(4096))
+    wg.add_wave(0, 0, {"pc": np.uint64(pc), "exec": np.uint64(2**64 - 1), "s33": np.uint32(0),
+                       "v0": np.arange(64, dtype=np.uint32).tobytes()}, private=np.zeros((64, 256), np.uint8))
+    path = w.write(Path(tempfile.mkdtemp()) / "dump")
+    t0 = time.perf_counter()
+    session = Session.open(str(path))
+    frame = session.frames()[0]
+    shown = 0
+    for var in session.variables(frame):
+        obj = session.read_variable(frame, var).obj_for(frame.lane)
+        if obj is not None:
+            format_obj(obj)
+            shown += 1
+    return time.perf_counter() - t0, shown
 
 
 if __name__ == "__main__":
