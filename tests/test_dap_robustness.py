@@ -1,4 +1,10 @@
-"""Hostile and careless clients, against a real server process over stdio and over TCP.
+"""Hostile and careless clients, against server processes over stdio and over TCP.
+
+The first part drives the minimal handler set (tests/dap_client.py) to pin the
+transport and dispatcher; the second drives the product's server
+(`python -m aspace_dap`) on the lds_tiles dump with requests a real session can
+get wrong: stale handles, huge counts, bad references, out-of-range focus, garbage
+expressions.
 
 Each abuse must get an error response (when the request can be identified) or
 be skipped with an `output` event, and the next valid request must still work.
@@ -142,3 +148,210 @@ def test_json_values_that_python_would_accept(client):
     deep = b'{"seq": 6, "type": "request", "command": "threads", "arguments": {"a": ' + b"[" * 50_000 \
         + b"]" * 50_000 + b"}}"
     skipped_with_output(client, frame(deep), "not JSON")
+
+
+# ---- the product's server (`python -m aspace_dap`) on a real dump ---------------------------
+
+LDS_TILES = "examples/lds_tiles/dumps/gfx90a.O0"
+
+
+def launched(client):
+    client.request("initialize", {"adapterID": "aspace-gpu", "supportsInvalidatedEvent": True})
+    seq = client.send("launch", {"state": LDS_TILES})
+    client.request("configurationDone")
+    assert client.wait_response(seq)["success"]
+    return client.wait_event("stopped")["body"]["threadId"]
+
+
+@pytest.fixture(scope="module")
+def real():
+    """One launched session shared by the tests below; each leaves it usable for the next."""
+    client = start_server_subprocess(["-m", "aspace_dap"])
+    client.thread_id = launched(client)
+    yield client
+    client.close()
+    assert "Traceback" not in client.stderr.text
+
+
+def top_frame(client) -> int:
+    return client.request("stackTrace", {"threadId": client.thread_id})["stackFrames"][0]["id"]
+
+
+def locals_ref(client, frame_id: int) -> int:
+    scopes = {s["name"]: s for s in client.request("scopes", {"frameId": frame_id})["scopes"]}
+    return scopes["Locals"]["variablesReference"]
+
+
+def lds_reference(client) -> str:
+    spaces = {s["name"]: s for s in client.request("memorySpaces", {"threadId": client.thread_id})["spaces"]}
+    return spaces["local"]["memoryReference"]
+
+
+def real_still_works(client):
+    names = [v["name"] for v in client.request("variables", {"variablesReference": locals_ref(client, top_frame(client))})["variables"]]
+    assert "tx" in names
+
+
+def user_error(client, command, arguments, expected):
+    """A request the server refuses with a message, never as an internal error."""
+    response = error_for(client, command, arguments, expected)
+    assert response["body"]["error"]["id"] != 99, response
+    return response
+
+
+def test_real_before_initialize_and_bad_launch():
+    client = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        error_for(client, "threads", None, "before initialize")
+        error_for(client, "stackTrace", {"threadId": 1}, "before initialize")
+        client.request("initialize", {"adapterID": "aspace-gpu"})
+        # launch answers wait for configurationDone, failures included
+        wrong_type = client.send("launch", {"state": 5})
+        client.request("configurationDone")
+        answer = client.wait_response(wrong_type)
+        assert not answer["success"] and "'state' must be a string, not number" in answer["message"]
+        user_error(client, "threads", None, "no dump is open")
+        user_error(client, "launch", {"state": "/nonexistent/dump"}, "no dump at /nonexistent/dump")
+        user_error(client, "launch", {}, "'state' is required")
+        assert client.request("launch", {"state": LDS_TILES}) is None
+        assert client.request("threads")["threads"][0]["name"].startswith("AMDGPU Wave ")
+    finally:
+        client.close()
+
+
+def test_real_broken_framing_and_bodies(real):
+    for raw, expected in [
+        (b"Content-Length: abc\r\n\r\n{}", "bad Content-Length"),
+        (b"Content-Length: 1000000000000000\r\n\r\n", "over the limit"),
+        (frame(b"{not json"), "not JSON"),
+        (frame(b"\xc3\x28{}"), "not UTF-8"),
+        (frame(b'{"seq": 7, "type": "request", "command": null}'), "'command'"),
+    ]:
+        real.send_raw(raw)
+        assert expected in real.wait_event("output")["body"]["output"]
+        real_still_works(real)
+
+
+def test_real_wrong_types_and_unknown_commands(real):
+    user_error(real, "variables", {"variablesReference": "2"}, "'variablesReference' must be an integer, not string")
+    user_error(real, "stackTrace", {"threadId": 1.5}, "'threadId' must be an integer")
+    user_error(real, "evaluate", {"expression": ["$lane"]}, "'expression' must be a string, not array")
+    user_error(real, "laneValues", {"threadId": real.thread_id, "expression": None}, "'expression' must be a string")
+    user_error(real, "setFocus", {"lane": "3"}, "'lane' must be an integer")
+    user_error(real, "readMemory", {"memoryReference": 64, "count": 4}, "'memoryReference' must be a string")
+    user_error(real, "stepBack", {"threadId": 1}, "unsupported request: stepBack")
+    user_error(real, "continue", {"threadId": real.thread_id}, "post-mortem")
+    real_still_works(real)
+
+
+def test_real_stale_references(real):
+    frame_id = top_frame(real)
+    ref = locals_ref(real, frame_id)
+    values = {v["name"]: v["value"] for v in real.request("variables", {"variablesReference": ref})["variables"]}
+    lanes = real.request("laneValues", {"threadId": real.thread_id, "frameId": frame_id, "expression": "tx"})["lanes"]
+    other = next(row["lane"] for row in lanes if row["active"] and row["value"] != values["tx"])
+    real.request("setFocus", {"threadId": real.thread_id, "lane": other})
+    real.wait_event("invalidated")
+    # handles and frame ids handed out before the focus change are gone, not silently re-aimed
+    user_error(real, "variables", {"variablesReference": ref}, f"stale variablesReference {ref}")
+    user_error(real, "scopes", {"frameId": frame_id}, f"unknown frameId {frame_id}")
+    user_error(real, "laneValues", {"threadId": real.thread_id, "frameId": frame_id, "expression": "tx"}, "frameId")
+    user_error(real, "setVariable", {"variablesReference": ref, "name": "tx", "value": "1"}, "stale")
+    user_error(real, "variables", {"variablesReference": 0}, "variablesReference 0")
+    fresh = {v["name"]: v["value"] for v in real.request(
+        "variables", {"variablesReference": locals_ref(real, top_frame(real))})["variables"]}
+    assert fresh["tx"] == next(row["value"] for row in lanes if row["lane"] == other)
+
+
+def test_real_huge_counts_and_negative_offsets(real):
+    lds = lds_reference(real)
+    user_error(real, "readMemory", {"memoryReference": lds, "count": 2**40}, "over the limit")
+    user_error(real, "readMemory", {"memoryReference": lds, "count": -1}, "over the limit")
+    user_error(real, "readMemory", {"memoryReference": lds, "count": 4, "offset": -8}, "before address 0")
+    user_error(real, "readMemory", {"memoryReference": lds, "count": 4, "offset": -2**70}, "'offset' is out of range")
+    # far past the end is unreadable, not an error
+    beyond = real.request("readMemory", {"memoryReference": lds, "count": 16, "offset": 2**40})
+    assert beyond["unreadableBytes"] == 16 and "data" not in beyond
+    frame_id = top_frame(real)
+    ref = locals_ref(real, frame_id)
+    every = real.request("variables", {"variablesReference": ref})["variables"]
+    assert real.request("variables", {"variablesReference": ref, "count": 2**31})["variables"] == every
+    assert real.request("variables", {"variablesReference": ref, "start": 2**31})["variables"] == []
+    user_error(real, "variables", {"variablesReference": ref, "start": -1}, "start must not be negative")
+    user_error(real, "variables", {"variablesReference": ref, "count": -5}, "count must not be negative")
+    stack = real.request("stackTrace", {"threadId": real.thread_id, "levels": 2**31})
+    assert len(stack["stackFrames"]) == stack["totalFrames"] >= 1
+    assert real.request("stackTrace", {"threadId": real.thread_id, "startFrame": 2**31})["stackFrames"] == []
+    user_error(real, "stackTrace", {"threadId": real.thread_id, "startFrame": -1}, "startFrame must not be negative")
+    user_error(real, "stackTrace", {"threadId": real.thread_id, "levels": 2**70}, "'levels' is out of range")
+    user_error(real, "modules", {"startModule": -1}, "startModule must not be negative")
+    user_error(real, "evaluate", {"expression": "x/100000000xb " + lds, "context": "repl"}, "over the limit")
+    real_still_works(real)
+
+
+def test_real_memory_references_that_do_not_parse(real):
+    for reference, expected in [
+        ("garbage", "not a memory reference"),
+        ("local#zz", "not a memory reference"),
+        ("", "not a memory reference"),
+        ("nosuch#0x10", "unknown address space 'nosuch'"),
+        ("private_lane@wave99.lane0#0x0", "no wave with id 99"),
+        ("private_lane@wave0.lane64#0x0", "lane 64 is outside wave 0"),
+        ("private_lane@wave0.lane-1#0x0", "unknown memory context"),
+        ("local@wg(9,9,9)#0x0", "no workgroup (9,9,9)"),
+    ]:
+        user_error(real, "readMemory", {"memoryReference": reference, "count": 4}, expected)
+    user_error(real, "writeMemory", {"memoryReference": "garbage", "data": "AAAA"}, "not a memory reference")
+    user_error(real, "writeMemory", {"memoryReference": lds_reference(real), "data": "!!"}, "not base64")
+    real_still_works(real)
+
+
+def test_real_focus_out_of_range(real):
+    before = real.request("setFocus", {"threadId": real.thread_id})
+    for arguments, expected in [
+        ({"threadId": real.thread_id, "lane": 64}, "lane 64 is outside wave"),
+        ({"threadId": real.thread_id, "lane": -1}, "lane -1 is outside"),
+        ({"lane": 2**40}, "outside"),
+        ({"threadId": 4242}, "unknown threadId 4242"),
+        ({"threadId": 0}, "unknown threadId 0"),
+    ]:
+        user_error(real, "setFocus", arguments, expected)
+    user_error(real, "evaluate", {"expression": "lane 99", "context": "repl"}, "lane 99 is outside")
+    user_error(real, "evaluate", {"expression": "wave 77", "context": "repl"}, "no wave with id 77")
+    # a refused focus change leaves the focus where it was
+    assert real.request("evaluate", {"expression": "$lane"})["result"] == str(before["lane"])
+    real_still_works(real)
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("*(", "unexpected"),
+    ("", "unexpected"),
+    ("$nosuchreg", "unknown register $nosuchreg"),
+    ("$v9999", "unknown register $v9999"),
+    ("1/0", "division by zero"),
+    ("tx % 0", "division by zero"),
+    ("nosuchvar", 'no symbol "nosuchvar"'),
+    ("(" * 5000 + "1" + ")" * 5000, "nested too deeply"),
+    ("x/4xw nowhere", "needs an address with its space"),
+])
+def test_real_garbage_expressions(real, expression, expected):
+    repl_only = expression.startswith("x/")
+    for context in ("repl",) if repl_only else ("repl", "watch", "hover"):
+        user_error(real, "evaluate", {"expression": expression, "context": context}, expected)
+    if not repl_only:
+        # a lane-wide evaluation reports what fails per lane; what cannot be parsed fails the request
+        response = real.request_raw("laneValues", {"threadId": real.thread_id, "expression": expression})
+        if response["success"]:
+            rows = response["body"]["lanes"]
+            assert len(rows) == 64 and all(expected in row["value"] for row in rows), rows[0]
+        else:
+            assert expected in response["message"] and response["body"]["error"]["id"] != 99
+    assert real.request("evaluate", {"expression": "tx + 1", "context": "watch"})["type"] == "int"
+
+
+def test_real_lane_values_on_a_thread_that_does_not_exist(real):
+    user_error(real, "laneValues", {"threadId": 999, "expression": "$lane"}, "unknown threadId 999")
+    user_error(real, "laneValues", {"threadId": -1, "expression": "$lane"}, "unknown threadId -1")
+    user_error(real, "laneValues", {"threadId": 2**40, "expression": "$lane"}, "unknown threadId")
+    rows = real.request("laneValues", {"threadId": real.thread_id, "expression": "$lane"})["lanes"]
+    assert [row["value"] for row in rows] == [str(lane) for lane in range(64)]

@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from ..dwarf.types import ArrayType, PointerType, StructType
-from ..errors import AspaceError
+from ..errors import AspaceError, LimitExceeded
 from ..session import Frame, Session
 from ..values.format import format_obj
 from ..values.objects import Obj
@@ -18,6 +18,7 @@ from .refs import Handles, ObjectHandle, RegistersHandle, ScopeHandle, VectorReg
 
 handlers = HandlerTable()
 PAGE_LIMIT = 10_000  # elements per variables response; clients page with start/count
+MAX_EXAMINE_BYTES = 64 << 10  # one `x/N` REPL command; its text grows ~4x the bytes
 
 CAPABILITIES = {
     "supportsConfigurationDoneRequest": True,
@@ -119,8 +120,8 @@ def stack_trace(ctx, args):
     s = st.need()
     wave = wave_of_thread(s, args["threadId"])
     frames = s.frames(wave.id, s.focus_lane)
-    start = max(0, args.get("startFrame") or 0)
-    levels = args.get("levels") or len(frames)
+    start = _not_negative(args, "startFrame")
+    levels = _not_negative(args, "levels") or len(frames)
     out = []
     for f in frames[start:start + max(0, levels)]:
         fid = st.next_frame_id
@@ -134,6 +135,21 @@ def stack_trace(ctx, args):
             item["presentationHint"] = "subtle"
         out.append(item)
     return {"stackFrames": out, "totalFrames": len(frames)}
+
+
+def _not_negative(args: dict, name: str) -> int:
+    value = args.get(name) or 0
+    if value < 0:
+        raise AspaceError(f"{name} must not be negative")
+    return value
+
+
+def _parsed(evaluate, *args, **kw):
+    """Run an expression evaluator; input nested past Python's stack is the client's error, not a crash."""
+    try:
+        return evaluate(*args, **kw)
+    except RecursionError:
+        raise LimitExceeded("expression is nested too deeply") from None
 
 
 def _frame(st: DebugState, frame_id) -> Frame:
@@ -187,11 +203,8 @@ def variables(ctx, args):
     s = st.need()
     handle = st.handles.get(args["variablesReference"])
     hex_ = bool((args.get("format") or {}).get("hex"))
-    start = max(0, args.get("start") or 0)
-    count = args.get("count") or 0
-    if count < 0:
-        raise AspaceError("count must not be negative")
-    count = min(count or PAGE_LIMIT, PAGE_LIMIT)
+    start = _not_negative(args, "start")
+    count = min(_not_negative(args, "count") or PAGE_LIMIT, PAGE_LIMIT)
     if isinstance(handle, ScopeHandle):
         out = []
         for var in handle.variables[start:start + count]:
@@ -318,7 +331,7 @@ def evaluate_request(ctx, args):
             return {"result": out, "variablesReference": 0}
     from ..expressions import evaluate_expression
     frame = _frame(st, args.get("frameId"))
-    obj = evaluate_expression(s, text, frame=frame, lanes=[frame.lane])
+    obj = _parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
     hex_ = bool((args.get("format") or {}).get("hex"))
     item = _object_var(st, s, text, obj, frame, hex_, evaluate_name=text)
     body = {"result": item["value"], "type": item.get("type"), "variablesReference": item["variablesReference"]}
@@ -365,6 +378,8 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
         size = 1
     if "#" not in where:
         raise AspaceError("x needs an address with its space, like local#0x40 or global#0x1000")
+    if n * size > MAX_EXAMINE_BYTES:
+        raise LimitExceeded(f"x/{n}: {n * size} bytes is over the limit of {MAX_EXAMINE_BYTES}; use readMemory")
     start, data, valid = s.read_memory(where, 0, n * size)
     space = where.split("#")[0]
     lines, per_line = [], max(1, 16 // size)
@@ -419,7 +434,7 @@ def lane_values_request(ctx, args):
     if args.get("frameId") is not None:
         frame_index = _frame(st, args["frameId"]).index
     from ..expressions import lane_values
-    return {"lanes": lane_values(s, args["expression"], wave_id=wave.id, frame_index=frame_index)}
+    return {"lanes": _parsed(lane_values, s, args["expression"], wave_id=wave.id, frame_index=frame_index)}
 
 
 def lane_rows(s: Session, wave_id: int) -> list[dict]:
@@ -464,10 +479,11 @@ MAX_READ = 16 << 20
 def read_memory(ctx, args):
     s = _st(ctx).need()
     count = args["count"]
-    if count < 0:
-        raise AspaceError("count must not be negative")
-    count = min(count, MAX_READ)
+    if count < 0 or count > MAX_READ:
+        raise LimitExceeded(f"readMemory of {count} bytes is over the limit of {MAX_READ}")
     start, data, valid = s.read_memory(args["memoryReference"], args.get("offset") or 0, count)
+    if start < 0:
+        raise AspaceError(f"readMemory at {args['memoryReference']} offset {args.get('offset')} is before address 0")
     if count == 0:
         return {"address": f"0x{start:x}"}
     # DAP returns a contiguous readable run; what follows it is reported as unreadable
@@ -512,8 +528,8 @@ def set_variable(ctx, args):
         target_name = f"{handle.evaluate_name}{name}" if name.startswith("[") else f"{handle.evaluate_name}.{name}"
     else:
         raise AspaceError("this variable cannot be changed")
-    obj = evaluate_expression(s, target_name, frame=frame, lanes=[frame.lane])
-    new = evaluate_expression(s, args["value"], frame=frame, lanes=[frame.lane])
+    obj = _parsed(evaluate_expression, s, target_name, frame=frame, lanes=[frame.lane])
+    new = _parsed(evaluate_expression, s, args["value"], frame=frame, lanes=[frame.lane])
     from ..expressions import _cast
     from ..expressions import Scope
     value = _cast(Scope(s, frame, obj.lanes), obj.type, new)
@@ -568,8 +584,8 @@ def modules(ctx, args):
         mods.append({"id": p.id, "name": os.path.basename(p.path), "path": p.path,
                      "symbolStatus": "symbols loaded" if p.index is not None else "no DWARF",
                      "addressRange": f"0x{p.load_address:x}", "version": getattr(co, "processor", "")})
-    start = args.get("startModule") or 0
-    count = args.get("moduleCount") or len(mods)
+    start = _not_negative(args, "startModule")
+    count = _not_negative(args, "moduleCount") or len(mods)
     return {"modules": mods[start:start + count], "totalModules": len(mods)}
 
 
