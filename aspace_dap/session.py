@@ -374,6 +374,10 @@ class Session:
         if addr is None:
             return None
         space = self.adapter.pointer_space(t.address_space, dialect)
+        resolve = getattr(obj.target, "resolve_generic", None)
+        if space.name == "generic" and resolve is not None:
+            # show where a generic pointer really points (LDS, scratch, global), as ROCgdb does
+            space, addr = resolve(addr)
         lanes = obj.lanes[lane_index:lane_index + 1]
         loc = Location((MemoryLocation(space, np.array([addr], np.uint64), np.zeros(1, np.int64), lanes),))
         return Obj.from_location(t.target, loc, obj.target, lanes)
@@ -396,14 +400,16 @@ class Session:
         return format_memref(self.memref_for_space(place.space.name, addr, wave_id, lane))
 
     def memref_for_space(self, space: str, addr: int, wave_id: int, lane: int) -> MemRef:
+        """A self-contained reference: the space's scope says which context it needs."""
         wave = self.wave(wave_id)
-        if space == "local":
+        scope = self.adapter.space_by_name(space).scope
+        if scope == "workgroup":
             wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
             d = wave.dispatch.id if wave.dispatch is not None else 0
             return MemRef(space, addr, workgroup=tuple(wg), dispatch=d)
-        if space == "private_lane":
+        if scope == "lane":
             return MemRef(space, addr, wave=wave.id, lane=lane)
-        if space.startswith("private"):
+        if scope == "wave":
             return MemRef(space, addr, wave=wave.id)
         return MemRef(space, addr)
 
@@ -450,25 +456,39 @@ class Session:
         return len(data)
 
     def memory_spaces(self, wave_id: int | None = None, lane: int | None = None) -> list[dict]:
+        """Memory a user can open for this wave and lane: its workgroup's shared memory, the lane's
+        private memory, the wave's raw private memory, and the device regions of the dump.
+
+        `kind` is the scope ("workgroup", "lane", "wave", "device"), so clients need not know each
+        vendor's names (AMD local/private_lane, NVIDIA shared/local, Intel local/private).
+        """
         wave = self.wave(wave_id)
         lane = self.focus_lane if lane is None else lane
         out = []
+
+        def add(space, addr, size, kind):
+            out.append({"name": space, "kind": kind, "size": size,
+                        "memoryReference": format_memref(self.memref_for_space(space, addr, wave.id, lane))})
+
         wg = wave.workgroup
+        by_scope: dict[str, list[str]] = {}
+        for name, space in self.adapter.spaces().items():
+            by_scope.setdefault(space.scope, []).append(name)
         if wg is not None and wg.lds is not None:
-            size = max((a + s for a, s in wg.lds.declared_ranges()), default=0)
-            out.append({"name": "local", "memoryReference": format_memref(self.memref_for_space("local", 0, wave.id, lane)),
-                        "size": size})
+            size = max((a + n for a, n in wg.lds.declared_ranges()), default=0)
+            for name in by_scope.get("workgroup", []):
+                add(name, 0, size, "workgroup")
         if wave.private is not None:
-            out.append({"name": "private_lane",
-                        "memoryReference": format_memref(self.memref_for_space("private_lane", wave.private.base,
-                                                                               wave.id, lane)),
-                        "size": wave.private.lane_size})
-            out.append({"name": "private_wave",
-                        "memoryReference": format_memref(self.memref_for_space("private_wave", 0, wave.id, lane)),
-                        "size": wave.private.size})
+            for name in by_scope.get("lane", []):
+                add(name, wave.private.base, wave.private.lane_size, "lane")
+            if wave.private.layout == "swizzled":
+                for name in by_scope.get("wave", []):
+                    if name == "private_wave":
+                        add(name, 0, wave.private.size, "wave")
         for name, mem in self.state.memory.items():
             for addr, size in mem.declared_ranges():
-                out.append({"name": name, "memoryReference": format_memref(MemRef(name, addr)), "size": size})
+                out.append({"name": name, "kind": "device", "memoryReference": format_memref(MemRef(name, addr)),
+                            "size": size})
         return out
 
     def source_path(self, path: str) -> str:
