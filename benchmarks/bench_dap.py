@@ -1,0 +1,240 @@
+"""DAP server latency and throughput on a real -O0 frame with 200 locals (benchmarks/inputs/many_locals.hip).
+
+Run: .venv/bin/python benchmarks/bench_dap.py [--rounds N]
+
+Each measurement runs twice: in-process (Dispatcher.feed with framed bytes, so
+JSON and framing are included but no pipes) and through `python -m aspace_dap`
+over stdio, so the protocol and process overhead is visible as the difference.
+The dump is generated into a temporary folder first (many_locals_dump.py).
+Targets: scopes+variables p50 under 20 ms; readMemory of 1 MiB within 3x of
+base64-encoding the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE / "inputs"))
+
+from aspace_dap.dap.server import dispatcher_factory  # noqa: E402
+from many_locals_dump import IN_ADDR, write_dump  # noqa: E402
+
+MIB = 1 << 20
+VARIABLES_TARGET_MS = 20.0
+READ_TARGET_RATIO = 3.0
+
+
+def _split_frames(buffer: bytearray) -> list[dict]:
+    """Complete Content-Length messages at the front of `buffer` (consumed)."""
+    out = []
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return out
+        length = None
+        for line in bytes(buffer[:end]).split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise RuntimeError(f"server sent a header without Content-Length: {bytes(buffer[:end])!r}")
+        if len(buffer) < end + 4 + length:
+            return out
+        out.append(json.loads(bytes(buffer[end + 4:end + 4 + length])))
+        del buffer[:end + 4 + length]
+
+
+def _framed(seq: int, command: str, arguments: dict | None) -> bytes:
+    body = json.dumps({"seq": seq, "type": "request", "command": command, "arguments": arguments or {}}).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class _Client:
+    """Request/response over some byte transport; events are kept aside."""
+
+    def __init__(self):
+        self.seq = 0
+        self.events: list[dict] = []
+        self._buffer = bytearray()
+        self._responses: list[dict] = []  # parsed, not yet looked at
+
+    def _write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _read_more(self) -> bytes:
+        raise NotImplementedError
+
+    def send(self, command: str, arguments: dict | None = None) -> int:
+        self.seq += 1
+        self._write(_framed(self.seq, command, arguments))
+        return self.seq
+
+    def response(self, seq: int) -> dict:
+        while True:
+            self._responses.extend(_split_frames(self._buffer))
+            while self._responses:
+                message = self._responses.pop(0)
+                if message["type"] == "event":
+                    self.events.append(message)
+                elif message.get("request_seq") == seq:
+                    if not message["success"]:
+                        raise RuntimeError(f"{message['command']}: {message.get('message')}")
+                    return message.get("body") or {}
+            data = self._read_more()
+            if not data:
+                raise RuntimeError("the server closed the connection")
+            self._buffer += data
+
+    def request(self, command: str, arguments: dict | None = None) -> dict:
+        return self.response(self.send(command, arguments))
+
+    def close(self) -> None:
+        pass
+
+
+class InProcessClient(_Client):
+    name = "in-process"
+
+    def __init__(self):
+        super().__init__()
+        self._dispatcher = dispatcher_factory()
+
+    def _write(self, data: bytes) -> None:
+        self._dispatcher.feed(data)
+
+    def _read_more(self) -> bytes:
+        return self._dispatcher.take_output()
+
+
+class StdioClient(_Client):
+    name = "stdio server"
+
+    def __init__(self):
+        super().__init__()
+        self._proc = subprocess.Popen([sys.executable, "-m", "aspace_dap"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, cwd=REPO, bufsize=0)
+
+    def _write(self, data: bytes) -> None:
+        self._proc.stdin.write(data)
+
+    def _read_more(self) -> bytes:
+        return self._proc.stdout.read1(1 << 20) if hasattr(self._proc.stdout, "read1") \
+            else self._proc.stdout.read(65536)
+
+    def close(self) -> None:
+        try:
+            self.request("disconnect")
+        finally:
+            self._proc.stdin.close()
+            self._proc.wait(30)
+
+
+def _open(client: _Client, dump: str) -> int:
+    client.request("initialize", {"adapterID": "aspace-bench", "supportsInvalidatedEvent": True})
+    seq = client.send("launch", {"state": dump})
+    client.request("configurationDone")
+    client.response(seq)
+    return next(e for e in client.events if e["event"] == "stopped")["body"]["threadId"]
+
+
+def _timed(fn, rounds: int) -> list[float]:
+    """Milliseconds per call."""
+    out = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def _p(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def measure(client: _Client, dump: str, rounds: int) -> dict:
+    thread = _open(client, dump)
+    frame_id = client.request("stackTrace", {"threadId": thread})["stackFrames"][0]["id"]
+    shown = {}
+
+    def scopes_and_variables():
+        scopes = client.request("scopes", {"frameId": frame_id})["scopes"]
+        count = 0
+        for scope in scopes:
+            if scope["name"] in ("Arguments", "Locals"):
+                count += len(client.request("variables", {"variablesReference": scope["variablesReference"]})
+                             ["variables"])
+        shown["variables"] = count
+
+    first = _timed(scopes_and_variables, 1)[0]  # pays for DWARF parsing of the frame
+    variables = _timed(scopes_and_variables, rounds)
+
+    def lanes():
+        rows = client.request("laneValues", {"threadId": thread, "frameId": frame_id, "expression": "f001 * 2 + i000"})
+        shown["lanes"] = len(rows["lanes"])
+
+    lane_values = _timed(lanes, rounds)
+
+    reference = f"global#0x{IN_ADDR:x}"
+
+    def read():
+        body = client.request("readMemory", {"memoryReference": reference, "count": MIB})
+        if len(body.get("data", "")) != 4 * ((MIB + 2) // 3) or body.get("unreadableBytes"):
+            raise RuntimeError("readMemory did not return 1 MiB of readable bytes")
+
+    reads = _timed(read, max(5, rounds // 4))
+    client.close()
+    return {"first": first, "variables": variables, "lanes": lane_values, "reads": reads,
+            "shown": shown}
+
+
+def base64_ms(rounds: int) -> list[float]:
+    data = bytes(range(256)) * (MIB // 256)
+    return _timed(lambda: base64.b64encode(data).decode("ascii"), rounds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=60, help="requests per measurement (default 60)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="aspace-bench-") as tmp:
+        dump = str(write_dump(Path(tmp) / "many_locals"))
+        results = [(cls.name, measure(cls(), dump, args.rounds)) for cls in (InProcessClient, StdioClient)]
+    encode = base64_ms(max(5, args.rounds // 4))
+    encode_p50 = _p(encode, 0.5)
+
+    print(f"frame: many_locals at line 237, {results[0][1]['shown']['variables']} variables "
+          f"(Arguments + Locals); laneValues over {results[0][1]['shown']['lanes']} lanes; {args.rounds} rounds")
+    print()
+    print(f"{'measurement':<38}{'transport':<14}{'p50':>10}{'p99':>10}  target")
+    for name, r in results:
+        ok = "ok" if _p(r["variables"], 0.5) < VARIABLES_TARGET_MS else "MISSED"
+        print(f"{'scopes+variables (first, cold)':<38}{name:<14}{r['first']:>8.2f}ms{'':>10}")
+        print(f"{'scopes+variables':<38}{name:<14}{_p(r['variables'], 0.5):>8.2f}ms{_p(r['variables'], 0.99):>8.2f}ms"
+              f"  p50 < {VARIABLES_TARGET_MS:g} ms: {ok}")
+        print(f"{'laneValues, 64 lanes':<38}{name:<14}{_p(r['lanes'], 0.5):>8.2f}ms{_p(r['lanes'], 0.99):>8.2f}ms")
+    print()
+    print(f"{'1 MiB':<38}{'transport':<14}{'p50':>10}{'MB/s':>10}  vs base64")
+    print(f"{'base64.b64encode alone':<38}{'-':<14}{encode_p50:>8.2f}ms{MIB / 1e6 / (encode_p50 / 1e3):>10.0f}")
+    for name, r in results:
+        p50 = _p(r["reads"], 0.5)
+        ratio = p50 / encode_p50
+        ok = "ok" if ratio <= READ_TARGET_RATIO else "MISSED"
+        print(f"{'readMemory global':<38}{name:<14}{p50:>8.2f}ms{MIB / 1e6 / (p50 / 1e3):>10.0f}"
+              f"  {ratio:.1f}x (target <= {READ_TARGET_RATIO:g}x): {ok}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
