@@ -487,8 +487,10 @@ def read_memory(ctx, args):
     if count == 0:
         return {"address": f"0x{start:x}"}
     # DAP returns a contiguous readable run; what follows it is reported as unreadable
-    bad = np.nonzero(~valid)[0] if len(valid) else np.array([0])
-    first_bad = int(bad[0]) if len(bad) else len(data)
+    if len(valid) and valid.all():
+        first_bad = len(data)
+    else:
+        first_bad = int(np.argmin(valid)) if len(valid) else 0
     if first_bad == 0:
         good_after = np.nonzero(valid)[0]
         skip = int(good_after[0]) if len(good_after) else count
