@@ -20,6 +20,7 @@ from .dwarf.evaluator import LaneResults, evaluate
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
 from .dwarf.target import Dialect, FrameContext
+from .dwarf.placeholders import overlapping_static_addresses
 from .dwarf.types import PointerType, Type
 from .errors import AspaceError, StateError
 from .memref import MemRef, format_memref, parse_memref
@@ -104,6 +105,7 @@ class Session:
         if code_object:
             self._extra = self._load_program(-1, code_object, 0)
         self._targets: dict[tuple[int, Dialect], object] = {}
+        self._lds_cache: dict[tuple, dict[int, str]] = {}
         if not state.waves:
             raise StateError("the dump has no waves", "dispatches")
         focus = state.focus
@@ -340,6 +342,10 @@ class Session:
         if spec is None:
             out.groups.append((lanes, Obj.failed(vtype, "<optimized out>", lanes)))
             return out
+        clash = self._overlapping_lds(frame).get(var.die_offset)
+        if clash is not None:
+            out.groups.append((lanes, Obj.failed(vtype, f"<unavailable: {clash}>", lanes)))
+            return out
         if isinstance(spec, ConstValue):
             raw = spec.value if isinstance(spec.value, bytes) else (spec.value & ((1 << 64) - 1)).to_bytes(8, "little")
             out.groups.append((lanes, Obj.from_bytes(vtype, raw, lanes)))
@@ -355,6 +361,16 @@ class Session:
             entry = self.adapter.place_variable(var, entry, target)
             out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
         return out
+
+    def _overlapping_lds(self, frame: Frame) -> dict[int, str]:
+        """LDS variables whose recorded addresses overlap (see dwarf/placeholders.py): shown as
+        unavailable rather than with another variable's bytes."""
+        key = (frame.program.id, frame.info.die_offset if frame.info else None)
+        cached = self._lds_cache.get(key)
+        if cached is None:
+            cached = overlapping_static_addresses(self.variables(frame) + self.globals(frame), frame.program.index)
+            self._lds_cache[key] = cached
+        return cached
 
     def _annotate_pointer(self, t: Type | None, dialect: Dialect, depth: int = 0) -> None:
         """Name the address space a pointer type points into (once per type object)."""
@@ -386,7 +402,7 @@ class Session:
 
     def location_text(self, obj: Obj, lane_index: int = 0) -> str:
         if obj.error is not None:
-            return obj.error.strip("<>")
+            return "optimized out" if obj.error == "<optimized out>" else "unknown"
         if obj.location is None:
             return "constant (debug info)"
         return obj.location.describe(lane_index)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..adapters import adapter_for
 from ..codeobj import load_code_objects
 from ..dwarf.describe import Described, summarize_location
+from ..dwarf.placeholders import overlapping_static_addresses
 from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, VariableInfo
 from ..dwarf.ops import decode, disassemble
 from ..dwarf.target import FrameContext
@@ -126,6 +127,7 @@ class CodeObjectLens:
         for frame in frames:
             try:
                 variables = self.index.variables(frame, pc)
+                unknown = overlapping_static_addresses(variables + self.index.globals(frame.cu_offset), self.index)
             except AspaceError:
                 continue
             for var in variables:
@@ -133,7 +135,7 @@ class CodeObjectLens:
                     continue
                 if var.decl_file != file:
                     continue
-                found[var.die_offset] = self._lens(file, frame, concrete, var)
+                found[var.die_offset] = self._lens(file, frame, concrete, var, unknown.get(var.die_offset))
 
     def _frame_context(self, frame: FrameInfo, concrete: FrameInfo) -> FrameContext:
         index = self.index
@@ -150,7 +152,8 @@ class CodeObjectLens:
             base_type=index.base_type,
         )
 
-    def _lens(self, file: str, frame: FrameInfo, concrete: FrameInfo, var: VariableInfo) -> VariableLens:
+    def _lens(self, file: str, frame: FrameInfo, concrete: FrameInfo, var: VariableInfo,
+              unknown: str | None = None) -> VariableLens:
         lens = VariableLens(var.name, var.kind, frame.function, file, var.decl_line, var.die_offset)
         context = self._frame_context(frame, concrete)
         loc = var.location
@@ -164,7 +167,11 @@ class CodeObjectLens:
         else:
             pieces = [(lo, hi, None) for lo, hi in scope]
         for lo, hi, expr in sorted(pieces, key=lambda p: p[0]):
-            lens.ranges.append(PlaceRange(lo, hi, *self._describe(expr, var, context), self.line_in(file, lo)))
+            where, listing = self._describe(expr, var, context)
+            if unknown is not None and expr is not None:
+                where = Described("unknown", frozenset({"unknown"}))  # a placeholder address, see placeholders.py
+                listing = f"{listing} ({unknown})"
+            lens.ranges.append(PlaceRange(lo, hi, where, listing, self.line_in(file, lo)))
         lines = [ln for ln in (self.line_in(file, lo) for lo, _ in scope) if ln]
         lines += [ln for ln in (self.line_in(file, max(lo, hi - 1)) for lo, hi in scope) if ln]
         lens.scope_lines = (min(lines), max(lines)) if lines else None
