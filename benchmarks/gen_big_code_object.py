@@ -55,6 +55,7 @@ DW_LNCT_PATH, DW_LNCT_DIRECTORY_INDEX = 0x1, 0x2
 DW_LNS_COPY, DW_LNS_ADVANCE_PC, DW_LNS_ADVANCE_LINE = 0x01, 0x02, 0x03
 DW_LNE_END_SEQUENCE, DW_LNE_SET_ADDRESS = 0x01, 0x02
 DWARF_SGPR0, DWARF_VGPR0_WAVE64 = 32, 2560
+DECL_FILE = 1  # line-table file entry of the unit's source (see line_program)
 
 # Abbreviation codes, in the order ABBREVS defines them.
 ABBREVS = [
@@ -228,7 +229,7 @@ def build_dwarf(layout: Layout, lds_addr: int):
         t_ptr = offset_here()
         unit += uleb(AB_POINTER) + struct.pack("<IB", t_float, 8)
         t_struct = offset_here()
-        unit += uleb(AB_STRUCT) + struct.pack("<IBBH", n_particle, 16, 0, 3)
+        unit += uleb(AB_STRUCT) + struct.pack("<IBBH", n_particle, 16, DECL_FILE, 3)
         for member_name, member_type, member_offset in ((n_pos, t_float, 0), (n_vel, t_float, 4),
                                                         (n_id, t_int, 8), (n_flags, t_uint, 12)):
             unit += uleb(AB_MEMBER) + struct.pack("<IIB", member_name, member_type, member_offset)
@@ -239,7 +240,7 @@ def build_dwarf(layout: Layout, lds_addr: int):
         unit += b"\0"
         # An LDS array: address in the local address space, as upstream LLVM describes __shared__.
         lds_expr = bytes([DW_OP_ADDR]) + struct.pack("<Q", lds_addr) + bytes([DW_OP_LIT2, DW_OP_SWAP, DW_OP_XDEREF])
-        unit += uleb(AB_VAR_EXPR) + exprloc(lds_expr) + struct.pack("<IBHI", strs.add(f"tile_{cu:05d}"), 0, 2, t_vec)
+        unit += uleb(AB_VAR_EXPR) + exprloc(lds_expr) + struct.pack("<IBHI", strs.add(f"tile_{cu:05d}"), DECL_FILE, 2, t_vec)
         die_count += DIES_PER_CU_FIXED
 
         for index in range(functions):
@@ -247,11 +248,11 @@ def build_dwarf(layout: Layout, lds_addr: int):
             decl_line = 10 + index * 8
             frame_base = regx(DWARF_SGPR0 + 32)
             unit += uleb(AB_SUBPROGRAM) + struct.pack("<QI", start, FUNCTION_BYTES) + exprloc(frame_base)
-            unit += struct.pack("<IBH", strs.add(function_name(cu, index)), 0, decl_line)
-            unit += uleb(AB_PARAM) + exprloc(regx(DWARF_VGPR0_WAVE64 + 0)) + struct.pack("<IBHI", n_x, 0, decl_line, t_ptr)
-            unit += uleb(AB_PARAM) + exprloc(regx(DWARF_VGPR0_WAVE64 + 1)) + struct.pack("<IBHI", n_lane, 0, decl_line, t_int)
+            unit += struct.pack("<IBH", strs.add(function_name(cu, index)), DECL_FILE, decl_line)
+            unit += uleb(AB_PARAM) + exprloc(regx(DWARF_VGPR0_WAVE64 + 0)) + struct.pack("<IBHI", n_x, DECL_FILE, decl_line, t_ptr)
+            unit += uleb(AB_PARAM) + exprloc(regx(DWARF_VGPR0_WAVE64 + 1)) + struct.pack("<IBHI", n_lane, DECL_FILE, decl_line, t_int)
             fbreg = bytes([DW_OP_FBREG]) + sleb(16 * (index % 4))
-            unit += uleb(AB_VAR_EXPR) + exprloc(fbreg) + struct.pack("<IBHI", n_p, 0, decl_line + 1, t_struct)
+            unit += uleb(AB_VAR_EXPR) + exprloc(fbreg) + struct.pack("<IBHI", n_p, DECL_FILE, decl_line + 1, t_struct)
 
             # acc: in v2 for the first half of the function, a known constant for the rest.
             acc_list = len(loclists)
@@ -259,17 +260,17 @@ def build_dwarf(layout: Layout, lds_addr: int):
             loclists += loclist_entry(start + FUNCTION_BYTES // 2, FUNCTION_BYTES // 2,
                                       bytes([DW_OP_CONSTS]) + sleb(index - 50) + bytes([DW_OP_STACK_VALUE]))
             loclists += bytes([DW_LLE_END_OF_LIST])
-            unit += uleb(AB_VAR_LOCLIST) + struct.pack("<IIBHI", acc_list, n_acc, 0, decl_line + 2, t_float)
-            unit += uleb(AB_VAR_CONST) + sleb(index * 3 - 7) + struct.pack("<IBHI", n_steps, 0, decl_line + 2, t_int)
+            unit += uleb(AB_VAR_LOCLIST) + struct.pack("<IIBHI", acc_list, n_acc, DECL_FILE, decl_line + 2, t_float)
+            unit += uleb(AB_VAR_CONST) + sleb(index * 3 - 7) + struct.pack("<IBHI", n_steps, DECL_FILE, decl_line + 2, t_int)
 
             unit += uleb(AB_BLOCK) + struct.pack("<QI", start + 16, FUNCTION_BYTES - 32)
             history = bytes([DW_OP_FBREG]) + sleb(64)
-            unit += uleb(AB_VAR_EXPR) + exprloc(history) + struct.pack("<IBHI", n_history, 0, decl_line + 3, t_vec)
+            unit += uleb(AB_VAR_EXPR) + exprloc(history) + struct.pack("<IBHI", n_history, DECL_FILE, decl_line + 3, t_vec)
             k_list = len(loclists)
             loclists += loclist_entry(start + 16, 16, regx(DWARF_VGPR0_WAVE64 + 3))
             loclists += loclist_entry(start + 32, 8, bytes([DW_OP_CONSTS]) + sleb(index % 16) + bytes([DW_OP_STACK_VALUE]))
             loclists += bytes([DW_LLE_END_OF_LIST])
-            unit += uleb(AB_VAR_LOCLIST) + struct.pack("<IIBHI", k_list, n_k, 0, decl_line + 4, t_int)
+            unit += uleb(AB_VAR_LOCLIST) + struct.pack("<IIBHI", k_list, n_k, DECL_FILE, decl_line + 4, t_int)
             unit += b"\0"  # end of lexical block
             unit += b"\0"  # end of subprogram
             die_count += DIES_PER_FUNCTION
@@ -302,7 +303,9 @@ def line_program(line_strs: StringPool, comp_dir: str, source: str, low: int, fu
     header += uleb(1) + struct.pack("<I", line_strs.add(comp_dir))
     header += bytes([2]) + uleb(DW_LNCT_PATH) + uleb(FORM["line_strp"])
     header += uleb(DW_LNCT_DIRECTORY_INDEX) + uleb(FORM["udata"])
-    header += uleb(1) + struct.pack("<I", line_strs.add(source)) + uleb(0)
+    # Entry 0 is the unit's primary file and entry 1 the same file again, as clang writes DWARF 5:
+    # rows start with file register 1 and the DIEs' decl_file says 1.
+    header += uleb(2) + (struct.pack("<I", line_strs.add(source)) + uleb(0)) * 2
 
     program = bytearray()
     program += b"\0" + uleb(9) + bytes([DW_LNE_SET_ADDRESS]) + struct.pack("<Q", low)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from aspace_dap.codeobj import load_code_objects
+from aspace_dap.dwarf.index import DwarfIndex
 
 GENERATOR = Path(__file__).resolve().parent.parent / "benchmarks" / "gen_big_code_object.py"
 
@@ -61,3 +62,17 @@ def test_die_count_scales(tmp_path):
     assert die_count >= 5000 and cu_count == 6
     (co,) = load_code_objects(image, name="gen.co")
     assert count_dies(co.dwarf_info()) == die_count
+
+
+def test_lines_and_declarations_name_the_unit_source(tmp_path):
+    generator = load_generator()
+    image, _, _ = generator.write_code_object(300, 10)
+    (co,) = load_code_objects(image, name="gen.co")
+    index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine)
+    entry = co.kernels[1].entry_address
+    line = index.line_for_pc(entry + 16)
+    assert line is not None and line.file == "/work/generated/gen/unit_00001.hip" and line.line == 11
+    (frame,) = index.frames_at(entry + 16)
+    variables = index.variables(frame, entry + 16)
+    assert {v.name for v in variables} >= {"x", "lane", "p", "acc", "steps", "history", "k"}
+    assert {v.decl_file for v in variables} == {line.file}
