@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from aspace_dap.codeobj import CodeObject
+from aspace_dap.codeobj import CodeObject, load_code_objects
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import CodeObjectError, EvaluationError, StateError, UnavailableError
 
@@ -39,7 +39,7 @@ GRF0, GRF_COUNT = 16, 256
 A0, F0, ACC0 = 272, 288, 304
 GRF_BYTES = 32
 
-# ocloc's debug ELF says 182 (EM_INTEL182) where the device binary says 205 (EM_INTELGT)
+# ocloc's debug ELF says 182 (EM_INTEL182); zebin device binaries say 205 (EM_INTELGT)
 EM_INTEL_DEBUG, EM_INTELGT = 182, 205
 INTEL_MACHINES = (EM_INTEL_DEBUG, EM_INTELGT)
 
@@ -77,31 +77,16 @@ def resolve_address(addr: int) -> tuple[AddressSpace, int]:
 
 def load_debug_elf(path_or_bytes: str | os.PathLike | bytes, name: str | None = None) -> CodeObject:
     """The debug ELF of an ocloc build: a `.dbg` file (ocloc header, then the ELF) or the ELF itself."""
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        data, label = bytes(path_or_bytes), name or "<memory>"
-    else:
-        label = name or os.path.basename(os.fspath(path_or_bytes))
-        try:
-            with open(path_or_bytes, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise CodeObjectError(f"cannot read {label}: {exc.strerror or exc}") from exc
-    start = data.find(b"\x7fELF")
-    if start < 0:
-        raise CodeObjectError(f"{label}: no ELF image inside (expected an ocloc .dbg file)")
-    co = CodeObject(data[start:], label)
+    co = load_code_objects(path_or_bytes, name=name)[0]
     if co.e_machine not in INTEL_MACHINES:
-        raise CodeObjectError(f"{label}: ELF machine {co.e_machine} is not an Intel GPU (182 or 205)")
+        raise CodeObjectError(f"{co.name}: ELF machine {co.e_machine} is not an Intel GPU (182 or 205)")
     return co
 
 
 def debug_index(co: CodeObject):
-    """A DWARF index that reads IGC's expressions with the Intel operation table.
-
-    IGC's producer string says "clang" and the debug ELF's machine is 182, so the
-    index is told the machine the DWARF was generated for."""
+    """The DWARF index a session builds for this code object (the machine selects IGC's operations)."""
     from aspace_dap.dwarf.index import DwarfIndex
-    return DwarfIndex(co.elf, e_machine=EM_INTELGT)
+    return DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine)
 
 
 class IntelAdapter(TargetAdapter):

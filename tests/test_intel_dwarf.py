@@ -14,6 +14,7 @@ from elftools.elf.elffile import ELFFile
 from adapters import adapter_for
 from adapters.intel import (GENERIC, GLOBAL, LOCAL, PRIVATE, IntelAdapter, debug_index, grf_lane_slot, load_debug_elf,
                             resolve_address)
+from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.dialects import detect_dialect
 from aspace_dap.dwarf.evaluator import _HANDLERS, evaluate
 from aspace_dap.dwarf.ops import decode
@@ -77,7 +78,7 @@ def test_every_location_expression_decodes_and_has_semantics(kernel):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_debug_elf_loads_from_the_dbg_container_and_is_intel(kernel):
     co = load_debug_elf(EXAMPLES / f"{kernel}.tgllp.dbg")
-    assert co.e_machine == 182  # ocloc's debug ELF; the device binary says 205
+    assert co.e_machine == 182  # EM_INTEL182: ocloc's debug ELF (zebin device binaries say 205)
     assert co.elf.get_section_by_name(".debug_info") is not None
     assert (EXAMPLES / f"{kernel}.tgllp.elf").read_bytes() == (EXAMPLES / f"{kernel}.tgllp.dbg").read_bytes()[
         (EXAMPLES / f"{kernel}.tgllp.dbg").read_bytes().find(b"\x7fELF"):]
@@ -87,10 +88,20 @@ def test_debug_elf_loads_from_the_dbg_container_and_is_intel(kernel):
 def test_dbg_container_without_elf_is_a_code_object_error():
     with pytest.raises(CodeObjectError):
         load_debug_elf(b"CTNI" + bytes(40))
+    with pytest.raises(CodeObjectError):
+        load_code_objects(b"CTNI" + bytes(40))
 
 
-def test_intel_is_detected_by_machine_even_though_the_producer_says_clang():
-    d = detect_dialect(producer="Debian clang version 14.0.6", augmentation=None, e_machine=205,
+@pytest.mark.parametrize("suffix", ["dbg", "elf"])
+def test_shared_loader_reads_ocloc_output_as_intel_device_code(suffix):
+    [co] = load_code_objects(EXAMPLES / f"divergent_call.tgllp.{suffix}")
+    assert co.e_machine == 182 and co.vendor == "intel"
+    assert co.has_dwarf()
+
+
+@pytest.mark.parametrize("machine", [182, 205])
+def test_intel_is_detected_by_machine_even_though_the_producer_says_clang(machine):
+    d = detect_dialect(producer="Debian clang version 14.0.6", augmentation=None, e_machine=machine,
                        address_size=8, offset_size=4, version=4)
     assert d.vendor_ops == "intel"
 

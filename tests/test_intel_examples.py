@@ -14,10 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.intel import GLOBAL, LOCAL, debug_index, load_debug_elf
-from aspace_dap.codeobj import load_code_objects
-from aspace_dap.errors import AspaceError
-from aspace_dap.session import Program, Session
+from adapters.intel import GLOBAL, LOCAL
+from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.values.format import format_obj
 
@@ -31,12 +29,7 @@ STATES = ROOT / "examples" / "opencl" / "states"
 
 
 def _session(dump: Path) -> Session:
-    s = Session(load_state(str(dump)))
-    ref = s.state.code_objects[0]
-    co = load_debug_elf(ref.path)
-    # the shared loader does not read ocloc's debug ELF (machine 182) yet; hand the session the program
-    s._programs[ref.id] = Program(ref.id, str(ref.path), co, debug_index(co), ref.load_address)
-    return s
+    return Session(load_state(str(dump)))
 
 
 def _shown(s: Session, lane: int) -> dict[str, str]:
@@ -109,16 +102,13 @@ def test_inactive_lanes_have_no_branch_values():
     assert s.lane_state(s.wave(), 2) == "inactive"
 
 
-def _shared_loader_reads_ocloc_elf() -> bool:
-    try:
-        load_code_objects(STATES / "divergent_call.tgllp" / "code" / "divergent_call.tgllp.elf")
-        return True
-    except AspaceError:
-        return False
+def test_session_reads_the_dump_through_the_shared_loader():
+    s = _session(STATES / "divergent_call.tgllp")
+    program = s.program_for(s.wave())
+    assert program.code_object.e_machine == 182 and program.code_object.vendor == "intel"
+    assert program.index.dialect_for_cu(0).vendor_ops == "intel"
 
 
-@pytest.mark.skipif(not _shared_loader_reads_ocloc_elf(),
-                    reason="aspace_dap.codeobj.load_code_objects does not accept ocloc's debug ELF (e_machine 182)")
 def test_dap_server_shows_the_variables():
     from test_dap_session import scope_vars, start
     c, stopped = start(str(STATES / "divergent_call.tgllp"))

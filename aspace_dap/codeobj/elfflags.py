@@ -12,6 +12,7 @@ from dataclasses import dataclass
 EM_AMDGPU = 224
 EM_CUDA = 190
 EM_INTELGT = 205
+EM_INTEL182 = 182  # ocloc's debug ELF for Intel GPUs (zebin device binaries say EM_INTELGT)
 
 ELFOSABI_AMDGPU_HSA = 64
 ELFOSABI_AMDGPU_PAL = 65
@@ -64,7 +65,7 @@ class DeviceTarget:
 
 
 def vendor_of(e_machine: int) -> str:
-    return {EM_AMDGPU: "amd", EM_CUDA: "nvidia", EM_INTELGT: "intel"}.get(e_machine, "unknown")
+    return {EM_AMDGPU: "amd", EM_CUDA: "nvidia", EM_INTELGT: "intel", EM_INTEL182: "intel"}.get(e_machine, "unknown")
 
 
 def amdgpu_processor_name(mach: int) -> str:

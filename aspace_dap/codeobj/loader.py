@@ -8,16 +8,19 @@ from aspace_dap.errors import CodeObjectError
 
 from .bundle import is_bundle, parse_bundles
 from .codeobject import ELF_PARSE_ERRORS, CodeObject, open_elf, raw_machine
-from .elfflags import EM_AMDGPU, EM_CUDA, EM_INTELGT
+from .elfflags import EM_AMDGPU, EM_CUDA, EM_INTEL182, EM_INTELGT
 
-DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT})
+DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT, EM_INTEL182})
+# ocloc's `.dbg` file: a small header (kernel name, sizes) in front of IGC's debug ELF
+OCLOC_DEBUG_MAGIC = b"CTNI"
 HIP_FATBIN_SECTION = ".hip_fatbin"
 CUDA_FATBIN_SECTION = ".nv_fatbin"
 
 
 def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | memoryview, *,
                       name: str | None = None) -> list[CodeObject]:
-    """Device code objects in a standalone ELF, an offload bundle, or a host ELF's .hip_fatbin.
+    """Device code objects in a standalone ELF, an offload bundle, a host ELF's .hip_fatbin,
+    or ocloc's `.dbg` debug file.
 
     Bundle entries that are not amdgcn device code (the host entry, other
     targets) are skipped. Raises CodeObjectError when nothing usable is found.
@@ -38,6 +41,11 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
 
     if is_bundle(data):
         return _from_bundle(data, label)
+    if data.startswith(OCLOC_DEBUG_MAGIC):
+        start = data.find(b"\x7fELF")
+        if start < 0:
+            raise CodeObjectError(f"{label}: ocloc debug file without an ELF image")
+        data = data[start:]
     if not data.startswith(b"\x7fELF"):
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
     if raw_machine(data, label) in DEVICE_MACHINES:

@@ -13,6 +13,7 @@ from .target import Dialect
 EM_AMDGPU = 224
 EM_CUDA = 190
 EM_INTEL_GEN = 205
+EM_INTEL182 = 182  # ocloc writes IGC's DWARF into an ELF with this machine
 
 # DW_AT_LLVM_augmentation: 0x3e09 in the extension document. Other ROCm
 # releases moved AMD attributes around, so any string attribute in the LLVM
@@ -39,7 +40,7 @@ def vendor_for_machine(e_machine: int | None) -> str:
         return "amd"
     if e_machine == EM_CUDA:
         return "nvidia"
-    if e_machine == EM_INTEL_GEN:
+    if e_machine in (EM_INTEL_GEN, EM_INTEL182):
         return "intel"
     return "gnu"
 
