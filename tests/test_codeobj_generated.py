@@ -76,3 +76,20 @@ def test_lines_and_declarations_name_the_unit_source(tmp_path):
     variables = index.variables(frame, entry + 16)
     assert {v.name for v in variables} >= {"x", "lane", "p", "acc", "steps", "history", "k"}
     assert {v.decl_file for v in variables} == {line.file}
+
+
+def test_line_rows_of_a_unit_file(tmp_path):
+    generator = load_generator()
+    image, _, _ = generator.write_code_object(300, 10)
+    (co,) = load_code_objects(image, name="gen.co")
+    index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine)
+    entry = co.kernels[1].entry_address
+    rows = index.line_rows("gen/unit_00001.hip")  # a relative name matches the full path's tail
+    assert rows == index.line_rows("/work/generated/gen/unit_00001.hip")
+    # four 16-byte rows per function on lines 10 + 8 * function .. + 3
+    functions = len(rows) // 4
+    assert functions >= 2 and len(rows) == functions * 4
+    for f in range(functions):
+        for row in range(4):
+            assert rows[10 + 8 * f + row] == [entry + generator.FUNCTION_BYTES * f + 16 * row]
+    assert index.line_rows("gen/unit_99999.hip") == {}

@@ -1153,6 +1153,16 @@ class DwarfIndex:
                 out.update(table.pcs_for_line(file, line))
         return sorted(out)
 
+    def line_rows(self, file: str) -> dict[int, list[int]]:
+        """{line: sorted row start addresses} for every line of `file` with code, over all line tables."""
+        merged: dict[int, set[int]] = {}
+        for unit in self._line_units():
+            table = self._line_table(unit)
+            if table is not None:
+                for line, pcs in table.line_rows(file).items():
+                    merged.setdefault(line, set()).update(pcs)
+        return {line: sorted(pcs) for line, pcs in merged.items()}
+
     def source_files(self) -> list[str]:
         files: set[str] = set()
         for unit in self._line_units():

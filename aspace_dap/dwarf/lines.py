@@ -116,6 +116,20 @@ class LineTable:
             return []
         return sorted(set(hits[best_line]))
 
+    def line_rows(self, file: str) -> dict[int, list[int]]:
+        """{line: start addresses of its rows} for every line of `file` that has code, in one pass."""
+        wanted = posixpath.normpath(file) if posixpath.isabs(file) else file
+        file_numbers = {n for n in self.files if self.matches_file(n, wanted)}
+        out: dict[int, list[int]] = {}
+        if not file_numbers:
+            return out
+        self._load()
+        for seq in self._sequences:
+            for addr, row in zip(seq.addresses[:-1], seq.rows[:-1]):
+                if row[0] in file_numbers and row[1]:
+                    out.setdefault(row[1], []).append(addr)
+        return out
+
     def file_names(self) -> list[str]:
         return sorted(set(self.files.values()))
 

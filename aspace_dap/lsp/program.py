@@ -94,7 +94,7 @@ class CodeObjectLens:
         """Row addresses of every line of `file` that has code."""
         rows = self._rows.get(file)
         if rows is None:
-            rows = _file_rows(self.index, file)
+            rows = self.index.line_rows(file)
             self._rows[file] = rows
         return rows
 
@@ -241,22 +241,3 @@ def _common_tail(a: list[str], b: list[str]) -> int:
     while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
         n += 1
     return n
-
-
-def _file_rows(index: DwarfIndex, file: str) -> dict[int, list[int]]:
-    # One pass over the rows of the line tables that name `file`. The index has no public
-    # row iterator yet; pcs_for_line would rescan every table once per line.
-    out: dict[int, list[int]] = {}
-    for unit in index._line_units():
-        table = index._line_table(unit)
-        if table is None:
-            continue
-        numbers = {n for n in table.files if table.matches_file(n, file)}
-        if not numbers:
-            continue
-        table._load()
-        for seq in table._sequences:
-            for addr, row in zip(seq.addresses[:-1], seq.rows[:-1]):
-                if row[0] in numbers and row[1]:
-                    out.setdefault(row[1], []).append(addr)
-    return {line: sorted(set(pcs)) for line, pcs in out.items()}
