@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 from dumpgen import opencl_divergent_call  # noqa: E402
 from dumpgen.opencl_engine import build  # noqa: E402
 
-STATES = ROOT / "examples" / "opencl" / "states"
+DUMPS = ROOT / "examples" / "opencl" / "dumps"
 
 
 def _session(dump: Path) -> Session:
@@ -45,7 +45,7 @@ def _shown(s: Session, lane: int) -> dict[str, str]:
 
 def test_committed_dump_is_current(tmp_path):
     build(opencl_divergent_call.spec()).write(tmp_path / "fresh")
-    committed = STATES / "divergent_call.tgllp"
+    committed = DUMPS / "divergent_call.tgllp"
     fresh = {p.relative_to(tmp_path / "fresh") for p in (tmp_path / "fresh").rglob("*") if p.is_file()}
     assert fresh == {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()}
     for rel in fresh:
@@ -58,7 +58,7 @@ def _float(text: str) -> float:
 
 @pytest.mark.parametrize("lane", [0, 1, 3, 5, 6, 7])
 def test_divergent_call_every_variable_per_lane(lane):
-    s = _session(STATES / "divergent_call.tgllp")
+    s = _session(DUMPS / "divergent_call.tgllp")
     wave = s.wave()
     assert wave.lanes == 8 and list(np.nonzero(wave.active_lanes)[0]) == [1, 3, 5, 7]
     frame = s.frames(lane=lane)[0]
@@ -75,7 +75,7 @@ def test_divergent_call_every_variable_per_lane(lane):
 
 @pytest.mark.parametrize("lane,space", [(3, LOCAL), (7, LOCAL), (1, GLOBAL), (5, GLOBAL)])
 def test_generic_pointer_resolves_to_its_space_and_target(lane, space):
-    s = _session(STATES / "divergent_call.tgllp")
+    s = _session(DUMPS / "divergent_call.tgllp")
     s.set_focus(lane=lane)
     frame = s.frames()[0]
     var = next(v for v in s.variables(frame) if v.name == "cell")
@@ -96,14 +96,14 @@ def test_generic_pointer_resolves_to_its_space_and_target(lane, space):
 
 
 def test_inactive_lanes_have_no_branch_values():
-    s = _session(STATES / "divergent_call.tgllp")
+    s = _session(DUMPS / "divergent_call.tgllp")
     shown = _shown(s, 2)
     assert int(shown["lane"]) == 2  # kernel-wide values exist in every lane
     assert s.lane_state(s.wave(), 2) == "inactive"
 
 
 def test_session_reads_the_dump_through_the_shared_loader():
-    s = _session(STATES / "divergent_call.tgllp")
+    s = _session(DUMPS / "divergent_call.tgllp")
     program = s.program_for(s.wave())
     assert program.code_object.e_machine == 182 and program.code_object.vendor == "intel"
     assert program.index.dialect_for_cu(0).vendor_ops == "intel"
@@ -111,7 +111,7 @@ def test_session_reads_the_dump_through_the_shared_loader():
 
 def test_dap_server_shows_the_variables():
     from test_dap_session import scope_vars, start
-    c, stopped = start(str(STATES / "divergent_call.tgllp"))
+    c, stopped = start(str(DUMPS / "divergent_call.tgllp"))
     try:
         frames = c.request("stackTrace", {"threadId": stopped["threadId"]})["stackFrames"]
         names = scope_vars(c, frames[0]["id"], "Locals")
