@@ -13,15 +13,17 @@ anything else is global.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.dwarf.locations import Location, MemoryLocation
+from aspace_dap.dwarf.locations import (CompositeLocation, Location, MemoryLocation, Piece, RegisterLocation,
+                                        UndefinedLocation)
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import AspaceError, EvaluationError, StateError, UnavailableError
 
-from .base import TargetAdapter, WaveTarget, unavailable
+from .base import CallerState, TargetAdapter, WaveTarget, unavailable
 from .nvptx_cubin import (LOC_HALF, LOC_LOCAL, LOC_PRED, LOC_REG, LOC_STACK, LOC_UREG, STACK_REGISTER,
                           CubinLayout, RegisterMap, ptx_register_name, ptx_register_number, ptx_register_size,
                           read_cubin_debug, relocate_cubin)
@@ -67,6 +69,7 @@ class NvptxAdapter(TargetAdapter):
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
+        self._frame_info = weakref.WeakKeyDictionary()  # code object -> CallFrameInfo
 
     def spaces(self):
         return SPACES
@@ -86,7 +89,15 @@ class NvptxAdapter(TargetAdapter):
         return BY_STORAGE_KIND.get(storage_kind)
 
     def place_variable(self, var, location, target):
-        """The variable's storage kind says which space a generic address (DW_OP_addr, frame base) is in."""
+        """The variable's storage kind says which space a generic address (DW_OP_addr, frame base) is in.
+
+        In a caller frame, PTX registers are looked up in the register map at the call
+        instruction and become the SASS registers (or local slots) holding them there, so
+        the unwound registers apply: a callee-clobbered register reads as unavailable.
+        """
+        caller = getattr(target, "_state", None)  # set on CallerFrameTarget views of caller frames
+        if isinstance(caller, CallerState) and isinstance(location, Location):
+            location = self._ptx_at_call(location, target, caller.pc - 1)
         space = self.variable_space(var.address_space)
         if space is None or not isinstance(location, Location):
             return location
@@ -101,6 +112,51 @@ class NvptxAdapter(TargetAdapter):
                 p = MemoryLocation(space, address, p.bit_offset, p.lanes)
             places.append(p)
         return Location(tuple(places))
+
+    def _ptx_at_call(self, location: Location, target, pc: int) -> Location:
+        layout, regmap = target._cubin()
+        elf_pc = pc - target._load_address
+        function = layout.function_at(elf_pc)
+        if function is None:
+            return location
+
+        def rebind(place):
+            if isinstance(place, CompositeLocation):
+                pieces = tuple(Piece(Location(tuple(rebind(q) for q in piece.location.places)), piece.bits)
+                               for piece in place.pieces)
+                return CompositeLocation(pieces, place.bit_offset, place.complete)
+            if not isinstance(place, RegisterLocation):
+                return place
+            name = ptx_register_name(place.register.regno)
+            if name is None:
+                return place
+            found = {p.piece: p for p in regmap.places(function.name, name, elf_pc - function.start) or []}
+            size = place.register.size
+            pieces = []
+            for k in range(0, size, 4):
+                where = self._sass_place(found.get(k // 4), target, place.lanes)
+                pieces.append(Piece(Location((where,)), 8 * min(4, size - k)))
+            return CompositeLocation(tuple(pieces), place.bit_offset)
+
+        return Location(tuple(rebind(p) for p in location.places))
+
+    def _sass_place(self, place, target, lanes):
+        """One 32-bit piece of a PTX register as a location in SASS registers or local memory."""
+        zeros = np.zeros(len(lanes), np.int64)
+        if place is None:
+            return UndefinedLocation(zeros)
+        if place.kind in (LOC_REG, LOC_HALF, LOC_UREG, LOC_PRED):
+            info = target.register_info(sass_regno(place.kind, place.index))
+            return RegisterLocation(info, zeros, lanes)
+        if place.kind == LOC_LOCAL:
+            return MemoryLocation(LOCAL, np.full(len(lanes), place.index, np.uint64), zeros, lanes)
+        if place.kind == LOC_STACK:
+            sp = target.read_register(sass_regno(LOC_REG, STACK_REGISTER), lanes)
+            if not sp.valid[:, :4].all():
+                return UndefinedLocation(zeros)
+            base = sp.data[:, :4].copy().view("<u4").reshape(-1).astype(np.uint64)
+            return MemoryLocation(LOCAL, base + np.uint64(place.index), zeros, lanes)
+        return UndefinedLocation(zeros)
 
     # --- registers ------------------------------------------------------------------
 
@@ -140,12 +196,10 @@ class NvptxAdapter(TargetAdapter):
 
     def call_frame_cfa(self, code_object, target, pc: int):
         """DW_OP_call_frame_cfa from the cubin's .debug_frame: R1 + offset in the lane's local window."""
-        from aspace_dap.dwarf.cfi import CallFrameInfo
-
         if code_object is None:
             return None
         try:
-            rules = CallFrameInfo(code_object.elf, e_machine=code_object.e_machine).rules_at(pc)
+            rules = self._frame_rules(code_object, pc)
         except AspaceError:
             return None
         if rules is None or rules.cfa.register is None:
@@ -162,6 +216,77 @@ class NvptxAdapter(TargetAdapter):
             return Location((MemoryLocation(space, addr, np.zeros(g, np.int64), np.asarray(lanes, np.int64)),))
 
         return cfa
+
+    def _frame_rules(self, code_object, pc: int):
+        from aspace_dap.dwarf.cfi import CallFrameInfo
+
+        cfi = self._frame_info.get(code_object)
+        if cfi is None:
+            cfi = self._frame_info[code_object] = CallFrameInfo(code_object.elf, e_machine=code_object.e_machine)
+        return cfi.rules_at(pc)
+
+    def unwind(self, code_object, target, function_low, pc, lane):
+        """The caller's PC and registers from the callee's .debug_frame row at `pc`.
+
+        nvcc -G describes every SASS register: "undefined" ones are the callee's to
+        clobber, "same_value" ones still hold the caller's value, "offset" ones were
+        saved in local memory at CFA + N. The return address column is R20 with the
+        high half in R21 (CALL.REL takes the address from the pair). The CFA is R1 +
+        offset, per lane in the local window.
+        """
+        if code_object is None:
+            return None
+        rules = self._frame_rules(code_object, pc)
+        if rules is None or rules.cfa.register is None:
+            return None
+        lanes = np.array([lane])
+
+        def register(regno):
+            got = target.read_register(regno, lanes)
+            return int.from_bytes(bytes(got.data[0, :4]), "little") if got.valid[0, :4].all() else None
+
+        sp = register(rules.cfa.register)
+        if sp is None:
+            return None
+        cfa = (sp + rules.cfa.offset) & 0xFFFFFFFF
+
+        def caller_value(regno):
+            rule = rules.rule_for(regno)
+            if rule.kind == "same_value":
+                return register(regno)
+            if rule.kind == "register":
+                return register(rule.operand)
+            if rule.kind == "val_offset":
+                return (cfa + rule.operand) & 0xFFFFFFFF
+            if rule.kind == "offset":
+                got = target.read_memory(LOCAL, lanes, np.array([cfa + rule.operand], np.uint64), 4)
+                return int.from_bytes(bytes(got.data[0]), "little") if got.valid[0].all() else None
+            return None
+
+        ra = rules.return_address_register
+        lo, hi = caller_value(ra), caller_value(ra + 1)
+        if lo is None or hi is None:
+            return None
+        layout, _ = target._cubin()
+        ret = (hi << 32 | lo) - target._load_address
+        caller = layout.function_at(ret)
+        if caller is None or caller.start == ret:
+            return None  # a lane that never made the call: a return address follows a CALL, never starts a function
+        values, saved, clobbered = {}, {}, set()
+        for regno, rule in rules.registers.items():
+            if rule.kind == "undefined":
+                clobbered.add(regno)
+            elif rule.kind == "offset":
+                saved[regno] = cfa + rule.operand
+            elif rule.kind in ("register", "val_offset"):
+                # a moved stack pointer: the warp shares one, so the focus lane's value stands for all
+                value = caller_value(regno)
+                if value is None:
+                    clobbered.add(regno)
+                else:
+                    values[regno] = value
+        return CallerState(pc=hi << 32 | lo, how="cfi", values=values, saved_in_memory=saved,
+                           memory_space=LOCAL.name, clobbered=frozenset(clobbered))
 
     # --- naming -----------------------------------------------------------------------
 

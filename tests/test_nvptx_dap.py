@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
 from dumpgen.cuda_engine import LOCAL_WINDOW  # noqa: E402
 from dumpgen.cuda_examples import SPECS  # noqa: E402
 
-STATES = Path(REPO_ROOT) / "examples" / "cuda" / "states"
+STATES = Path(REPO_ROOT) / "examples" / "cuda" / "dumps"
 
 
 def start(dump_dir):
@@ -109,6 +109,49 @@ def test_generic_pointer_shows_its_resolved_space():
         pointee = next(iter(kids.values()))
         p = children(c, shown["p"])
         assert children(c, pointee)["id"]["value"] == p["id"]["value"]
+        c.request("disconnect")
+    finally:
+        c.close()
+
+
+def test_lds_tiles_out_col_out_row_not_computed_yet():
+    # stopped at line 32: %r8/%r9 get their SASS registers only from line 34 on
+    spec = SPECS["lds_tiles"]()
+    c, stopped = start(STATES / spec.name)
+    try:
+        _, shown = frame_vars(c, stopped["threadId"])
+        assert shown["out_col"]["value"] == shown["out_row"]["value"] == "<unavailable>"
+        c.request("disconnect")
+    finally:
+        c.close()
+
+
+def test_divergent_call_shows_settle_called_from_divergent_per_lane():
+    spec = SPECS["divergent_call"]()
+    c, stopped = start(STATES / spec.name)
+    try:
+        tid = stopped["threadId"]
+        for lane in (1, 7, 13, 31):
+            c.request("setFocus", {"threadId": tid, "lane": lane})
+            frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
+            assert [f["name"].split("(")[0] for f in frames[:2]] == ["settle", "divergent"], frames
+            assert frames[1]["line"] == 21 and frames[1]["instructionPointerReference"] == "0xe20"
+            shown = {}
+            for scope in c.request("scopes", {"frameId": frames[1]["id"]})["scopes"]:
+                for v in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
+                    shown[v["name"]] = v
+            model = spec.caller_values((lane, 0, 0))
+            assert set(model) == {"gid", "lane", "x"}
+            for name, value in model.items():
+                check(c, shown[name], value, f"caller lane {lane} {name}")
+            # the register map gives it no place at the call: never guessed
+            assert shown["steps"]["value"] == "<optimized out>"
+            callee = frame_vars(c, tid)[1]
+            assert same(callee["lane"]["value"], lane) and same(callee["steps"]["value"], lane % 5 + 1)
+        # an even lane never made the call: only its own frame
+        c.request("setFocus", {"threadId": tid, "lane": 2})
+        frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
+        assert len(frames) == 1
         c.request("disconnect")
     finally:
         c.close()

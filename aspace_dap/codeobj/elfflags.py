@@ -30,6 +30,10 @@ EF_AMDGPU_FEATURE_SRAMECC_V4 = 0xC00
 EF_AMDGPU_GENERIC_VERSION_SHIFT = 24
 
 EF_CUDA_SM_MASK = 0xFF
+# From ELF ABI version 8 (CUDA 12.8+ cubins) the SM number moved to bits 8-15 and the
+# low byte holds other flags; older cubins keep it in the low byte.
+ELFABIVERSION_CUDA_V8 = 8
+EF_CUDA_SM_SHIFT_V8 = 8
 
 # EF_AMDGPU_MACH values (LLVM BinaryFormat/ELF.h). Holes are reserved values.
 AMDGPU_MACH_NAMES: dict[int, str] = {
@@ -76,7 +80,8 @@ def amdgpu_processor_name(mach: int) -> str:
 def decode_device_target(e_machine: int, e_flags: int, os_abi: int, abi_version: int) -> DeviceTarget:
     vendor = vendor_of(e_machine)
     if vendor == "nvidia":
-        sm = e_flags & EF_CUDA_SM_MASK
+        shift = EF_CUDA_SM_SHIFT_V8 if abi_version >= ELFABIVERSION_CUDA_V8 else 0
+        sm = e_flags >> shift & EF_CUDA_SM_MASK
         return DeviceTarget(vendor, f"sm_{sm}" if sm else "", "unsupported", "unsupported")
     if vendor != "amd":
         return DeviceTarget(vendor, "", "unsupported", "unsupported")

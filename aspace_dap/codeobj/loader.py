@@ -48,9 +48,20 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
         data = data[start:]
     if not data.startswith(b"\x7fELF"):
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
-    if raw_machine(data, label) in DEVICE_MACHINES:
+    machine = raw_machine(data, label)
+    if machine == EM_CUDA:
+        return [CodeObject(_relocated_cubin(data, label), label)]
+    if machine in DEVICE_MACHINES:
         return [CodeObject(data, label)]
     return _from_host_elf(data, label)
+
+
+def _relocated_cubin(data: bytes, label: str) -> bytes:
+    # nvcc leaves every function at address 0 and names them in DWARF only through
+    # relocations: lay the code out as the driver does before anything reads DWARF
+    from ..adapters.nvptx_cubin import relocate_cubin
+
+    return relocate_cubin(data, label)
 
 
 def _from_bundle(data: bytes, label: str) -> list[CodeObject]:

@@ -61,6 +61,8 @@ class CudaDumpSpec:
     memory: list[tuple[int, bytes]] = field(default_factory=list)  # global regions
     frame_size: int = 0x100  # bytes below STACK_TOP that R1 reserves
     pc_offset: int = 0  # stop at the line's n-th address
+    caller: str | None = None  # stopped in a device function called from this function (mangled)
+    caller_values: object = None  # callable(thread) -> the caller's {variable name: value}
 
 
 def stop_pc(image: bytes, spec: CudaDumpSpec) -> int:
@@ -76,6 +78,32 @@ def stop_pc(image: bytes, spec: CudaDumpSpec) -> int:
     if not pcs:
         raise ValueError(f"{spec.name}: no code for {spec.file}:{spec.line}")
     return pcs[min(spec.pc_offset, len(pcs) - 1)]
+
+
+R_CUDA_ABS32_LO_32 = 56  # MOV R20, 32@lo(return address)
+R_CUDA_ABS32_HI_32 = 57  # MOV R21, 32@hi(return address)
+RETURN_REGISTERS = ("R20", "R21")  # the .debug_frame return address column and its high half
+
+
+def return_address(image: bytes, caller: str) -> int:
+    """Where a call in `caller` returns: nvcc loads it into R20/R21 through a pair of
+    ABS32 relocations against the caller's own symbol, addend = offset after the CALL."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(image))
+    rela = elf.get_section_by_name(f".rela.text.{caller}")
+    symtab = elf.get_section_by_name(".symtab")
+    if rela is None or symtab is None:
+        raise ValueError(f"{caller}: no relocations, so no call")
+    found = {r["r_info_type"]: symtab.get_symbol(r["r_info_sym"]).entry.st_value + r["r_addend"]
+             for r in rela.iter_relocations()
+             if r["r_info_type"] in (R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32)
+             and symtab.get_symbol(r["r_info_sym"]).name == caller}
+    if set(found) != {R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32} or len(set(found.values())) != 1:
+        raise ValueError(f"{caller}: expected one return address pair, found {found}")
+    return found[R_CUDA_ABS32_LO_32]
 
 
 def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
@@ -97,6 +125,12 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
         for r in range(REGISTERS):
             regs[f"R{r}"] = bytes(4 * LANES)
         regs["R1"] = np.full(LANES, sp, "<u4").tobytes()
+        if spec.caller is not None:
+            # only the lanes that took the call ran the MOVs before CALL.REL
+            ret = return_address(image, spec.caller)
+            took = np.array([warp.active >> lane & 1 for lane in range(LANES)], bool)
+            for name, half in zip(RETURN_REGISTERS, (ret & 0xFFFFFFFF, ret >> 32)):
+                regs[name] = np.where(took, half, 0).astype("<u4").tobytes()
         for p in range(PREDICATES):
             regs[f"P{p}"] = bytes(LANES)
         wg.add_wave(n, warp.index_in_workgroup, regs, layout, valid_lanes=warp.valid,
@@ -131,12 +165,20 @@ def thread_of(spec: CudaDumpSpec, wave, lane: int) -> tuple[int, int, int]:
 def _place(session: Session, spec: CudaDumpSpec, wave) -> None:
     lanes = [lane for lane in range(LANES) if wave.valid_lanes[lane] and wave.active_lanes[lane]]
     session.set_focus(wave.id, lanes[0])
-    frame = session.frames()[0]
+    frames = session.frames()
+    _place_frame(session, spec, wave, lanes, frames[0], spec.values)
+    if spec.caller is not None:
+        if len(frames) < 2 or frames[1].info is None or frames[1].info.linkage_name != spec.caller:
+            raise ValueError(f"{spec.name}: no {spec.caller} frame above the stop: {frames}")
+        _place_frame(session, spec, wave, lanes, frames[1], spec.caller_values)
+
+
+def _place_frame(session: Session, spec: CudaDumpSpec, wave, lanes, frame, values_of) -> None:
     shared = spec.shared() if spec.shared else {}
     for var in session.variables(frame):
         if var.kind == "parameter" and var.address_space == 7:
             continue  # the param bank already holds them
-        per_lane = [spec.values(thread_of(spec, wave, lane)) for lane in lanes]
+        per_lane = [values_of(thread_of(spec, wave, lane)) for lane in lanes]
         for lane, values in zip(lanes, per_lane):
             value = shared.get(var.name) if var.name in shared else values.get(var.name)
             if value is None:

@@ -119,12 +119,22 @@ def divergent_call() -> CudaDumpSpec:
             acc = F32(acc * F32(0.5) + F32(lane + i))
         return {"x": float(x), "lane": lane, "steps": steps, "acc": float(acc)}
 
+    def caller_values(t):
+        # the kernel at line 21, inside `result = settle(x, lane, steps)`: result is not assigned yet and
+        # the register map gives `steps` no place at the call (it went to settle in a clobbered register)
+        gid = t[0]
+        lane = gid % 32
+        if not lane & 1:
+            return {}
+        x = data[gid] if gid < n else F32(0)
+        return {"gid": gid, "lane": lane, "x": float(x)}
+
     params = struct.pack("<QQi", IN_ADDR, OUT_ADDR, n)
     return CudaDumpSpec(
         name="divergent_call.sm_90.G", cubin=CUDA / "divergent_call.sm_90.G.cubin", kernel="_Z9divergentPKfPfi",
         file="divergent_call.cu", line=9, grid=(1, 1, 1), block=(64, 1, 1), block_id=(0, 0, 0),
         warps=[WarpSpec(0, 0xAAAAAAAA), WarpSpec(1, 0xAAAAAAAA)], params=params, values=thread_values,
-        memory=[(IN_ADDR, data.tobytes())])
+        memory=[(IN_ADDR, data.tobytes())], caller="_Z9divergentPKfPfi", caller_values=caller_values)
 
 
 SPECS = {"lds_tiles": lds_tiles, "scratch_struct": scratch_struct, "divergent_call": divergent_call}
@@ -135,15 +145,19 @@ def specs() -> list[CudaDumpSpec]:
 
 
 def main() -> int:
-    """Rewrite examples/cuda/states/<name>/ from the committed cubins."""
+    """Rewrite examples/cuda/dumps/<kernel>.<build>/ from the committed cubins."""
     import shutil
 
     from .cuda_engine import build
 
     for spec in specs():
-        dest = CUDA / "states" / spec.name
+        dest = CUDA / "dumps" / spec.name
         if dest.exists():
             shutil.rmtree(dest)
         build(spec, dest)
         print(f"wrote {dest.relative_to(CUDA.parent)}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
