@@ -55,6 +55,14 @@ class AmdgpuAdapter(TargetAdapter):
             return BY_NUMBER.get(dwarf_class, GENERIC)
         return UPSTREAM_XDEREF.get(dwarf_class, GENERIC)
 
+    def space_label(self, space):
+        if space.scope == "workgroup":
+            return "LDS"
+        if space is REGION:
+            return "GDS"
+        # private_lane, private_wave and private_laneN are views of the same scratch memory
+        return "scratch" if space.scope in ("lane", "wave") else None
+
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         vbase, abase = (VGPR64_0, AGPR64_0) if lanes == 64 else (VGPR32_0, AGPR32_0)
         whole = dialect.heterogeneous

@@ -38,6 +38,11 @@ class TargetAdapter:
         """The space a pointer type with this DWARF address class points into."""
         return self.default_space()
 
+    def space_label(self, space: AddressSpace) -> str | None:
+        """What the vendor's manuals call the memory behind `space` ("LDS", "shared"), None when
+        the space's own name says it."""
+        return None
+
     # --- registers ------------------------------------------------------------------
 
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:

@@ -106,6 +106,10 @@ class IntelAdapter(TargetAdapter):
             return LOCAL
         return GENERIC
 
+    def space_label(self, space):
+        # SLM is Intel's name for work-group local memory
+        return {LOCAL.name: "SLM", PRIVATE.name: "private"}.get(space.name)
+
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         if regno == IP:
             return RegisterInfo(regno, "pc", 4, False)

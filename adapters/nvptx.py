@@ -82,6 +82,9 @@ class NvptxAdapter(TargetAdapter):
             return GENERIC
         return BY_STORAGE_KIND.get(dwarf_class, GENERIC)
 
+    def space_label(self, space):
+        return {SHARED.name: "shared", LOCAL.name: "local"}.get(space.name)
+
     def variable_space(self, storage_kind: int | None) -> AddressSpace | None:
         """The space a variable's DW_OP_addr address is in, by its storage kind; None = unchanged."""
         if storage_kind is None or storage_kind in REGISTER_KINDS:

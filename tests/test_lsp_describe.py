@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from aspace_dap.adapters import adapter_for
 from aspace_dap.dwarf.asm import assemble
-from aspace_dap.dwarf.describe import describe_location, summarize_location
+from aspace_dap.dwarf.describe import describe_evaluated, describe_location, summarize_location
+from aspace_dap.dwarf.locations import Location, MemoryLocation
 from aspace_dap.dwarf.target import Dialect, FrameContext
 
 AMD = adapter_for("amd")
@@ -54,3 +57,27 @@ def test_values_computed_from_registers_and_empty_and_broken():
     assert describe_location(b"", UPSTREAM, AMD) == "optimized out"
     assert describe_location(b"\x90", UPSTREAM, AMD).startswith("unreadable location")
     assert describe_location(asm("DW_OP_lit5; DW_OP_stack_value"), UPSTREAM, AMD) == "implicit 0x5"
+
+
+def test_space_labels_are_the_vendors_words():
+    amd, nvidia, intel = AMD, adapter_for("nvidia"), adapter_for("intel")
+    assert [amd.space_label(amd.space_by_name(n)) for n in ("local", "private_lane", "private_wave", "private_lane3",
+                                                            "region", "global", "generic")] == \
+        ["LDS", "scratch", "scratch", "scratch", "GDS", None, None]
+    assert [nvidia.space_label(nvidia.space_by_name(n)) for n in ("shared", "local", "global", "param")] == \
+        ["shared", "local", None, None]
+    assert [intel.space_label(intel.space_by_name(n)) for n in ("local", "private", "global", "generic")] == \
+        ["SLM", "private", None, None]
+
+
+def memory_at(space, address: int) -> Location:
+    one = np.zeros(1, np.int64)
+    return Location((MemoryLocation(space, np.array([address], np.uint64), one, one),))
+
+
+def test_a_label_that_repeats_the_space_name_is_left_out():
+    nvidia, intel = adapter_for("nvidia"), adapter_for("intel")
+    assert describe_evaluated(memory_at(nvidia.space_by_name("shared"), 0x40), nvidia) == "shared#0x40"
+    assert describe_evaluated(memory_at(intel.space_by_name("local"), 0x40), intel) == "local#0x40 (SLM)"
+    assert describe_evaluated(memory_at(AMD.space_by_name("local"), 0x40), AMD) == "local#0x40 (LDS)"
+    assert describe_evaluated(memory_at(AMD.space_by_name("global"), 0x40), AMD) == "global#0x40"

@@ -6,8 +6,8 @@ addresses from .debug_addr, constants, a kernel's fixed frame base) comes out
 exactly as the DAP server would place it. Expressions that need a value from
 the dump (a frame pointer, a base register) are described from their
 operations instead. Vendor facts (register names, which space a frame pointer
-addresses, what a space is called in the vendor's manuals) come from the
-adapter.
+addresses, what a space is called in the vendor's manuals: `space_label`)
+come from the adapter.
 """
 
 from __future__ import annotations
@@ -30,23 +30,12 @@ OPTIMIZED_OUT = "optimized out"
 # Two lanes: a place that differs only in the lane number is "the lane's own".
 _PROBE_LANES = np.array([0, 1], np.int64)
 
-# What the vendor manuals call a space, by (vendor, scope); an adapter's `space_label` wins.
-_SPACE_LABELS = {
-    ("amd", "lane"): "scratch",
-    ("amd", "wave"): "scratch",
-    ("amd", "workgroup"): "LDS",
-    ("nvidia", "lane"): "local",
-    ("nvidia", "workgroup"): "shared",
-    ("intel", "lane"): "private",
-    ("intel", "workgroup"): "SLM",
-}
 
-
-def space_label(adapter, space: AddressSpace) -> str | None:
-    own = getattr(adapter, "space_label", None)
-    if callable(own):
-        return own(space)
-    return _SPACE_LABELS.get((getattr(adapter, "vendor", ""), space.scope))
+def _labelled(place: str, space: AddressSpace, adapter, top: bool) -> str:
+    """`place (LDS)`: the vendor's word for the memory, unless the space's name already is that word.
+    Pieces inside a composite stay short."""
+    label = adapter.space_label(space) if top else None
+    return f"{place} ({label})" if label and label != space.name else place
 
 
 class StaticTarget:
@@ -158,8 +147,7 @@ def _place(p: SingleLocation, adapter, i: int, lane_generic: bool, top: bool, st
         text = f"{p.space.name}#0x{int(p.address[i]):x}"
         if p.bit_offset[i]:
             text += f"+{int(p.bit_offset[i])}b"
-        label = space_label(adapter, p.space)
-        return f"{text} ({label})" if label and top else text
+        return _labelled(text, p.space, adapter, top)
     if isinstance(p, ImplicitLocation):
         storage.add("implicit")
         if not top:
@@ -214,7 +202,7 @@ def _offset(n: int) -> str:
     return f"+{n:#x}" if n >= 0 else f"-{-n:#x}"
 
 
-def _frame_base_space(target: StaticTarget, frame: FrameContext | None, dialect: Dialect) -> tuple[str, str]:
+def _frame_base_space(target: StaticTarget, frame: FrameContext | None, dialect: Dialect) -> tuple[AddressSpace, str]:
     """(space, base) of the frame base: `private_lane`, `fp` for AMDGPU's s33."""
     space = target.default_address_space()
     base = "fp"
@@ -226,7 +214,7 @@ def _frame_base_space(target: StaticTarget, frame: FrameContext | None, dialect:
             ops = []
         if len(ops) == 1 and (regno := _regno(ops[0])) is not None and not ops[0].name.startswith("DW_OP_breg"):
             space = target.frame_base_address(regno, np.zeros(1, np.uint64))[0]
-    return space.name, base
+    return space, base
 
 
 def _describe_ops(ops: list[Op], dialect: Dialect, adapter, target: StaticTarget,
@@ -262,25 +250,15 @@ def _describe_simple(ops: list[Op], dialect: Dialect, adapter, target: StaticTar
         return f"computed from {used}" if top else "implicit"
     if names[0] == "DW_OP_fbreg" and len(ops) == 1:
         space, base = _frame_base_space(target, frame, dialect)
-        storage.add(adapter.space_by_name(space).scope)
-        place = f"{space} {base}{_offset(ops[0].operands[0])}"
-        label = _label_by_name(adapter, space)
-        return f"{place} ({label})" if label and top else place
+        storage.add(space.scope)
+        return _labelled(f"{space.name} {base}{_offset(ops[0].operands[0])}", space, adapter, top)
     if len(ops) == 1 and registers and names[0].startswith("DW_OP_breg"):
         space = target.default_address_space()
         storage.add(space.scope)
         place = f"{space.name} {_reg_name(target, registers[0])}{_offset(ops[0].operands[-1])}"
-        label = space_label(adapter, space)
-        return f"{place} ({label})" if label and top else place
+        return _labelled(place, space, adapter, top)
     storage.add("unknown")
     if registers:
         used = ", ".join(dict.fromkeys(_reg_name(target, r) for r in registers))
         return f"memory addressed by {used}"
     return "computed location"
-
-
-def _label_by_name(adapter, name: str) -> str | None:
-    try:
-        return space_label(adapter, adapter.space_by_name(name))
-    except AspaceError:
-        return None
