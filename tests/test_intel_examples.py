@@ -56,6 +56,15 @@ def _float(text: str) -> float:
     return float(text)
 
 
+def _floats(text: str) -> list[float]:
+    """A GDB-style array, `{1, 2, 0 <repeats 30 times>}`, as a list."""
+    out = []
+    for item in text.strip("{}").split(", "):
+        value, _, repeat = item.partition(" <repeats ")
+        out += [float(value)] * (int(repeat.split()[0]) if repeat else 1)
+    return out
+
+
 @pytest.mark.parametrize("lane", [0, 1, 3, 5, 6, 7])
 def test_divergent_call_every_variable_per_lane(lane):
     s = _session(DUMPS / "divergent_call.tgllp")
@@ -68,6 +77,9 @@ def test_divergent_call_every_variable_per_lane(lane):
     assert int(shown["gid"]) == model["gid"]
     assert int(shown["lane"]) == model["lane"]
     assert _float(shown["x"]) == model["x"]
+    # the work-group's __local array, hung on IGC's range-less inlined instance of the kernel
+    cells = opencl_divergent_call.spec().values["cells"][lane]
+    assert _floats(shown["cells"]) == cells
     if lane & 1:
         assert int(shown["steps"]) == model["steps"]
         assert shown["cell"] == f"0x{model['cell']:x}"
@@ -117,5 +129,7 @@ def test_dap_server_shows_the_variables():
         names = scope_vars(c, frames[0]["id"], "Locals")
         assert int(names["lane"]["value"]) == 3
         assert names["cell"]["variablesReference"]
+        cells = c.request("variables", {"variablesReference": names["cells"]["variablesReference"]})["variables"]
+        assert [v["value"] for v in cells[:8]] == ["5", "5.5", "6", "6.5", "7", "7.5", "0", "0"]
     finally:
         c.close()

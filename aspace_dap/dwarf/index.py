@@ -940,9 +940,9 @@ class DwarfIndex:
         locals_: list[VariableInfo] = []
         seen_origins: set[int] = set()
         scope = self._ranges(die)
-        self._collect(die, pc, scope, params, locals_, seen_origins, 0)
-        # Abstract parameters/locals with no concrete entry were optimized away entirely.
         origin_offset = die.get(AT_ABSTRACT_ORIGIN)
+        self._collect(die, pc, scope, params, locals_, seen_origins, 0, origin_offset)
+        # Abstract parameters/locals with no concrete entry were optimized away entirely.
         if isinstance(origin_offset, int):
             origin = self.die(origin_offset)
             order: dict[int, int] = {}
@@ -969,7 +969,8 @@ class DwarfIndex:
                 latest[v.name] = i
         return result
 
-    def _collect(self, die: Die, pc: int, scope, params, locals_, seen_origins, depth) -> None:
+    def _collect(self, die: Die, pc: int, scope, params, locals_, seen_origins, depth,
+                 own_origin: int | None = None) -> None:
         if depth > MAX_DEPTH:
             raise CodeObjectError(f".debug_info: scopes nested too deep under {die.offset:#x}")
         inner_block = None
@@ -981,6 +982,9 @@ class DwarfIndex:
                 locals_.append(self._variable(child, "local", scope, die.unit))
             elif tag == TAG_LEXICAL_BLOCK and inner_block is None and self._contains(child, pc):
                 inner_block = child
+            elif tag == TAG_INLINED_SUBROUTINE and self._is_own_scope(child, own_origin):
+                self._collect(child, pc, scope, params, locals_, seen_origins, depth + 1, own_origin)
+                continue
             else:
                 continue
             origin = child.get(AT_ABSTRACT_ORIGIN)
@@ -988,7 +992,18 @@ class DwarfIndex:
                 seen_origins.add(origin)
         if inner_block is not None:
             ranges = self._ranges(inner_block) or scope
-            self._collect(inner_block, pc, ranges, params, locals_, seen_origins, depth + 1)
+            self._collect(inner_block, pc, ranges, params, locals_, seen_origins, depth + 1, own_origin)
+
+    @staticmethod
+    def _is_own_scope(die: Die, own_origin: int | None) -> bool:
+        """An inlined_subroutine that is the frame's own function, with no code and no call site.
+
+        IGC hangs a kernel's function-scope __local variables (single location
+        expressions, valid for the work-group's lifetime) on such an entry. A function
+        cannot be inlined into itself without recursion, which OpenCL C forbids, so it
+        is the frame's own scope rather than a callee."""
+        return (own_origin is not None and die.get(AT_ABSTRACT_ORIGIN) == own_origin
+                and AT_LOW_PC not in die.raw and AT_RANGES not in die.raw and not die.get(AT_CALL_LINE))
 
     def _variable(self, die: Die, kind: str, scope, unit: _Unit) -> VariableInfo:
         chain = self._origin_chain(die)

@@ -41,7 +41,10 @@ def spec() -> OpenclDump:
     names = sorted({k for item in items for k in item})
     values = {name: [item.get(name) for item in items] for name in names}
     active = sum(1 << lane for lane in range(SIMD) if lane & 1)
-    slm = b"".join(struct.pack("<f", item["x"]) for item in items) + bytes(4 * (32 - SIMD))
+    # line 21 ran in every lane: cells[local id] = x; the work-group's other slots stay 0
+    cells = [item["x"] for item in items] + [0.0] * (32 - SIMD)
+    values["cells"] = [cells] * SIMD  # one work-group array, the same from every lane
+    slm = b"".join(struct.pack("<f", c) for c in cells)
     total = 4 * SIMD
     out = bytearray(4 * total)
     for item in items:

@@ -23,7 +23,7 @@ for name in lds_tiles scratch_struct divergent_call; do
     cp "$tmp/$name" "$name.$DEVICE.bin"
     cp "$tmp/$name.dbg" "$name.$DEVICE.dbg"
     rm -rf "$tmp"
-    # The .dbg file is a small ocloc header followed by the debug ELF (e_machine 205).
+    # The .dbg file is a small ocloc header followed by the debug ELF (e_machine 182).
     python3 - "$name.$DEVICE.dbg" "$name.$DEVICE.elf" <<'PY'
 import sys
 data = open(sys.argv[1], "rb").read()
