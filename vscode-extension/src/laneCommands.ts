@@ -76,9 +76,12 @@ export function registerLaneCommands(controller: GpuDebugController, panels: Lan
         void vscode.window.showWarningMessage('No GPU debug session is active.');
         return;
       }
+      // From the editor's context menu or the palette: offer the selected text.
+      const editor = vscode.window.activeTextEditor;
+      const selected = editor !== undefined && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : '';
       const expression =
         target?.expression ??
-        (await vscode.window.showInputBox({ prompt: 'Expression to show in every lane of the wave' }));
+        (await vscode.window.showInputBox({ prompt: 'Expression to show in every lane of the wave', value: selected.trim() }));
       if (expression === undefined || expression.trim() === '') return;
       await panels.show(entry, expression.trim());
     }),

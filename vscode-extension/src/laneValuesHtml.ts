@@ -29,6 +29,12 @@ function headline(page: LaneValuesPage): string {
   if (s.distinctActiveValues === 1) {
     return `All ${s.activeCount} active lanes agree: <code>${escapeHtml(s.majority ?? '')}</code>`;
   }
+  if (s.majority === undefined) {
+    return (
+      `${s.distinctActiveValues} distinct values across ${s.activeCount} active lanes; ` +
+      `no value is more common than the others (${s.majorityCount} lanes each at most).`
+    );
+  }
   const differing = s.activeCount - s.majorityCount;
   return (
     `${s.distinctActiveValues} distinct values across ${s.activeCount} active lanes; ` +

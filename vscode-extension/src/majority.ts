@@ -9,17 +9,19 @@ export interface LaneValueRow extends LaneValue {
 
 export interface LaneValueSummary {
   rows: LaneValueRow[];
-  /** Most common value among active lanes; undefined when none is active. */
+  /** Most common value among active lanes; undefined when none is active or the top count is tied. */
   majority: string | undefined;
+  /** How many active lanes hold the most common value(s). */
   majorityCount: number;
   activeCount: number;
   distinctActiveValues: number;
 }
 
 /**
- * Inactive lanes hold stale values, so only active lanes vote. Ties go to the
- * value seen first in lane order, which keeps the choice stable between
- * refreshes.
+ * Inactive lanes hold stale values, so only active lanes vote. When several
+ * values share the top count there is no majority and no lane is marked:
+ * picking one of them would flag most of the wave for no reason (tx over four
+ * tile columns is a four-way tie).
  */
 export function summarizeLaneValues(values: readonly LaneValue[]): LaneValueSummary {
   const ordered = [...values].sort((a, b) => a.lane - b.lane);
@@ -29,13 +31,18 @@ export function summarizeLaneValues(values: readonly LaneValue[]): LaneValueSumm
   }
   let majority: string | undefined;
   let majorityCount = 0;
+  let tied = false;
   for (const [value, n] of counts) {
     if (n > majorityCount) {
       majority = value;
       majorityCount = n;
+      tied = false;
+    } else if (n === majorityCount) {
+      tied = true;
     }
   }
-  const rows = ordered.map((v) => ({ ...v, differs: v.active && v.value !== majority }));
+  if (tied) majority = undefined;
+  const rows = ordered.map((v) => ({ ...v, differs: majority !== undefined && v.active && v.value !== majority }));
   const activeCount = ordered.filter((v) => v.active).length;
   return { rows, majority, majorityCount, activeCount, distinctActiveValues: counts.size };
 }

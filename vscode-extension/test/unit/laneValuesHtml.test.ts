@@ -33,6 +33,13 @@ describe('lane values page', () => {
     assert.ok(!html.includes('<table>'));
   });
 
+  it('says when no value is more common than the others', () => {
+    const tie = summarizeLaneValues([0, 1, 2, 3].map((lane) => ({ lane, active: true, value: String(lane % 2), type: 'int' })));
+    const html = renderLaneValuesPage({ expression: 'tx', summary: tie, cspSource: 'x' });
+    assert.match(html, /2 distinct values across 4 active lanes; no value is more common than the others \(2 lanes each at most\)/);
+    assert.ok(!html.includes('differs"'), 'no lane is marked');
+  });
+
   it('says when all active lanes agree', () => {
     const same = summarizeLaneValues([
       { lane: 0, active: true, value: '3', type: 'int' },

@@ -26,16 +26,24 @@ describe('summarizeLaneValues', () => {
     );
   });
 
-  it('breaks ties by lane order regardless of input order', () => {
-    const s = summarizeLaneValues([v(3, 'b'), v(2, 'b'), v(1, 'a'), v(0, 'a')]);
-    assert.equal(s.majority, 'a');
+  it('has no majority and marks nothing when the top count is tied', () => {
+    const s = summarizeLaneValues([v(3, 'b'), v(2, 'b'), v(1, 'a'), v(0, 'a'), v(4, 'c')]);
+    assert.equal(s.majority, undefined);
+    assert.equal(s.majorityCount, 2);
+    assert.equal(s.distinctActiveValues, 3);
     assert.deepEqual(
       s.rows.map((r) => r.lane),
-      [0, 1, 2, 3],
+      [0, 1, 2, 3, 4],
     );
+    assert.ok(s.rows.every((r) => !r.differs));
+  });
+
+  it('still finds a plurality below half the lanes', () => {
+    const s = summarizeLaneValues([v(0, 'a'), v(1, 'a'), v(2, 'b'), v(3, 'c'), v(4, 'd')]);
+    assert.equal(s.majority, 'a');
     assert.deepEqual(
       s.rows.filter((r) => r.differs).map((r) => r.lane),
-      [2, 3],
+      [2, 3, 4],
     );
   });
 

@@ -1,0 +1,223 @@
+#!/usr/bin/env node
+// Screenshots of the packaged extension in a real VS Code (code-server) driven
+// by headless Chromium, debugging examples/lds_tiles with the real server.
+// Not part of `make test`: it needs code-server, Chromium and playwright-core
+// (see the "Screenshots" section of ../README.md for the setup).
+//
+//   CODE_SERVER=/tmp/cs/node_modules/.bin/code-server PLAYWRIGHT=/tmp/cs \
+//   CHROMIUM=/usr/bin/chromium PYTHON=/abs/.venv/bin/python \
+//   node scripts/capture-screenshots.mjs [OUT_DIR]
+//
+// OUT_DIR defaults to ../docs. The workspace, user data and extensions go to
+// a fresh temporary folder, so an existing code-server setup is not touched.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const extensionDir = resolve(here, '..');
+const repo = resolve(extensionDir, '..');
+
+function need(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`set ${name} (see the header of scripts/capture-screenshots.mjs)`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const codeServer = need('CODE_SERVER');
+const python = need('PYTHON');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const { chromium } = createRequire(join(resolve(need('PLAYWRIGHT')), 'noop.js'))('playwright-core');
+const outDir = resolve(process.argv[2] ?? join(repo, 'docs'));
+const vsix = join(extensionDir, 'aspace-gpu.vsix');
+const port = Number(process.env.PORT ?? 8765);
+
+// ---- a throw-away workspace with the example and a launch configuration ----
+
+const root = mkdtempSync(join(tmpdir(), 'aspace-shots-'));
+const workspace = join(root, 'aspace-dap');
+const userData = join(root, 'user');
+const extensions = join(root, 'extensions');
+cpSync(join(repo, 'examples', 'lds_tiles'), join(workspace, 'examples', 'lds_tiles'), { recursive: true });
+mkdirSync(join(workspace, '.vscode'), { recursive: true });
+writeFileSync(
+  join(workspace, '.vscode', 'launch.json'),
+  JSON.stringify(
+    {
+      version: '0.2.0',
+      configurations: [
+        {
+          type: 'aspace-gpu',
+          request: 'launch',
+          name: 'lds_tiles (gfx90a -O0)',
+          state: '${workspaceFolder}/examples/lds_tiles/dumps/gfx90a.O0',
+          pythonPath: python,
+        },
+      ],
+    },
+    null,
+    2,
+  ),
+);
+mkdirSync(join(userData, 'User'), { recursive: true });
+writeFileSync(
+  join(userData, 'User', 'settings.json'),
+  JSON.stringify({
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.colorTheme': 'Default Dark Modern',
+    'extensions.ignoreRecommendations': true,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'editor.minimap.enabled': false,
+    'window.commandCenter': false,
+    'chat.commandCenter.enabled': false,
+    'workbench.layoutControl.enabled': false,
+    'debug.toolBarLocation': 'docked',
+  }),
+);
+
+execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
+  stdio: 'inherit',
+});
+
+const server = spawn(
+  codeServer,
+  ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
+    '--user-data-dir', userData, '--extensions-dir', extensions, workspace],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
+server.stdout.on('data', (d) => process.stdout.write(`[code-server] ${d}`));
+server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
+
+async function waitForServer() {
+  for (let i = 0; i < 120; i++) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error('code-server did not start');
+}
+
+// ---- driving the workbench ----
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  // Click the entry whose label is exactly the title: Enter could pick a
+  // near match ("Debug: Select and Start Debugging") before the list settles.
+  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await page
+    .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
+    .first()
+    .click();
+}
+
+/** The row of a debug tree (Variables, Call Stack, GPU Lanes) whose text matches. */
+function row(page, paneTitle, text) {
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: paneTitle }) });
+  return pane.locator('.monaco-list-row', { hasText: text }).first();
+}
+
+async function setPaneExpanded(page, paneTitle, expanded) {
+  const header = page.locator('.pane-header', { hasText: paneTitle }).first();
+  await header.waitFor();
+  if (((await header.getAttribute('aria-expanded')) === 'true') !== expanded) await header.click();
+}
+
+/** Drags the side bar's right edge so thread names and values fit. */
+async function widenSideBar(page, width) {
+  const box = await page.locator('.part.sidebar').boundingBox();
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width + 1, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + width, y, { steps: 10 });
+  await page.mouse.up();
+}
+
+/** Right-click a Variables or Watch row and pick Show in All Lanes. */
+async function showInAllLanes(page, target, panelTitle) {
+  await target.click({ button: 'right' });
+  // Menu items act on keyboard selection; hovering selects the entry.
+  await page.locator('.context-view .action-label', { hasText: 'Show in All Lanes' }).hover();
+  await page.keyboard.press('Enter');
+  await page.locator('.tab', { hasText: panelTitle }).waitFor({ timeout: 30000 });
+}
+
+async function shot(page, name, clip) {
+  const path = join(outDir, name);
+  await page.screenshot({ path, clip });
+  console.log(`wrote ${path}`);
+}
+
+async function main() {
+  mkdirSync(outDir, { recursive: true });
+  await waitForServer();
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+  try {
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.waitForSelector('.monaco-workbench');
+    await sleep(3000);
+
+    // Start the session from launch.json and wait for the lane status bar item.
+    await runCommand(page, 'View: Show Run and Debug');
+    await sleep(1000);
+    await widenSideBar(page, 560);
+    for (const pane of ['Watch', 'Breakpoints']) await setPaneExpanded(page, pane, false);
+    await runCommand(page, 'Debug: Start Debugging');
+    const laneItem = page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ });
+    await laneItem.waitFor({ timeout: 60000 });
+    await setPaneExpanded(page, 'Loaded Scripts', false);
+    await setPaneExpanded(page, 'GPU Lanes', true);
+    await row(page, 'GPU Lanes', 'Lane 0').waitFor({ timeout: 30000 });
+    // Open the Locals scope next to the Arguments VS Code expands itself.
+    await row(page, 'Variables', 'Locals').click();
+    await row(page, 'Variables', /^tx/).waitFor();
+    await sleep(1500);
+    await shot(page, 'vscode-session.png');
+
+    // Show in All Lanes from the Variables view's context menu (tx is a
+    // four-way tie across the active lanes, so nothing is marked), then from
+    // the palette for `tx == 0`: the lanes that summed a tile row stand out.
+    await showInAllLanes(page, row(page, 'Variables', /^tx/), 'tx · all lanes');
+    await runCommand(page, 'GPU Debug: Show in All Lanes');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor();
+    await input.fill('tx == 0');
+    await page.keyboard.press('Enter');
+    await page.locator('.tab', { hasText: 'tx == 0 · all lanes' }).waitFor({ timeout: 30000 });
+    await sleep(2000);
+    await shot(page, 'vscode-all-lanes.png');
+
+  } catch (error) {
+    // What the window showed when a step failed is the quickest diagnosis.
+    await page.screenshot({ path: join(outDir, 'failed-step.png') }).catch(() => {});
+    throw error;
+  } finally {
+    await browser.close();
+  }
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(() => server.kill());
