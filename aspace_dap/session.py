@@ -58,6 +58,7 @@ class Frame:
     line: int | None = None
     column: int | None = None
     caller_state: object | None = None  # unwound registers for frames above the innermost call
+    contexts: dict = field(default_factory=dict, repr=False, compare=False)  # FrameContext per dialect, built once
 
     @property
     def name(self) -> str:
@@ -351,8 +352,11 @@ class Session:
             out.groups.append((lanes, Obj.from_bytes(vtype, raw, lanes)))
             return out
         target = self.frame_target(frame, var.dialect)
-        res: LaneResults = evaluate(spec, target, var.dialect, lanes,
-                                    frame=self.frame_context(frame.program, frame.info, frame.runtime_pc, target))
+        context = frame.contexts.get(var.dialect)
+        if context is None:
+            context = frame.contexts[var.dialect] = self.frame_context(frame.program, frame.info, frame.runtime_pc,
+                                                                       target)
+        res: LaneResults = evaluate(spec, target, var.dialect, lanes, frame=context)
         for lane, err in res.errors.items():
             out.errors[lane] = f"<error: {err}>"
         for glanes, entry in res.groups:

@@ -343,6 +343,14 @@ class Evaluator:
     def op_fbreg(self, op, grp, depth):
         if self.frame.frame_base_expr is None:
             raise UnavailableError("DW_OP_fbreg: the function has no frame base")
+        key = grp.lanes.tobytes()
+        loc = self.frame.frame_base_cache.get(key)
+        if loc is None:
+            loc = self._frame_base(grp, depth)
+            self.frame.frame_base_cache[key] = loc
+        grp.stack.append(loc.shifted(np.full(len(grp.lanes), op.operands[0] * 8, np.int64)))
+
+    def _frame_base(self, grp, depth) -> Location:
         sub = Evaluator(self.target, self.dialect, self.frame, self.limits)
         sub.steps = self.steps
         res = sub.evaluate(self.frame.frame_base_expr, grp.lanes, kind="location", depth=depth + 1)
@@ -356,12 +364,10 @@ class Evaluator:
             reg = place.register
             bits = self._read_register_value(reg.regno, grp, self.generic)
             space, addr = self.target.frame_base_address(reg.regno, bits)
-            loc = single(MemoryLocation(space, addr, np.zeros(len(grp.lanes), np.int64), grp.lanes))
-        elif isinstance(place, MemoryLocation):
-            loc = base
-        else:
-            raise EvaluationError(f"frame base is not a memory or register location: {base.describe()}")
-        grp.stack.append(loc.shifted(np.full(len(grp.lanes), op.operands[0] * 8, np.int64)))
+            return single(MemoryLocation(space, addr, np.zeros(len(grp.lanes), np.int64), grp.lanes))
+        if isinstance(place, MemoryLocation):
+            return base
+        raise EvaluationError(f"frame base is not a memory or register location: {base.describe()}")
 
     def op_call_frame_cfa(self, op, grp, depth):
         if self.frame.cfa is None:

@@ -230,9 +230,12 @@ def _format_operand(value, name: str, dialect: Dialect | None) -> str:
     if isinstance(value, (bytes, bytearray)):
         if dialect is not None and name in ("DW_OP_entry_value", "DW_OP_GNU_entry_value"):
             try:
-                return "(" + disassemble(decode(value, dialect), dialect) + ")"
+                nested = decode(value, dialect)
             except DecodeError:
-                pass  # show the raw bytes of an undecodable nested expression
+                nested = None  # show the raw bytes of an undecodable nested expression
+            # AMD operations have two encodings; text would lose which one, so such bytes stay bytes
+            if nested is not None and not any(op.name.startswith("DW_OP_LLVM_") for op in nested):
+                return "(" + disassemble(nested, dialect) + ")"
         return "bytes:" + bytes(value).hex()
     return str(value)
 

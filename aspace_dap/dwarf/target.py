@@ -111,3 +111,5 @@ class FrameContext:
     call_frame_entry_reg: object | None = None  # callable(regno, lanes) -> Location of the caller's register
     base_type: object | None = None  # callable(die_offset) -> (size, encoding) for typed ops
     extra: dict = field(default_factory=dict)
+    # frame base per lane set: every fbreg variable of a frame shares it, so it is evaluated once
+    frame_base_cache: dict = field(default_factory=dict)

@@ -71,6 +71,16 @@ class SparseMemory:
 
     # ----- reading -------------------------------------------------------------------------
 
+    def flat_bytes(self) -> np.ndarray | None:
+        """The known bytes from address 0 as one array, when the space is exactly that (one region at 0,
+        no writes yet) — the common shape of private and LDS files; None otherwise."""
+        if len(self.regions) != 1 or self._overlay or self.regions[0].address != 0:
+            return None
+        region = self.regions[0]
+        if region.span is None:
+            return None
+        return region.span.array[region.file_offset:region.file_offset + region.available]
+
     def read(self, addr: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         addr, size = int(addr), int(size)
         if addr < 0 or size < 0:
@@ -100,6 +110,10 @@ class SparseMemory:
         except ValueError as exc:
             raise StateError(str(exc), self.path) from None
         base, real = base.reshape(-1), real.reshape(-1)
+        if len(base) == 1 and real[0] and int(base[0]) + int(size) <= 1 << 64:
+            # one contiguous range (a memory view, a big array): a slice, not a byte-by-byte gather
+            data, valid = self.read(int(base[0]), int(size))
+            return data.reshape(1, -1), valid.reshape(1, -1)
         offsets = np.arange(int(size), dtype=np.uint64)
         with np.errstate(over="ignore"):
             byte_addrs = base[:, None] + offsets[None, :]
