@@ -16,6 +16,7 @@ import numpy as np
 from . import adapters as _adapters_pkg  # noqa: F401  (aspace_dap.adapters, installed from adapters/)
 from .adapters import adapter_for
 from .codeobj import load_code_objects
+from .dwarf.describe import describe_constant, describe_evaluated
 from .dwarf.evaluator import LaneResults, evaluate
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
@@ -405,11 +406,14 @@ class Session:
     # ------------------------------------------------------------------ locations in words
 
     def location_text(self, obj: Obj, lane_index: int = 0) -> str:
+        """Where the object is for one lane, printed as the language server prints it (`v3[lane 5]`,
+        `local#0x40 (LDS)`)."""
         if obj.error is not None:
             return "optimized out" if obj.error == "<optimized out>" else "unknown"
         if obj.location is None:
-            return "constant (debug info)"
-        return obj.location.describe(lane_index)
+            data, _ = obj.bytes()
+            return describe_constant(bytes(data[lane_index]))
+        return describe_evaluated(obj.location, self.adapter, lane_index)
 
     def memory_reference(self, obj: Obj, wave_id: int, lane_index: int = 0) -> str | None:
         place = obj.memory_place()

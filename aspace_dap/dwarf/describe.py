@@ -121,8 +121,16 @@ def summarize_location(expr: bytes, dialect: Dialect, adapter, *, frame: FrameCo
 
 
 def describe_evaluated(location: Location, adapter, i: int = 0, *, lane_generic: bool = False) -> str:
-    """An evaluated location for row `i`; `lane_generic` writes per-lane places as `[lane]`."""
+    """An evaluated location for row `i`; `lane_generic` writes per-lane places as `[lane]`.
+
+    The debugger prints a variable's place with it, so a dump and the source lens read alike."""
     return " | ".join(_place(p, adapter, i, lane_generic, True, set()) for p in location.places)
+
+
+def describe_constant(value: int | bytes, size: int = 8) -> str:
+    """A DW_AT_const_value: `constant 0x5`; an int is taken as `size` little-endian bytes, like the value shown."""
+    raw = value if isinstance(value, bytes) else (value & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+    return f"constant {int.from_bytes(raw, 'little'):#x}" if len(raw) <= 8 else f"constant[{raw.hex()}]"
 
 
 def _lane(loc, i: int, lane_generic: bool) -> str:
@@ -167,7 +175,8 @@ def _place(p: SingleLocation, adapter, i: int, lane_generic: bool, top: bool, st
             parts.append(f"{inner}:{_bytes(piece.bits)}")
         if not p.complete:
             parts.append("...")
-        return "{" + ", ".join(parts) + "}"
+        off = int(p.bit_offset[i])
+        return "{" + ", ".join(parts) + "}" + (f"+{_bytes(off)}" if off else "")
     storage.add("unknown")
     return type(p).__name__
 

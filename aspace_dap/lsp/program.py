@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 from ..adapters import adapter_for
 from ..codeobj import load_code_objects
-from ..dwarf.describe import Described, summarize_location
+from ..dwarf.describe import Described, describe_constant, summarize_location
 from ..dwarf.placeholders import overlapping_static_addresses
 from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, VariableInfo
 from ..dwarf.ops import decode, disassemble
 from ..dwarf.target import FrameContext
+from ..dwarf.types import byte_size
 from ..errors import AspaceError
 
 
@@ -181,8 +182,8 @@ class CodeObjectLens:
         if expr is None:
             return Described("optimized out", frozenset({"undefined"})), "(no location)"
         if isinstance(expr, ConstValue):
-            value = expr.value
-            text = f"constant {value:#x}" if isinstance(value, int) else f"constant[{bytes(value).hex()}]"
+            value = expr.value if isinstance(expr.value, int) else bytes(expr.value)
+            text = describe_constant(value, byte_size(var.type) or 8)
             return Described(text, frozenset({"implicit"})), "DW_AT_const_value"
         where = summarize_location(expr, var.dialect, self.adapter, frame=context, wave_lanes=self.wave_lanes)
         try:
