@@ -43,8 +43,7 @@ class DebugState:
     def __init__(self):
         self.session: Session | None = None
         self.handles = Handles()
-        self.frame_ids: dict[int, Frame] = {}
-        self.next_frame_id = 1
+        self.frame_ids: dict[int, Frame] = {}  # frames of the current focus, by frame_id()
 
     def need(self) -> Session:
         if self.session is None:
@@ -125,8 +124,7 @@ def stack_trace(ctx, args):
     levels = _not_negative(args, "levels") or len(frames)
     out = []
     for f in frames[start:start + max(0, levels)]:
-        fid = st.next_frame_id
-        st.next_frame_id += 1
+        fid = frame_id(wave.id, f.index)
         st.frame_ids[fid] = f
         item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0,
                 "instructionPointerReference": f"0x{f.runtime_pc:x}"}
@@ -159,9 +157,28 @@ def _frame(st: DebugState, frame_id) -> Frame:
         frames = s.frames()
         return frames[0]
     f = st.frame_ids.get(frame_id)
-    if f is None:
-        raise AspaceError(f"unknown frameId {frame_id} (stale after a focus change?)")
-    return f
+    if f is not None:
+        return f
+    # ids name (wave, depth), so a client that keeps a frame selected across a lane change
+    # (VS Code after `invalidated`) gets that depth of the newly focused lane's stack
+    s = st.need()
+    wave_id, index = divmod(frame_id - 1, FRAMES_PER_WAVE)
+    try:
+        s.state.wave_by_id(wave_id)
+    except AspaceError:
+        raise AspaceError(f"unknown frameId {frame_id}") from None
+    frames = s.frames(wave_id, s.focus_lane) if frame_id > 0 else []
+    if not 0 <= index < len(frames):
+        raise AspaceError(f"unknown frameId {frame_id}: the focused lane's stack has {len(frames)} frames")
+    st.frame_ids[frame_id] = frames[index]
+    return frames[index]
+
+
+FRAMES_PER_WAVE = 4096  # more than session.MAX_FRAMES
+
+
+def frame_id(wave_id: int, index: int) -> int:
+    return wave_id * FRAMES_PER_WAVE + index + 1
 
 
 @handlers.request("scopes", required={"frameId": int})
