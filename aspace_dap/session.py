@@ -18,6 +18,7 @@ from .adapters import adapter_for
 from .codeobj import load_code_objects
 from .dwarf.describe import describe_constant, describe_evaluated
 from .dwarf.evaluator import LaneResults, evaluate
+from .dwarf.frame_context import frame_context, is_kernel
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
 from .dwarf.target import Dialect, FrameContext
@@ -253,7 +254,7 @@ class Session:
                 # the next (outer) frame stands where this inlined one was called from
                 file, ln, col = self.map_source(info.call_file), info.call_line, info.call_column or 0
             concrete = infos[-1]
-            if len(out) >= MAX_FRAMES or self._is_kernel(program, concrete):
+            if len(out) >= MAX_FRAMES or is_kernel(program.code_object, concrete):
                 return out
             target = self.frame_target(out[-1], concrete.dialect)
             try:
@@ -308,27 +309,10 @@ class Session:
 
     def frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int,
                       target=None) -> FrameContext:
-        index = program.index
-        cu = info.cu_offset if info else 0
         pc = program.elf_pc(runtime_pc) if info is not None else runtime_pc
-        frame_base = info.frame_base_expr if info else None
-        if frame_base is None and info is not None and self._is_kernel(program, info):
-            frame_base = self.adapter.entry_frame_base(info.dialect)
-        return FrameContext(
-            pc=pc,
-            load_bias=program.load_address,
-            frame_base_expr=frame_base,
-            addrx=(lambda i, cu=cu: index.addr_index(cu, i)) if index else None,
-            procedure=(lambda die, pc=pc: index.location_for_die(die, pc)) if index else None,
-            base_type=index.base_type if index else None,
-            cfa=self.adapter.call_frame_cfa(program.code_object, target, pc) if target is not None else None,
-        )
-
-    @staticmethod
-    def _is_kernel(program: Program, info: FrameInfo) -> bool:
-        co = program.code_object
-        kernel = getattr(co, "kernel", None)
-        return bool(kernel and (kernel(info.linkage_name or "") or kernel(info.function)))
+        cfa = self.adapter.call_frame_cfa(program.code_object, target, pc) if target is not None else None
+        return frame_context(program.index, program.code_object, self.adapter, info, pc,
+                             load_bias=program.load_address, cfa=cfa)
 
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         wave = self.wave(frame.wave_id)

@@ -81,3 +81,33 @@ def test_a_label_that_repeats_the_space_name_is_left_out():
     assert describe_evaluated(memory_at(intel.space_by_name("local"), 0x40), intel) == "local#0x40 (SLM)"
     assert describe_evaluated(memory_at(AMD.space_by_name("local"), 0x40), AMD) == "local#0x40 (LDS)"
     assert describe_evaluated(memory_at(AMD.space_by_name("global"), 0x40), AMD) == "global#0x40"
+
+
+class _Kernels:
+    """A code object's kernel lookup: only `kernel(name)` is asked."""
+
+    def __init__(self, *names: str):
+        self.names = names
+
+    def kernel(self, name: str):
+        return name if name in self.names else None
+
+
+def test_frame_context_gives_a_kernel_without_frame_base_the_entry_one():
+    from aspace_dap.dwarf.frame_context import frame_context
+    from aspace_dap.dwarf.index import FrameInfo
+
+    kernel = FrameInfo("k", "_Z1kv", 0x10, 0, False, 0x100, None, dialect=UPSTREAM)
+    inlined = FrameInfo("helper", None, 0x40, 0, True, 0x120, None, dialect=UPSTREAM)
+    device = FrameInfo("f", "_Z1fv", 0x80, 0, False, 0x200, None, dialect=UPSTREAM)
+    code = _Kernels("_Z1kv")
+    entry = AMD.entry_frame_base(UPSTREAM)
+    assert entry
+    assert frame_context(None, code, AMD, kernel, 0x104).frame_base_expr == entry
+    # an inlined frame stands in its kernel's frame
+    assert frame_context(None, code, AMD, inlined, 0x124, function=kernel).frame_base_expr == entry
+    assert frame_context(None, code, AMD, device, 0x204).frame_base_expr is None
+    own = asm(f"DW_OP_regx {S33}")
+    with_base = FrameInfo("k", "_Z1kv", 0x10, 0, False, 0x100, own, dialect=UPSTREAM)
+    got = frame_context(None, code, AMD, with_base, 0x104, load_bias=0x1000)
+    assert (got.frame_base_expr, got.pc, got.load_bias, got.addrx) == (own, 0x104, 0x1000, None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..adapters import adapter_for
 from ..codeobj import load_code_objects
 from ..dwarf.describe import Described, describe_constant, summarize_location
+from ..dwarf.frame_context import frame_context
 from ..dwarf.placeholders import overlapping_static_addresses
 from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, VariableInfo
 from ..dwarf.ops import decode, disassemble
@@ -138,25 +139,12 @@ class CodeObjectLens:
                     continue
                 found[var.die_offset] = self._lens(file, frame, concrete, var, unknown.get(var.die_offset))
 
-    def _frame_context(self, frame: FrameInfo, concrete: FrameInfo) -> FrameContext:
-        index = self.index
-        frame_base = frame.frame_base_expr
-        co = self.code_object
-        if frame_base is None and (co.kernel(concrete.linkage_name or "") or co.kernel(concrete.function)):
-            frame_base = self.adapter.entry_frame_base(concrete.dialect)
-        cu = frame.cu_offset
-        return FrameContext(
-            pc=concrete.low_pc or 0,
-            frame_base_expr=frame_base,
-            addrx=lambda i, cu=cu: index.addr_index(cu, i),
-            procedure=lambda die, pc=concrete.low_pc or 0: index.location_for_die(die, pc),
-            base_type=index.base_type,
-        )
-
     def _lens(self, file: str, frame: FrameInfo, concrete: FrameInfo, var: VariableInfo,
               unknown: str | None = None) -> VariableLens:
         lens = VariableLens(var.name, var.kind, frame.function, file, var.decl_line, var.die_offset)
-        context = self._frame_context(frame, concrete)
+        # no dump, no PC of a stop: the function's entry stands for it
+        context = frame_context(self.index, self.code_object, self.adapter, frame, concrete.low_pc or 0,
+                                function=concrete)
         loc = var.location
         scope = var.scope_ranges or frame.ranges
         if isinstance(loc, LocList):
