@@ -47,32 +47,37 @@ def _expressions(elf_path: Path):
                     yield die.offset, name, bytes(loc.loc_expr)
 
 
-# IGC 1.0.12504 leaks LLVM's internal DW_OP_LLVM_arg (0x1005, written as the bytes 05 10 N) into
-# a few expressions that describe values computed from several SSA values (DIArgList). It is not
-# a DWARF operation at all; the bytes before it are a complete expression ending in stack_value.
-LEAKED_LLVM_ARG = b"\x05\x10"
-
-
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_location_expression_decodes_and_has_semantics(kernel):
     exprs = list(_expressions(EXAMPLES / f"{kernel}.tgllp.elf"))
     assert len(exprs) > 10
     seen_intel = set()
-    leaked = 0
     for die, attr, expr in exprs:
-        if LEAKED_LLVM_ARG in expr:
-            cut = expr.index(LEAKED_LLVM_ARG)
-            assert expr[cut - 1] == 0x9F, f"DIE {die:#x} {attr}: LLVM arg not after a complete expression"
-            expr = expr[:cut]
-            leaked += 1
-        ops = decode(expr, INTEL)
-        for op in ops:
+        for op in decode(expr, INTEL):
             assert op.name in _HANDLERS, f"DIE {die:#x} {attr}: no semantics for {op.name}"
             if op.name.startswith("DW_OP_INTEL_"):
                 seen_intel.add(op.name)
     # IGC's SIMD-lane register views are in every kernel
     assert {"DW_OP_INTEL_push_simd_lane", "DW_OP_INTEL_regs", "DW_OP_INTEL_push_bit_piece_stack"} <= seen_intel
-    assert leaked <= len(exprs) // 10
+
+
+def test_leaked_llvm_operations_decode_and_evaluate_to_an_honest_error():
+    # scratch_struct's `step` and `axis` are computed from two SSA values (an LLVM DIArgList);
+    # IGC wrote its location of the first, then LLVM's own elements: arg 0, masks, arg 1, ...
+    leaked = [(die, expr) for die, _, expr in _expressions(EXAMPLES / "scratch_struct.tgllp.elf")
+              if any(op.name == "DW_OP_LLVM_arg" for op in decode(expr, INTEL))]
+    assert len(leaked) == 2
+    for die, expr in leaked:
+        ops = decode(expr, INTEL)
+        args = [op.operands for op in ops if op.name == "DW_OP_LLVM_arg"]
+        assert args == [(0x10, 0), (0x10, 1)], f"DIE {die:#x}"
+        first = next(i for i, op in enumerate(ops) if op.name == "DW_OP_LLVM_arg")
+        assert ops[first - 1].name == "DW_OP_stack_value"  # IGC's own, complete expression for arg 0
+        res = evaluate(expr, _Target(8), INTEL, np.arange(8))
+        assert not res.groups and set(res.errors) == set(range(8))
+        assert all("DW_OP_LLVM_arg 0" in str(e) and isinstance(e, UnavailableError) for e in res.errors.values())
+    converts = [op.operands for _, expr in leaked for op in decode(expr, INTEL) if op.name == "DW_OP_LLVM_convert"]
+    assert converts == [(0x10, 16, 5), (0x10, 32, 5)]  # to a signed 16-bit, then a signed 32-bit integer
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -703,6 +703,11 @@ class Evaluator:
     # depends on its SIMD lane), so these operations take from the stack what DW_OP_regx and
     # DW_OP_bit_piece take as operands. A register stays a location until bits are pulled out.
 
+    def op_leaked_llvm(self, op, grp, depth):
+        # the value numbered by DW_OP_LLVM_arg was never described: nothing says where it lives
+        raise UnavailableError(f"{op.name} {' '.join(map(str, op.operands[1:]))}: IGC left an LLVM-internal "
+                               "operation in the expression; the value it refers to is not described")
+
     def _uniform_or_split(self, bits: np.ndarray) -> int:
         """The one value every lane of the group agrees on; otherwise split the group by it."""
         first = bits[0]
@@ -894,6 +899,7 @@ _register(["DW_OP_INTEL_regval_bits"], "op_intel_regval_bits")
 _register(["DW_OP_INTEL_piece_stack"], "op_intel_piece_stack")
 _register(["DW_OP_INTEL_bit_piece_stack"], "op_intel_bit_piece_stack")
 _register(["DW_OP_INTEL_bit_piece"], "op_piece")
+_register(["DW_OP_LLVM_arg", "DW_OP_LLVM_convert"], "op_leaked_llvm")
 _register([f"DW_OP_reg{i}" for i in range(32)] + ["DW_OP_regx"], "op_reg")
 _register([f"DW_OP_breg{i}" for i in range(32)] + ["DW_OP_bregx"], "op_breg")
 _register(["DW_OP_regval_type", "DW_OP_GNU_regval_type"], "op_regval_type")

@@ -200,6 +200,13 @@ def _intel() -> list[OpSpec]:
         _spec(0xEE, "INTEL_piece_stack", vendor="intel"),
         _spec(0xEF, "INTEL_bit_piece_stack", vendor="intel"),
         _spec(0xFE, "INTEL_regval_bits", "u8", vendor="intel"),
+        # IGC 1.0.12504 copies LLVM-internal DIExpression operations of multi-value
+        # (DIArgList) locations into its output, each element in its smallest fixed size:
+        # DW_OP_LLVM_arg (0x1005) and DW_OP_LLVM_convert (0x1001) become the 16-bit codes
+        # "05 10" and "01 10" with 1-byte operands. 0x01 and 0x05 are unused in DWARF, so
+        # they are read as the low byte, with the high byte (0x10) as the first operand.
+        _spec(0x01, "LLVM_convert", "u8", "u8", "u8", vendor="intel"),
+        _spec(0x05, "LLVM_arg", "u8", "u8", vendor="intel"),
     ]
 
 
