@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -18,7 +19,15 @@ def _server(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # `aspace-dap inspect ... | head`: the reader left; that is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] == "inspect":
         p = argparse.ArgumentParser(prog="aspace-dap inspect",
                                     description="Print the call stack and variables of one lane of a dumped wave.")

@@ -109,6 +109,7 @@ class Session:
             self._extra = self._load_program(-1, code_object, 0)
         self._targets: dict[tuple[int, Dialect], object] = {}
         self._lds_cache: dict[tuple, dict[int, str]] = {}
+        self._found_sources: dict[str, str] = {}
         if not state.waves:
             raise StateError("the dump has no waves", "dispatches")
         focus = state.focus
@@ -288,11 +289,30 @@ class Session:
         return self.map_source(line.file), line.line, line.column
 
     def map_source(self, path: str | None) -> str | None:
+        """The path a client can open: the launch's sourceMap first, then a relative DWARF path
+        (`-ffile-prefix-map` builds) found beside the dump or the code objects, or their parents."""
         if path is None:
             return None
         for src, dst in self.source_map.items():
             if path.startswith(src):
                 return dst + path[len(src):]
+        if os.path.isabs(path):
+            return path
+        found = self._found_sources.get(path)
+        if found is None:
+            found = self._find_relative_source(path)
+            self._found_sources[path] = found
+        return found
+
+    def _find_relative_source(self, path: str) -> str:
+        roots = [Path.cwd()]
+        for anchor in [self.state.source] + [ref.path for ref in self.state.code_objects]:
+            if anchor is not None:
+                roots.extend(list(Path(anchor).resolve().parents)[:6])
+        for root in roots:
+            candidate = root / path
+            if candidate.is_file():
+                return str(candidate)
         return path
 
     # ------------------------------------------------------------------ variables
