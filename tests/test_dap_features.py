@@ -142,3 +142,36 @@ def test_modules_and_sources(dap):
     path = next(s["path"] for s in sources if s["path"].endswith("scratch_struct.hip"))
     text = dap.request("source", {"source": {"path": path}})["content"]
     assert "integrate" in text
+
+
+def test_save_writes_the_overlay_as_a_new_dump(dap, tmp_path):
+    mem = "private_lane@wave0.lane5#0x10c"
+    dap.request("writeMemory", {"memoryReference": mem, "data": base64.b64encode((1234).to_bytes(4, "little")).decode()})
+    try:
+        out = ev(dap, f"save {tmp_path / 'edited'}", context="repl")["result"]
+        assert out.startswith("saved to ")
+        from aspace_dap.session import Session
+        edited = Session.open(str(tmp_path / "edited"))
+        frame = edited.frames(0, 5)[0]
+        pick = next(v for v in edited.variables(frame) if v.name == "pick")
+        from aspace_dap.values.format import format_obj
+        assert format_obj(edited.read_variable(frame, pick).obj_for(5)) == "1234"
+        with pytest.raises(RequestFailed, match="never overwritten"):
+            dap.request("saveDump", {"path": DUMP})
+    finally:
+        dap.request("writeMemory", {"memoryReference": mem, "data": base64.b64encode((789).to_bytes(4, "little")).decode()})
+
+
+def test_launch_reports_progress_to_clients_that_ask():
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu", "supportsProgressReporting": True})
+        seq = c.send("launch", {"state": DUMP})
+        c.request("configurationDone")
+        assert c.wait_response(seq)["success"]
+        start = c.wait_event("progressStart")["body"]
+        end = c.wait_event("progressEnd")["body"]
+        assert start["progressId"] == end["progressId"] and "Opening" in start["title"]
+        c.request("disconnect")
+    finally:
+        c.close()

@@ -334,6 +334,7 @@ HELP = """aspace-dap REPL commands:
   info lanes          every lane of the focused wave: state, work-item, position
   info waves          every wave with its active lanes
   x/NFU ADDRESS       examine memory: N units, format x/d/u/c, unit b/h/w/g; ADDRESS like local#0x40
+  save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
 """
 
@@ -380,7 +381,25 @@ def _repl_command(ctx, st, s: Session, text: str) -> str | None:
     m = _REPL_X.match(text)
     if m:
         return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", m[4].strip())
+    m = _REPL_SAVE.match(text)
+    if m:
+        return f"saved to {save_dump(s, m[1].strip())}"
     return None
+
+
+_REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
+
+
+def save_dump(s: Session, path: str) -> str:
+    """The overlay (every write made in this session) plus the dump, as a new dump folder."""
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        raise AspaceError(f"{path} exists and is not an empty folder; the original dump is never overwritten")
+    return str(s.state.save(path))
+
+
+@handlers.request("saveDump", required={"path": str})
+def save_dump_request(ctx, args):
+    return {"path": save_dump(_st(ctx).need(), args["path"])}
 
 
 def _lane_line(s, row) -> str:
