@@ -31,6 +31,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_eval.py
 	$(PY) benchmarks/bench_state.py
 	$(PY) benchmarks/bench_index.py
+	$(PY) benchmarks/bench_dap.py
+	$(PY) benchmarks/bench_lsp.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
