@@ -7,6 +7,7 @@ evaluator and the session only talk to it through these methods.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,15 +16,15 @@ from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterI
 from aspace_dap.errors import EvaluationError, UnavailableError
 
 
-class TargetAdapter:
+class TargetAdapter(ABC):
     vendor = "unknown"
     address_size = 8
 
     # --- address spaces -------------------------------------------------------------
 
+    @abstractmethod
     def spaces(self) -> dict[str, AddressSpace]:
         """Every address space by name, as users write them (`local#0x40`)."""
-        raise NotImplementedError
 
     def space_by_name(self, name: str) -> AddressSpace:
         try:
@@ -45,12 +46,13 @@ class TargetAdapter:
 
     # --- registers ------------------------------------------------------------------
 
+    @abstractmethod
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
-        raise NotImplementedError
+        """How a location sees DWARF register `regno` in a wave of `lanes` lanes, in this dialect."""
 
+    @abstractmethod
     def register_number(self, name: str, lanes: int) -> int | None:
         """DWARF number of a register written by name (`s5`, `v3`, `exec`), None if unknown."""
-        raise NotImplementedError
 
     # --- naming -----------------------------------------------------------------------
 
@@ -73,11 +75,12 @@ class TargetAdapter:
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
 
+    @abstractmethod
     def wave_target(self, state, wave, dialect: Dialect) -> "WaveTarget":
-        return WaveTarget(self, state, wave, dialect)
+        """The evaluation target for one wave of a dump."""
 
 
-class WaveTarget:
+class WaveTarget(ABC):
     """EvalTarget for one wave of a dump, through an adapter."""
 
     def __init__(self, adapter: TargetAdapter, state, wave, dialect: Dialect):
@@ -127,11 +130,13 @@ class WaveTarget:
     def frame_base_address(self, regno: int, value: np.ndarray):
         return self.default_address_space(), value
 
+    @abstractmethod
     def read_memory(self, space: AddressSpace, lanes, addrs, size) -> MemoryRead:
-        raise NotImplementedError
+        """`size` bytes at each lane's address in `space`, with their availability."""
 
+    @abstractmethod
     def write_memory(self, space: AddressSpace, lanes, addrs, data) -> None:
-        raise NotImplementedError
+        """Write each lane's row of `data` into the dump's overlay."""
 
 
 @dataclass

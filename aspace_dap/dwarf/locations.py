@@ -9,7 +9,8 @@ a group; when lanes disagree on structure the evaluator splits the group.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,15 +67,17 @@ def generic(address_size: int) -> BaseTypeRef:
     return BaseTypeRef(address_size, ATE_GENERIC)
 
 
-class Entry:
+class Entry(ABC):
     """A stack entry: a Value or a Location."""
 
-    def take(self, mask: np.ndarray) -> "Entry":  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def take(self, mask: np.ndarray) -> "Entry":
+        """The entry for the lanes selected by `mask` (a boolean mask or index array)."""
 
     @property
-    def width(self) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def width(self) -> int:
+        """Number of lanes the entry holds."""
 
 
 @dataclass(frozen=True)
@@ -120,23 +123,26 @@ class Value(Entry):
 # --------------------------------------------------------------------------- locations
 
 
-class SingleLocation:
+class SingleLocation(ABC):
     """One place: storage plus a per-lane bit offset into it."""
 
     bit_offset: np.ndarray  # int64 (G,) — for memory this is the bit within the byte address
 
-    def shifted(self, delta_bits: np.ndarray) -> "SingleLocation":  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def shifted(self, delta_bits: np.ndarray) -> "SingleLocation":
+        """The same storage, `delta_bits` further on (per lane)."""
 
-    def take(self, mask: np.ndarray) -> "SingleLocation":  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def take(self, mask: np.ndarray) -> "SingleLocation":
+        """The place for the selected lanes."""
 
     def storage_bits(self) -> int | None:
         """Size of the storage in bits, None when unbounded."""
         return None
 
-    def describe(self, i: int = 0) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self, i: int = 0) -> str:
+        """The place as the user reads it, for lane index `i`."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +176,7 @@ class MemoryLocation(SingleLocation):
 
 @dataclass(frozen=True)
 class RegisterLocation(SingleLocation):
-    register: RegisterInfo
+    register: RegisterInfo = field()  # explicit field: ABCMeta.register would otherwise read as a default
     bit_offset: np.ndarray
     lanes: np.ndarray
 

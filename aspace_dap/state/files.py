@@ -3,6 +3,7 @@ compressed members extracted to a temporary folder the first time they are used)
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 import os
 import shutil
 import struct
@@ -100,24 +101,26 @@ class FileSpan:
                 yield data
 
 
-class DumpFiles:
+class DumpFiles(ABC):
     """The files a manifest names. Subclasses: a folder, a zip."""
 
     source: Path
 
+    @abstractmethod
     def read_manifest(self) -> bytes:
-        raise NotImplementedError
+        """The manifest's bytes."""
 
+    @abstractmethod
     def size(self, rel: str) -> int | None:
         """Length of the file, or None if it does not exist (or escapes the dump)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def span(self, rel: str) -> FileSpan:
-        raise NotImplementedError
+        """The file's bytes, memory-mapped where possible."""
 
+    @abstractmethod
     def materialise(self, rel: str) -> Path:
         """An absolute path of a real file with the member's bytes (code objects need one)."""
-        raise NotImplementedError
 
     @property
     def root(self) -> Path | None:
