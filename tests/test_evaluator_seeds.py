@@ -275,3 +275,15 @@ def test_multiple_places_read_any():
     assert bytes(data[0]) == b"\x01\x02\x03\x04" and not state.any()
     shifted = both.shifted(np.array([8]))
     assert int(shifted.places[0].address[0]) == 0x501 and int(shifted.places[1].bit_offset[0]) == 8
+
+
+def test_intel_mid_expression_stack_value_reads_back_only_in_that_dialect():
+    """IGC: `...; stack_value; const2u 0xffff; and; stack_value` — gdb-oneapi's reading, Intel dialect only."""
+    text = "DW_OP_constu 0x12345; DW_OP_stack_value; DW_OP_const2u 0xffff; DW_OP_and; DW_OP_stack_value"
+    intel = Dialect(vendor_ops="intel")
+    t = FakeTarget()
+    res = evaluate(assemble(text, intel), t, intel, np.array([3]))
+    data, _ = read_bytes(res.for_lane(3), t, 4)
+    assert int.from_bytes(bytes(data[0]), "little") == 0x2345
+    res = evaluate(assemble(text, AMD), t, AMD, np.array([3]))
+    assert 3 in res.errors and "expected a value" in str(res.errors[3])

@@ -242,6 +242,12 @@ class Evaluator:
         if len(e.places) == 1 and isinstance(place, MemoryLocation) and not place.bit_offset.any() \
                 and place.space.number == self.target.default_address_space().number:
             return Value(place.address.astype(np.uint64), self.generic)
+        # IGC writes DW_OP_stack_value in mid-expression and keeps computing (`...; stack_value;
+        # const2u 0xffff; and; stack_value`); gdb-oneapi reads the implicit value back, and so do we,
+        # for that dialect only: elsewhere it stays the ill-formed expression DWARF says it is
+        if self.dialect.vendor_ops == "intel" and len(e.places) == 1 and isinstance(place, ImplicitLocation) \
+                and not place.bit_offset.any() and place.data.shape[1] <= self.target.address_size:
+            return Value(_bytes_to_u64(place.data), self.generic)
         raise EvaluationError(f"expected a value, found the location {e.describe()}")
 
     def _to_location(self, e: Entry, lanes) -> Location:
