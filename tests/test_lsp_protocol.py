@@ -212,3 +212,26 @@ def test_settings_change_and_watched_file_reload(tmp_path):
         assert client.hints(hip) == []
     finally:
         client.close()
+
+
+SHADOW_HIP = ROOT / "tests" / "lsp_inputs" / "shadow.hip"
+
+
+def test_hover_picks_the_variable_by_lexical_scope():
+    # shadow.hip: `v` at line 6 (kernel scope), line 8 (the if block), line 16 (another kernel)
+    client = LspProcess(ROOT, {"codeObjects": ["tests/lsp_inputs/shadow.gfx90a.O0.co"]})
+
+    def declared(line: int) -> list[int]:
+        text = client.hover(SHADOW_HIP, line, "v")["contents"]["value"]
+        return [int(n) for n in re.findall(r"declared at line (\d+)", text)]
+
+    try:
+        assert declared(7) == [6]  # `if (v < n)`
+        assert declared(9) == [8]  # inside the block the inner one hides the outer
+        assert declared(11) == [6]  # after the block: the outer one again, though line 8 is nearer
+        assert declared(17) == [16]
+        # a line without code (the signature) falls back to the nearest declaration in scope
+        text = client.hover(SHADOW_HIP, 4, "n")["contents"]["value"]
+        assert "declared at line 4" in text and "in `shadow`" in text
+    finally:
+        client.close()

@@ -103,16 +103,38 @@ def hover(views: Sequence[FileView], lines: Sequence[str], pos: lsp.Position) ->
     sections = []
     for view in views:
         candidates = [v for v in view.lens.variables(view.file) if v.name == name]
-        if not candidates:
-            continue
-        # the nearest declaration at or above the cursor names the variable meant (shadowing)
-        above = [v for v in candidates if v.decl_line <= line]
-        decl = max(v.decl_line for v in above) if above else min(v.decl_line for v in candidates)
-        for var in (v for v in candidates if v.decl_line == decl):
+        for var in meant_at(view.lens.line_pcs(view.file).get(line, []), line, candidates):
             sections.append(_hover_text(view, var, len(views) > 1))
     if not sections:
         return None
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)))
+
+
+def meant_at(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) -> list[VariableLens]:
+    """The variables a name on a line with code at `pcs` refers to: those whose lexical scope holds
+    that code, less any whose scope encloses another's (an inner declaration shadows it). Inlined
+    copies of one variable have disjoint scopes and all stay."""
+    covering = [v for v in candidates if any(lo <= pc < hi for pc in pcs for lo, hi in v.scope)]
+    if covering:
+        # code before an inner declaration in its block still means the outer variable
+        covering = [v for v in covering if v.decl_line <= line] or covering
+        return [v for v in covering if not any(_encloses(v.scope, w.scope) for w in covering if w is not v)]
+    # no code on the line (a signature, a bare declaration): the nearest declaration above in a scope
+    # whose lines hold the line
+    around = [v for v in candidates if v.scope_lines and v.scope_lines[0] <= line <= v.scope_lines[1]]
+    around = around or list(candidates)
+    if not around:
+        return []
+    above = [v.decl_line for v in around if v.decl_line <= line]
+    decl = max(above) if above else min(v.decl_line for v in around)
+    return [v for v in around if v.decl_line == decl]
+
+
+def _encloses(outer: Sequence[tuple[int, int]], inner: Sequence[tuple[int, int]]) -> bool:
+    """Whether `outer` strictly contains every PC range of `inner`."""
+    if not inner or set(outer) == set(inner):
+        return False
+    return all(any(lo <= i_lo and i_hi <= hi for lo, hi in outer) for i_lo, i_hi in inner)
 
 
 def _hover_text(view: FileView, var: VariableLens, name_object: bool) -> str:

@@ -45,6 +45,7 @@ class VariableLens:
     decl_line: int
     die_offset: int
     ranges: list[PlaceRange] = field(default_factory=list)
+    scope: list[tuple[int, int]] = field(default_factory=list)  # PC ranges of its lexical scope
     scope_lines: tuple[int, int] | None = None  # first and last source line of its scope in this file
 
     @property
@@ -147,6 +148,7 @@ class CodeObjectLens:
                                 function=concrete)
         loc = var.location
         scope = var.scope_ranges or frame.ranges
+        lens.scope = list(scope)
         if isinstance(loc, LocList):
             pieces = [(lo, hi, expr) for lo, hi, expr in loc.entries]
         elif isinstance(loc, Expr):
