@@ -6,7 +6,8 @@ import { choosePython, interpreterFromPythonApi } from './pythonPath';
 
 const PYTHON_EXTENSION_ID = 'ms-python.python';
 
-async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<string[] | undefined> {
+/** The interpreter selected in the Python extension for `folder`, if it is installed. */
+export async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder | undefined): Promise<string[] | undefined> {
   const ext = vscode.extensions.getExtension(PYTHON_EXTENSION_ID);
   if (ext === undefined) return undefined;
   try {

@@ -2,6 +2,7 @@
 // views into VS Code.
 
 import * as vscode from 'vscode';
+import { AddressSpaceLens } from './addressSpaceLens';
 import { AspaceAdapterFactory } from './adapterFactory';
 import { AspaceConfigurationProvider, pickStateDump } from './configurationProvider';
 import { GpuDebugController } from './controller';
@@ -12,13 +13,18 @@ import { DEBUG_TYPE, PICK_STATE_COMMAND } from './launchConfig';
 import { registerMemoryCommands } from './memoryCommands';
 import { createLaneStatusBar } from './statusBar';
 
+let lens: AddressSpaceLens | undefined;
+
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('aspace GPU Debugger');
+  const lensLog = vscode.window.createOutputChannel('aspace Address-Space Lens');
+  lens = new AddressSpaceLens(lensLog);
   const controller = new GpuDebugController(log);
   const panels = new LaneValuesPanels(controller);
   const configurations = new AspaceConfigurationProvider();
   context.subscriptions.push(
     log,
+    lensLog,
     controller,
     panels,
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AspaceAdapterFactory(log)),
@@ -37,8 +43,12 @@ export function activate(context: vscode.ExtensionContext): void {
     registerLaneCommands(controller, panels),
     registerMemoryCommands(controller),
   );
+  void lens.update();
 }
 
-export function deactivate(): void {
-  // Everything is disposed through context.subscriptions.
+/** Everything else is disposed through context.subscriptions; the lens's server is awaited. */
+export function deactivate(): Promise<void> | undefined {
+  const stopping = lens?.shutdown();
+  lens = undefined;
+  return stopping;
 }

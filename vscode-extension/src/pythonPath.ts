@@ -17,9 +17,11 @@ export interface PythonCandidates {
   fromPythonExtension?: readonly string[];
   fromPythonSetting?: string;
   platform: string;
+  /** What follows the interpreter (default: the debug adapter's SERVER_ARGS). */
+  serverArgs?: readonly string[];
 }
 
-/** Arguments that start the server on stdio. */
+/** Arguments that start the debug adapter on stdio. */
 export const SERVER_ARGS: readonly string[] = ['-m', 'aspace_dap'];
 
 function usable(value: string | undefined): value is string {
@@ -29,7 +31,7 @@ function usable(value: string | undefined): value is string {
 export function choosePython(c: PythonCandidates): PythonChoice {
   const run = (commandLine: readonly string[], source: PythonSource): PythonChoice => ({
     command: commandLine[0],
-    args: [...commandLine.slice(1), ...SERVER_ARGS],
+    args: [...commandLine.slice(1), ...(c.serverArgs ?? SERVER_ARGS)],
     source,
   });
   if (usable(c.configured)) return run([c.configured], 'configuration');

@@ -3,6 +3,7 @@ import { strict as assert } from 'node:assert';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { LENS_LANGUAGES } from '../../src/lensSettings';
 
 const root = join(__dirname, '..', '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -38,6 +39,20 @@ describe('package.json', () => {
   it('puts Show in All Lanes on the Variables and editor context menus', () => {
     for (const menu of ['debug/variables/context', 'editor/context']) {
       assert.ok(manifest.contributes.menus[menu].some((m: { command: string }) => m.command === 'aspace.showInAllLanes'), menu);
+    }
+  });
+
+  it('contributes the settings the address-space lens reads, and activates for its languages', () => {
+    const props = manifest.contributes.configuration.properties;
+    assert.deepEqual(Object.keys(props).sort(), ['aspace.codeObjects', 'aspace.ldsBudget', 'aspace.pythonPath', 'aspace.scratchBudget']);
+    assert.equal(props['aspace.codeObjects'].type, 'array');
+    assert.equal(props['aspace.codeObjects'].items.type, 'string');
+    for (const budget of ['aspace.ldsBudget', 'aspace.scratchBudget']) assert.ok(props[budget].type.includes('integer'), budget);
+    for (const language of LENS_LANGUAGES) {
+      assert.ok(manifest.activationEvents.includes(`onLanguage:${language}`), language);
+    }
+    for (const key of ['codeObjects', 'ldsBudget', 'scratchBudget', 'pythonPath']) {
+      assert.match(sources, new RegExp(`get\\('${key}'\\)`), key);
     }
   });
 

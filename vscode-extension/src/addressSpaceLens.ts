@@ -1,0 +1,118 @@
+// Runs the address-space language server (`python -m aspace_dap lsp --stdio`)
+// while `aspace.codeObjects` names code objects, and stops or restarts it when
+// the settings it was started with change. Budgets reach a running server
+// through configuration sync; the server watches the code objects itself
+// (it registers workspace/didChangeWatchedFiles dynamically, which the
+// language client supports by default).
+
+import * as vscode from 'vscode';
+import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { pythonExtensionInterpreter } from './adapterFactory';
+import { describe } from './controller';
+import {
+  LENS_SECTION,
+  LENS_SELECTOR,
+  LENS_SERVER_ARGS,
+  initializationOptions,
+  lensAction,
+  readLensSettings,
+  type LensSettings,
+} from './lensSettings';
+import { choosePython } from './pythonPath';
+
+export class AddressSpaceLens implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private running: LensSettings | undefined;
+  /** Start/stop steps run one after another, so quick setting edits cannot race. */
+  private queue: Promise<void> = Promise.resolve();
+  private readonly listener: vscode.Disposable;
+
+  constructor(private readonly log: vscode.OutputChannel) {
+    this.listener = vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration(LENS_SECTION)) this.update();
+    });
+  }
+
+  /** Brings the server in line with the current settings. */
+  update(): Promise<void> {
+    this.queue = this.queue.then(() => this.apply()).catch((error) => {
+      this.log.appendLine(`address-space lens: ${describe(error)}`);
+    });
+    return this.queue;
+  }
+
+  private async apply(): Promise<void> {
+    const { settings, problems } = readLensSettings((key) => vscode.workspace.getConfiguration(LENS_SECTION).get(key));
+    for (const problem of problems) this.log.appendLine(`address-space lens: ${problem}`);
+    const action = lensAction(this.running, settings);
+    if (action === 'none') return;
+    if (action === 'stop' || action === 'restart') await this.stop();
+    if (action === 'start' || action === 'restart') await this.start(settings);
+  }
+
+  private async start(settings: LensSettings): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const choice = choosePython({
+      configured: settings.pythonPath,
+      fromPythonExtension: await pythonExtensionInterpreter(folder),
+      fromPythonSetting: vscode.workspace.getConfiguration('python', folder?.uri).get<string>('defaultInterpreterPath'),
+      platform: process.platform,
+      serverArgs: LENS_SERVER_ARGS,
+    });
+    this.log.appendLine(
+      `address-space lens: starting ${choice.command} ${choice.args.join(' ')} (interpreter from ${choice.source}) ` +
+        `for ${settings.codeObjects.join(', ')}`,
+    );
+    // No transport kind: the client would append its own --stdio otherwise.
+    const serverOptions: ServerOptions = {
+      command: choice.command,
+      args: choice.args,
+      options: { cwd: folder?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: LENS_SELECTOR.map((filter) => ({ ...filter })),
+      initializationOptions: initializationOptions(settings),
+      synchronize: { configurationSection: LENS_SECTION },
+      outputChannel: this.log,
+    };
+    const client = new LanguageClient('aspace.lens', 'aspace Address-Space Lens', serverOptions, clientOptions);
+    this.client = client;
+    this.running = settings;
+    try {
+      await client.start();
+    } catch (error) {
+      // Forget the failed server, so the next settings change tries again.
+      this.client = undefined;
+      this.running = undefined;
+      void client.dispose().catch(() => {});
+      void vscode.window.showWarningMessage(
+        `The address-space lens did not start (${choice.command} -m aspace_dap lsp): ${describe(error)}. ` +
+          'Set aspace.pythonPath to an interpreter with aspace-dap installed.',
+      );
+      throw error;
+    }
+  }
+
+  private async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.running = undefined;
+    if (client === undefined) return;
+    try {
+      await client.stop();
+    } catch (error) {
+      this.log.appendLine(`address-space lens: stopping: ${describe(error)}`);
+    }
+  }
+
+  /** Stops the server; VS Code waits for this on deactivation. */
+  shutdown(): Promise<void> {
+    this.listener.dispose();
+    this.queue = this.queue.then(() => this.stop());
+    return this.queue;
+  }
+
+  dispose(): void {
+    void this.shutdown();
+  }
+}
