@@ -172,6 +172,9 @@ class AmdgpuAdapter(TargetAdapter):
 
 
 class AmdgpuWaveTarget(WaveTarget):
+    generic_windows = (("local", LOCAL), ("private", PRIVATE_LANE))
+    generic_fallback = GLOBAL
+
     def xderef_address_space(self, number):
         if self.dialect.heterogeneous:
             return self.address_space(number)
@@ -207,7 +210,7 @@ class AmdgpuWaveTarget(WaveTarget):
         addrs = np.asarray(addrs, np.uint64)
         g = len(lanes)
         if space.name == "generic":
-            return self._read_generic(lanes, addrs, size)
+            return self.read_generic(lanes, addrs, size)
         if space.name.startswith("private_lane"):
             private = self.wave.private
             if private is None:
@@ -220,34 +223,6 @@ class AmdgpuWaveTarget(WaveTarget):
             return unavailable(g, size)
         data, valid = mem.read_many(addrs, size)
         return MemoryRead(data, valid)
-
-    def _read_generic(self, lanes, addrs, size) -> MemoryRead:
-        """Flat addresses: the LDS and scratch apertures, everything else global."""
-        g = len(lanes)
-        data = np.zeros((g, size), np.uint8)
-        valid = np.zeros((g, size), bool)
-        rest = np.ones(g, bool)
-        apertures = self.state.target.apertures or {}
-        for name, space in (("local", LOCAL), ("private", PRIVATE_LANE)):
-            ap = apertures.get(name)
-            if ap is None:
-                continue
-            hit = (addrs >= np.uint64(ap.base)) & (addrs < np.uint64(ap.base + ap.size))
-            if hit.any():
-                got = self.read_memory(space, lanes[hit], addrs[hit] - np.uint64(ap.base), size)
-                data[hit], valid[hit] = got.data, got.valid
-                rest &= ~hit
-        if rest.any():
-            got = self.read_memory(GLOBAL, lanes[rest], addrs[rest], size)
-            data[rest], valid[rest] = got.data, got.valid
-        return MemoryRead(data, valid)
-
-    def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
-        for name, space in (("local", LOCAL), ("private", PRIVATE_LANE)):
-            ap = (self.state.target.apertures or {}).get(name)
-            if ap is not None and ap.base <= addr < ap.base + ap.size:
-                return space, addr - ap.base
-        return GLOBAL, addr
 
     def write_memory(self, space, lanes, addrs, data) -> None:
         for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):

@@ -130,6 +130,41 @@ class WaveTarget(ABC):
     def frame_base_address(self, regno: int, value: np.ndarray):
         return self.default_address_space(), value
 
+    # Generic (flat) addresses reach other spaces through windows the dump's `apertures` place:
+    # (aperture name, space) pairs, tried in order; anything outside them is `generic_fallback`.
+    generic_windows: tuple[tuple[str, AddressSpace], ...] = ()
+    generic_fallback: AddressSpace | None = None
+
+    def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
+        """The space and offset a generic address names."""
+        apertures = self.state.target.apertures or {}
+        for name, space in self.generic_windows:
+            ap = apertures.get(name)
+            if ap is not None and ap.base <= addr < ap.base + ap.size:
+                return space, addr - ap.base
+        return self.generic_fallback, addr
+
+    def read_generic(self, lanes: np.ndarray, addrs: np.ndarray, size: int) -> MemoryRead:
+        """`resolve_generic` for every lane at once: each window's lanes are read together."""
+        g = len(lanes)
+        data = np.zeros((g, size), np.uint8)
+        valid = np.zeros((g, size), bool)
+        rest = np.ones(g, bool)
+        apertures = self.state.target.apertures or {}
+        for name, space in self.generic_windows:
+            ap = apertures.get(name)
+            if ap is None:
+                continue
+            hit = (addrs >= np.uint64(ap.base)) & (addrs < np.uint64(ap.base + ap.size)) & rest
+            if hit.any():
+                got = self.read_memory(space, lanes[hit], addrs[hit] - np.uint64(ap.base), size)
+                data[hit], valid[hit] = got.data, got.valid
+                rest &= ~hit
+        if rest.any():
+            got = self.read_memory(self.generic_fallback, lanes[rest], addrs[rest], size)
+            data[rest], valid[rest] = got.data, got.valid
+        return MemoryRead(data, valid)
+
     @abstractmethod
     def read_memory(self, space: AddressSpace, lanes, addrs, size) -> MemoryRead:
         """`size` bytes at each lane's address in `space`, with their availability."""

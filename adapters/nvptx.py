@@ -307,6 +307,9 @@ class NvptxAdapter(TargetAdapter):
 class NvptxWaveTarget(WaveTarget):
     """One warp: PTX registers through the register map, spaces through the dump."""
 
+    generic_windows = WINDOWS
+    generic_fallback = GLOBAL
+
     def __init__(self, adapter: NvptxAdapter, state, wave, dialect):
         super().__init__(adapter, state, wave, dialect)
         self._debug: tuple[CubinLayout, RegisterMap] | None = None
@@ -452,7 +455,7 @@ class NvptxWaveTarget(WaveTarget):
         addrs = np.asarray(addrs, np.uint64)
         g = len(lanes)
         if space is GENERIC:
-            return self._read_generic(lanes, addrs, size)
+            return self.read_generic(lanes, addrs, size)
         if space is LOCAL:
             private = self.wave.private
             if private is None:
@@ -463,35 +466,6 @@ class NvptxWaveTarget(WaveTarget):
         if mem is None:
             return unavailable(g, size)
         data, valid = mem.read_many(addrs, size)
-        return MemoryRead(data, valid)
-
-    def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
-        """The space and offset a generic address names: a window, else global."""
-        apertures = self.state.target.apertures or {}
-        for name, space in WINDOWS:
-            ap = apertures.get(name)
-            if ap is not None and ap.base <= addr < ap.base + ap.size:
-                return space, addr - ap.base
-        return GLOBAL, addr
-
-    def _read_generic(self, lanes, addrs, size) -> MemoryRead:
-        g = len(lanes)
-        data = np.zeros((g, size), np.uint8)
-        valid = np.zeros((g, size), bool)
-        rest = np.ones(g, bool)
-        apertures = self.state.target.apertures or {}
-        for name, space in WINDOWS:
-            ap = apertures.get(name)
-            if ap is None:
-                continue
-            hit = (addrs >= np.uint64(ap.base)) & (addrs < np.uint64(ap.base + ap.size)) & rest
-            if hit.any():
-                got = self.read_memory(space, lanes[hit], addrs[hit] - np.uint64(ap.base), size)
-                data[hit], valid[hit] = got.data, got.valid
-                rest &= ~hit
-        if rest.any():
-            got = self.read_memory(GLOBAL, lanes[rest], addrs[rest], size)
-            data[rest], valid[rest] = got.data, got.valid
         return MemoryRead(data, valid)
 
     def write_memory(self, space, lanes, addrs, data) -> None:
