@@ -108,7 +108,9 @@ class NvptxAdapter(TargetAdapter):
         for p in location.places:
             if isinstance(p, MemoryLocation) and p.space is GENERIC:
                 address = p.address
-                ap = (target.state.target.apertures or {}).get(space.name) if space in (SHARED, LOCAL) else None
+                state = getattr(target, "state", None)  # None for the language server's static view
+                apertures = (state.target.apertures or {}) if state is not None else {}
+                ap = apertures.get(space.name) if space in (SHARED, LOCAL) else None
                 if ap is not None:
                     inside = (address >= np.uint64(ap.base)) & (address < np.uint64(ap.base + ap.size))
                     address = np.where(inside, address - np.uint64(ap.base), address).astype(np.uint64)

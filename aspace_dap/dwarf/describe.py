@@ -98,7 +98,9 @@ def describe_location(expr: bytes, dialect: Dialect, adapter, *, frame: FrameCon
 
 
 def summarize_location(expr: bytes, dialect: Dialect, adapter, *, frame: FrameContext | None = None,
-                       wave_lanes: int = 64) -> Described:
+                       wave_lanes: int = 64, variable=None) -> Described:
+    """The place `expr` names, statically; with `variable`, the adapter's placement rules apply too
+    (NVIDIA's storage kinds put a generic address in shared or param memory, as the debugger does)."""
     storage: set[str] = set()
     if not expr:
         return Described(OPTIMIZED_OUT, frozenset({"undefined"}))
@@ -109,6 +111,8 @@ def summarize_location(expr: bytes, dialect: Dialect, adapter, *, frame: FrameCo
         result = None
     if result is not None and not result.errors and len(result.groups) == 1:
         entry = result.groups[0][1]
+        if variable is not None:
+            entry = adapter.place_variable(variable, entry, target)
         if isinstance(entry, Location):
             text = " | ".join(_place(p, adapter, 0, True, True, storage) for p in entry.places)
             return Described(text, frozenset(storage))

@@ -175,7 +175,8 @@ class CodeObjectLens:
             value = expr.value if isinstance(expr.value, int) else bytes(expr.value)
             text = describe_constant(value, byte_size(var.type) or 8)
             return Described(text, frozenset({"implicit"})), "DW_AT_const_value"
-        where = summarize_location(expr, var.dialect, self.adapter, frame=context, wave_lanes=self.wave_lanes)
+        where = summarize_location(expr, var.dialect, self.adapter, frame=context, wave_lanes=self.wave_lanes,
+                                   variable=var)
         try:
             listing = disassemble(decode(expr, var.dialect), var.dialect)
         except AspaceError as exc:
