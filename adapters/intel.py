@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from aspace_dap.codeobj import CodeObject, load_code_objects
+from aspace_dap.dwarf.locations import Location, MemoryLocation
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import CodeObjectError, EvaluationError, StateError, UnavailableError
 
@@ -105,6 +106,22 @@ class IntelAdapter(TargetAdapter):
         if dwarf_class == ADDRESS_CLASS_SLM:
             return LOCAL
         return GENERIC
+
+    def place_variable(self, var, location, target):
+        """A variable at a generic (tagged or SLM-class encoded) address lives in the space the
+        encoding names: show it there (`local#0x10`), as the reads already resolve it."""
+        if not isinstance(location, Location):
+            return location
+        places = []
+        for p in location.places:
+            if isinstance(p, MemoryLocation) and p.space is GENERIC:
+                resolved = [resolve_address(int(a)) for a in p.address]
+                spaces = {space.name for space, _ in resolved}
+                if len(spaces) == 1:
+                    p = MemoryLocation(resolved[0][0], np.array([a for _, a in resolved], np.uint64),
+                                       p.bit_offset, p.lanes)
+            places.append(p)
+        return Location(tuple(places))
 
     def space_label(self, space):
         # SLM is Intel's name for work-group local memory

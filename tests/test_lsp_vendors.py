@@ -27,3 +27,5 @@ def test_intel_locations_are_described():
     got = places("examples/opencl/divergent_call.tgllp.elf", "divergent_call.cl")
     assert got, "no variables"
     assert not any(text.startswith("unreadable") for texts in got.values() for text in texts)
+    # a kernel-scope __local array: IGC's SLM class encoding resolves to SLM offset 0
+    assert got["cells"] == ["local#0x0 (SLM)"]
