@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StateError
+from .cudacore import is_elf_file, load_core
 from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
@@ -117,7 +118,9 @@ class _Builder:
 
 
 def load_state(path: str | os.PathLike) -> GpuState:
-    """Open a dump folder or .zip; raises StateError(message, json_path) for the first problem."""
+    """Open a dump folder, a .zip or a CUDA core dump; raises StateError(message, json_path) for the first problem."""
+    if os.path.isfile(path) and is_elf_file(path):
+        return load_core(path)
     files = open_dump_files(Path(path))
     try:
         manifest, problem = read_manifest(files)

@@ -1,0 +1,824 @@
+"""CUDA GPU core dumps (the ELF file cuda-gdb opens with `target cudacore`): read one into a GpuState,
+and write one from a GpuState.
+
+The layout is NVIDIA's public cudacoredump.h, as libcudacore reads it: an ELF64 ET_CORE file for
+EM_CUDA (0xbe) with OSABI 0x33. Sections are recognised by sh_type (SHT_LOUSER + n), not by name.
+Tables hold fixed rows of sh_entsize bytes (newer drivers append fields, so rows may be longer than
+the structs below, never shorter). A child section names its parent table by sh_link (a section
+index) and one row of it by sh_info:
+
+    devtbl  <- smtbl, gridtbl          ctxtbl <- modtbl <- elfimg / relfimg (cubins)
+    smtbl   <- ctatbl <- shared        gridtbl <- param (kernel parameters at paramsOffset)
+    ctatbl  <- wptbl  <- lntbl, uregs, upred
+    lntbl   <- regs (u32 per register), pred (u32 per predicate), local (sh_addr = lane address)
+    global / managed: sh_addr and sh_size place the bytes
+
+In the model a warp is a wave, a CTA a workgroup (its shared memory the `lds`), a grid a dispatch;
+lane registers become the `R0…` vector layout (lane 0 first), local memory the per_lane private
+memory, lane PCs `lane_pcs`. Section bytes are mapped from the core file, not copied, except the
+registers, which are transposed from per-lane to per-register order.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import AspaceError, StateError
+from .files import DumpFiles, FileSpan
+from .memory import Region, SparseMemory
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
+                    lanes_to_mask, mask_to_lanes)
+from .private import PER_LANE, PrivateMemory
+from .registers import RegisterFile
+
+ELF_MAGIC = b"\x7fELF"
+ET_CORE = 4
+EM_CUDA = 0xBE
+ELFOSABI_CUDA = 0x33
+ELFOSABIV_LATEST = 7
+SHT_STRTAB = 3
+SHT_NOBITS = 8
+
+_LOUSER = 0x80000000
+SHT_MANAGED = _LOUSER + 1
+SHT_GLOBAL = _LOUSER + 2
+SHT_LOCAL = _LOUSER + 3
+SHT_SHARED = _LOUSER + 4
+SHT_REGS = _LOUSER + 5
+SHT_ELF_IMG = _LOUSER + 6
+SHT_RELF_IMG = _LOUSER + 7
+SHT_DEV_TABLE = _LOUSER + 9
+SHT_CTX_TABLE = _LOUSER + 10
+SHT_SM_TABLE = _LOUSER + 11
+SHT_GRID_TABLE = _LOUSER + 12
+SHT_CTA_TABLE = _LOUSER + 13
+SHT_WP_TABLE = _LOUSER + 14
+SHT_LN_TABLE = _LOUSER + 15
+SHT_MOD_TABLE = _LOUSER + 16
+SHT_PRED = _LOUSER + 17
+SHT_PARAM = _LOUSER + 18
+SHT_UREGS = _LOUSER + 19
+SHT_UPRED = _LOUSER + 20
+
+# Generic addresses inside these windows are shared / local (cuda-gdb's fixed window size).
+WINDOW_SIZE = 1 << 24
+
+EXCEPTIONS = {
+    1: "Lane Illegal Address", 2: "Lane User Stack Overflow", 3: "Device Hardware Stack Overflow",
+    4: "Warp Illegal Instruction", 5: "Warp Out-of-range Address", 6: "Warp Misaligned Address",
+    7: "Warp Invalid Address Space", 8: "Warp Invalid PC", 9: "Warp Hardware Stack Overflow",
+    10: "Device Illegal Address", 11: "Lane Misaligned Address", 12: "Warp Assert",
+    13: "Lane Syscall Error", 14: "Warp Illegal Address",
+}
+EXCEPTION_NONE = 0
+EXCEPTION_UNKNOWN = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class RowFormat:
+    """One table's row struct: the fields this reader uses, in order, as little-endian struct codes."""
+
+    table: str
+    fields: tuple[tuple[str, str], ...]
+
+    @property
+    def fmt(self) -> str:
+        return "<" + "".join(code for _, code in self.fields)
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize(self.fmt)
+
+    def pack(self, **values: int) -> bytes:
+        return struct.pack(self.fmt, *(values.get(name, 0) for name, _ in self.fields))
+
+
+def _row(table: str, spec: str) -> RowFormat:
+    return RowFormat(table, tuple((name, code) for code, name in (f.split(":") for f in spec.split())))
+
+
+DEVICE_ROW = _row("devtbl", "Q:devName Q:devType Q:smType I:devId I:pciBusId I:pciDevId I:numSMs I:numWarpsPerSM "
+                            "I:numLanesPerWarp I:numRegsPerLane I:numPredicatesPrLane I:smMajor I:smMinor "
+                            "I:instructionSize I:status")
+GRID_ROW = _row("gridtbl", "Q:gridId64 Q:contextId Q:function Q:functionEntry Q:moduleHandle Q:parentGridId64 "
+                           "Q:paramsOffset I:kernelType I:origin I:gridStatus I:numRegs I:gridDimX I:gridDimY "
+                           "I:gridDimZ I:blockDimX I:blockDimY I:blockDimZ I:attrLaunchBlocking I:attrHostTid")
+SM_ROW = _row("smtbl", "I:smId I:pad")
+CTA_ROW = _row("ctatbl", "Q:gridId64 I:blockIdxX I:blockIdxY I:blockIdxZ I:pad")
+WARP_ROW = _row("wptbl", "Q:errorPC I:warpId I:validLanesMask I:activeLanesMask I:isWarpBroken I:errorPCValid I:pad")
+LANE_ROW = _row("lntbl", "Q:virtualPC Q:physPC I:ln I:threadIdxX I:threadIdxY I:threadIdxZ I:exception "
+                         "I:callDepth I:syscallCallDepth I:ccRegister")
+MODULE_ROW = _row("modtbl", "Q:moduleHandle")
+CONTEXT_ROW = _row("ctxtbl", "Q:contextId Q:sharedWindowBase Q:localWindowBase Q:globalWindowBase "
+                             "I:deviceIdx I:tid")
+
+TABLES = {SHT_DEV_TABLE: DEVICE_ROW, SHT_GRID_TABLE: GRID_ROW, SHT_SM_TABLE: SM_ROW, SHT_CTA_TABLE: CTA_ROW,
+          SHT_WP_TABLE: WARP_ROW, SHT_LN_TABLE: LANE_ROW, SHT_MOD_TABLE: MODULE_ROW, SHT_CTX_TABLE: CONTEXT_ROW}
+
+
+def _head(path: str | os.PathLike) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)
+    except OSError:
+        return b""
+
+
+def is_elf_file(path: str | os.PathLike) -> bool:
+    """True for an ELF file: load_state hands those to load_core, which says what else it is if not a core."""
+    return _head(path)[:4] == ELF_MAGIC
+
+
+def is_cuda_core(path: str | os.PathLike) -> bool:
+    """True for a file whose ELF header says CUDA core dump."""
+    head = _head(path)
+    return (len(head) == 20 and head[:4] == ELF_MAGIC and head[7] == ELFOSABI_CUDA
+            and struct.unpack_from("<HH", head, 16) == (ET_CORE, EM_CUDA))
+
+
+# ---------------------------------------------------------------------- reading: the ELF container
+
+
+@dataclass(frozen=True)
+class _Section:
+    index: int
+    name: str
+    type: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+class _CoreElf:
+    """The section table of a core file, every section checked to lie inside the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.file_size = path.stat().st_size
+            with open(path, "rb") as f:
+                header = f.read(64)
+                if len(header) < 64 or header[:4] != ELF_MAGIC:
+                    raise StateError("not an ELF file", str(path))
+                if header[4] != 2 or header[5] != 1:
+                    raise StateError("a CUDA core dump is a little-endian ELF64 file", str(path))
+                e_type, e_machine = struct.unpack_from("<HH", header, 16)
+                if e_type != ET_CORE or e_machine != EM_CUDA or header[7] != ELFOSABI_CUDA:
+                    raise StateError(f"not a CUDA core dump (e_type {e_type}, e_machine {e_machine:#x}, "
+                                     f"OSABI {header[7]:#x})", str(path))
+                shoff, = struct.unpack_from("<Q", header, 40)
+                shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
+                if shentsize != 64 or shnum == 0 or shoff + shnum * 64 > self.file_size:
+                    raise StateError("section header table missing or outside the file", str(path))
+                f.seek(shoff)
+                table = f.read(shnum * 64)
+        except OSError as exc:
+            raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+        raw = [struct.unpack_from("<IIQQQQIIQQ", table, i * 64) for i in range(shnum)]
+        if not 0 < shstrndx < shnum:
+            raise StateError(f"section name table index {shstrndx} out of range", str(path))
+        names_hdr = raw[shstrndx]
+        self._check_extent(f"section {shstrndx}", names_hdr[4], names_hdr[5])
+        names = self._read(names_hdr[4], names_hdr[5])
+        self.sections: list[_Section] = []
+        for index, (name_at, sh_type, _, addr, offset, size, link, info, _, entsize) in enumerate(raw):
+            end = names.find(b"\0", name_at)
+            name = names[name_at:end].decode("latin-1") if 0 <= name_at < len(names) and end >= 0 \
+                else f"section {index}"
+            if sh_type != SHT_NOBITS and index:
+                self._check_extent(name, offset, size)
+            self.sections.append(_Section(index, name, sh_type, addr, offset, size, link, info, entsize))
+        self.span = FileSpan(lambda: (path, 0), self.file_size)
+        self._rows: dict[int, list[dict[str, int]]] = {}
+
+    def _check_extent(self, name: str, offset: int, size: int) -> None:
+        if offset + size > self.file_size:
+            raise StateError(f"{size} bytes at file offset {offset:#x} run past the end of the "
+                             f"{self.file_size}-byte file (truncated)", name)
+
+    def _read(self, offset: int, size: int) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            return f.read(size)
+
+    def body(self, sec: _Section) -> bytes:
+        return b"" if sec.type == SHT_NOBITS else self._read(sec.offset, sec.size)
+
+    def of_type(self, sh_type: int) -> list[_Section]:
+        return [s for s in self.sections if s.type == sh_type]
+
+    def rows(self, sec: _Section) -> list[dict[str, int]]:
+        found = self._rows.get(sec.index)
+        if found is None:
+            found = self._rows[sec.index] = self._parse_rows(sec)
+        return found
+
+    def _parse_rows(self, sec: _Section) -> list[dict[str, int]]:
+        form = TABLES[sec.type]
+        if sec.entsize < form.size:
+            raise StateError(f"sh_entsize {sec.entsize} is smaller than a {form.table} row "
+                             f"({form.size} bytes)", sec.name)
+        if sec.size % sec.entsize:
+            raise StateError(f"{sec.size} bytes is not a whole number of {sec.entsize}-byte rows "
+                             f"(truncated table)", sec.name)
+        body = self.body(sec)
+        names = [name for name, _ in form.fields]
+        return [dict(zip(names, struct.unpack_from(form.fmt, body, at))) for at in range(0, len(body), sec.entsize)]
+
+    def parent(self, sec: _Section, table_type: int) -> tuple[_Section, dict[str, int]]:
+        """The parent table (sh_link) and the row of it (sh_info) that `sec` belongs to."""
+        want = TABLES[table_type].table
+        if not 0 < sec.link < len(self.sections) or self.sections[sec.link].type != table_type:
+            raise StateError(f"sh_link {sec.link} does not name a {want} section", sec.name)
+        parent = self.sections[sec.link]
+        rows = self.rows(parent)
+        if sec.info >= len(rows):
+            raise StateError(f"sh_info {sec.info} is past the {len(rows)} rows of {parent.name}", sec.name)
+        return parent, rows[sec.info]
+
+    def children(self, sh_type: int, parent_type: int) -> dict[tuple[int, int], list[_Section]]:
+        """Sections of one type keyed by (parent section index, parent row), links checked."""
+        out: dict[tuple[int, int], list[_Section]] = {}
+        for sec in self.of_type(sh_type):
+            self.parent(sec, parent_type)
+            out.setdefault((sec.link, sec.info), []).append(sec)
+        return out
+
+    def string(self, index: int) -> str:
+        for sec in self.of_type(SHT_STRTAB):
+            if sec.name == ".strtab":
+                body = self.body(sec)
+                end = body.find(b"\0", index)
+                return body[index:end].decode("latin-1") if 0 <= index < len(body) and end >= 0 else ""
+        return ""
+
+
+class CoreFiles(DumpFiles):
+    """What a core-backed GpuState keeps open: the core itself and the cubins extracted from it."""
+
+    def __init__(self, path: Path):
+        self.source = path.resolve()
+        self._tempdir: list[str | None] = [None]
+        self._finalizer = weakref.finalize(self, CoreFiles._cleanup, self._tempdir)
+
+    @staticmethod
+    def _cleanup(holder: list) -> None:
+        if holder[0]:
+            shutil.rmtree(holder[0], ignore_errors=True)
+
+    def write_image(self, name: str, data: bytes) -> Path:
+        if self._tempdir[0] is None:
+            self._tempdir[0] = tempfile.mkdtemp(prefix="aspace-cudacore-")
+        target = Path(self._tempdir[0]) / name
+        target.write_bytes(data)
+        return target
+
+    def read_manifest(self) -> bytes:
+        raise StateError("a CUDA core dump has no manifest", str(self.source))
+
+    def size(self, rel: str) -> int | None:
+        return None
+
+    def span(self, rel: str) -> FileSpan:
+        raise StateError("missing", rel)
+
+    def materialise(self, rel: str) -> Path:
+        raise StateError("missing", rel)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class _ArraySpan(FileSpan):
+    """Bytes built in memory (registers transposed to the model's order) behind the FileSpan interface."""
+
+    def __init__(self, data: bytes):
+        super().__init__(lambda: (Path(os.devnull), 0), len(data))
+        self._array = np.frombuffer(data, dtype=np.uint8)
+
+    def chunks(self, start: int, length: int, chunk: int = 16 << 20) -> Iterator[bytes]:
+        end = min(start + length, self.length)
+        for lo in range(start, end, chunk):
+            yield self._array[lo:min(end, lo + chunk)].tobytes()
+
+
+# ---------------------------------------------------------------------- reading: the model
+
+
+def load_core(path: str | os.PathLike) -> GpuState:
+    """Open a CUDA core dump; raises StateError(message, section name) for the first problem."""
+    path = Path(path)
+    files = CoreFiles(path)
+    try:
+        return _CoreReader(_CoreElf(path), files).build()
+    except BaseException:
+        files.close()
+        raise
+
+
+class _CoreReader:
+    def __init__(self, elf: _CoreElf, files: CoreFiles):
+        self.elf = elf
+        self.files = files
+        self.layouts: dict[str, list[tuple[str, int]]] = {}
+        self.next_wave = 0
+        self.lane_exceptions: dict[tuple[int, int], int] = {}  # (wave id, lane) -> CUDBGException_t
+        # parent (section, row) -> child sections, each link checked once
+        self.lanes_by_warp = elf.children(SHT_LN_TABLE, SHT_WP_TABLE)
+        self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL)}
+        self.uregs = elf.children(SHT_UREGS, SHT_WP_TABLE)
+
+    def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
+        found = self.elf.of_type(sh_type)
+        if not found:
+            raise StateError(f"the core has no {what} table", str(self.elf.path))
+        return found[0], self.elf.rows(found[0])
+
+    def build(self) -> GpuState:
+        elf = self.elf
+        dev_sec, devices = self._table(SHT_DEV_TABLE, "device (.cudbg.devtbl)")
+        if not devices:
+            raise StateError("the device table is empty", dev_sec.name)
+        device = devices[0]
+        if any((d["smMajor"], d["smMinor"], d["numLanesPerWarp"]) !=
+               (device["smMajor"], device["smMinor"], device["numLanesPerWarp"]) for d in devices):
+            raise StateError("devices of different SM types in one core are not supported", dev_sec.name)
+        self.lanes = device["numLanesPerWarp"]
+        if not 0 < self.lanes <= 64:
+            raise StateError(f"numLanesPerWarp {self.lanes} is not a warp size", dev_sec.name)
+        self.num_regs = device["numRegsPerLane"]
+        self.num_preds = device["numPredicatesPrLane"]
+        processor = elf.string(device["smType"]) or f"sm_{device['smMajor']}{device['smMinor']}"
+        target = Target("nvidia", processor, self.lanes, self._apertures())
+        code_objects, modules = self._code_objects()
+        memory = self._global_memory()
+        dispatches = self._dispatches(modules)
+        focus, stop = self._focus(dispatches)
+        manifest = {"format": "cuda-core", "producer": "cuda core dump", "register_layouts":
+                    {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
+        return GpuState(root=None, source=self.files.source, producer="cuda core dump", manifest=manifest,
+                        target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
+                        focus=focus, stop=stop, files=self.files)
+
+    def _apertures(self) -> dict[str, Aperture]:
+        contexts = [row for sec in self.elf.of_type(SHT_CTX_TABLE) for row in self.elf.rows(sec)]
+        if not contexts:
+            return {}
+        ctx = contexts[0]
+        out = {}
+        if ctx["sharedWindowBase"]:
+            out["shared"] = Aperture(ctx["sharedWindowBase"], WINDOW_SIZE)
+        if ctx["localWindowBase"]:
+            out["local"] = Aperture(ctx["localWindowBase"], WINDOW_SIZE)
+        return out
+
+    def _code_objects(self) -> tuple[list[CodeObjectRef], dict[int, tuple[int, bytes]]]:
+        """One code object per module handle, the relocated image preferred; handle -> (id, image)."""
+        images: dict[int, tuple[_Section, bool]] = {}
+        for sh_type, relocated in ((SHT_ELF_IMG, False), (SHT_RELF_IMG, True)):
+            for sec in self.elf.of_type(sh_type):
+                _, module = self.elf.parent(sec, SHT_MOD_TABLE)
+                if relocated or module["moduleHandle"] not in images:
+                    images[module["moduleHandle"]] = (sec, relocated)
+        refs, modules = [], {}
+        for co_id, (handle, (sec, _)) in enumerate(sorted(images.items())):
+            data = self.elf.body(sec)
+            if not data.startswith(ELF_MAGIC):
+                raise StateError("the embedded cubin is not an ELF image", sec.name)
+            name = f"module-{handle:x}.cubin"
+            refs.append(CodeObjectRef(co_id, self.files.write_image(name, data), 0, name))
+            modules[handle] = (co_id, data)
+        return refs, modules
+
+    def _regions(self, sections: list[_Section], space: str, path: str, base: int | None = None) -> SparseMemory:
+        regions = [Region(s.addr if base is None else base, s.size, s.name, s.offset, span=self.elf.span)
+                   for s in sections if s.type != SHT_NOBITS]
+        return SparseMemory(regions, space, path)
+
+    def _global_memory(self) -> dict[str, SparseMemory]:
+        sections = self.elf.of_type(SHT_GLOBAL) + self.elf.of_type(SHT_MANAGED)
+        return {"global": self._regions(sections, "global", ".cudbg.global")} if sections else {}
+
+    def _kernel_name(self, grid: dict[str, int], modules: dict[int, tuple[int, bytes]]) -> str:
+        module = modules.get(grid["moduleHandle"])
+        if module is not None:
+            from ..adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
+
+            try:
+                layout, _ = read_cubin_debug(relocate_cubin(module[1]))
+            except AspaceError:
+                layout = None
+            for function in layout.functions if layout else []:
+                if function.start == grid["functionEntry"]:
+                    return function.name
+        return f"{grid['functionEntry']:#x}"
+
+    def _dispatches(self, modules: dict[int, tuple[int, bytes]]) -> list[Dispatch]:
+        elf = self.elf
+        params = elf.children(SHT_PARAM, SHT_GRID_TABLE)
+        grids: dict[int, tuple[dict[str, int], SparseMemory | None]] = {}
+        for sec in elf.of_type(SHT_GRID_TABLE):
+            for i, grid in enumerate(elf.rows(sec)):
+                found = params.get((sec.index, i), [])
+                memory = self._regions(found, "param", found[0].name, grid["paramsOffset"]) if found else None
+                grids.setdefault(grid["gridId64"], (grid, memory))
+        workgroups: dict[int, list[Workgroup]] = {}
+        shared = elf.children(SHT_SHARED, SHT_CTA_TABLE)
+        warps_by_cta = elf.children(SHT_WP_TABLE, SHT_CTA_TABLE)
+        for sm_sec in elf.of_type(SHT_SM_TABLE):
+            elf.parent(sm_sec, SHT_DEV_TABLE)
+        for cta_sec in elf.of_type(SHT_CTA_TABLE):
+            elf.parent(cta_sec, SHT_SM_TABLE)
+            for row_index, cta in enumerate(elf.rows(cta_sec)):
+                if cta["gridId64"] not in grids:
+                    raise StateError(f"CTA row {row_index} names grid {cta['gridId64']}, which the grid "
+                                     f"table does not hold", cta_sec.name)
+                grid = grids[cta["gridId64"]][0]
+                lds_sections = shared.get((cta_sec.index, row_index), [])
+                lds = self._regions(lds_sections, "local", lds_sections[0].name, 0) if lds_sections else None
+                waves = []
+                for wp_sec in warps_by_cta.get((cta_sec.index, row_index), []):
+                    waves.extend(self._warps(wp_sec, grid))
+                block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
+                workgroups.setdefault(cta["gridId64"], []).append(
+                    Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
+        dispatches = []
+        for number, (grid_id, (grid, param)) in enumerate(grids.items()):
+            if grid_id not in workgroups:
+                continue
+            module = modules.get(grid["moduleHandle"])
+            dispatches.append(Dispatch(
+                number, self._kernel_name(grid, modules), None if module is None else module[0],
+                (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
+                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[grid_id],
+                {"param": param} if param is not None else {}, f"grid {grid_id}"))
+        return dispatches
+
+    def _warps(self, wp_sec: _Section, grid: dict[str, int]) -> list[Wave]:
+        elf = self.elf
+        waves = []
+        for w, warp in enumerate(elf.rows(wp_sec)):
+            lane_rows: dict[int, tuple[_Section, int, dict[str, int]]] = {}
+            for ln_sec in self.lanes_by_warp.get((wp_sec.index, w), []):
+                for i, lane in enumerate(elf.rows(ln_sec)):
+                    if lane["ln"] >= self.lanes:
+                        raise StateError(f"row {i} names lane {lane['ln']} of a {self.lanes}-lane warp",
+                                         ln_sec.name)
+                    lane_rows[lane["ln"]] = (ln_sec, i, lane)
+            ureg_sections = self.uregs.get((wp_sec.index, w), [])
+            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, ureg_sections, grid))
+        return waves
+
+    def _lane_words(self, kind_sections: dict, lane_rows: dict, valid: np.ndarray, count: int) -> np.ndarray:
+        """(lanes, n) u32 per lane from per-lane sections; n is what every valid lane holds."""
+        words: dict[int, np.ndarray] = {}
+        for ln, (ln_sec, i, _) in lane_rows.items():
+            found = kind_sections.get((ln_sec.index, i))
+            if found:
+                body = self.elf.body(found[0])
+                words[ln] = np.frombuffer(body[:len(body) // 4 * 4], dtype="<u4")
+        n = min([count] + [len(words.get(ln, ())) for ln in np.flatnonzero(valid)]) if words or valid.any() else 0
+        out = np.zeros((self.lanes, n), dtype="<u4")
+        for ln, values in words.items():
+            out[ln] = values[:n]
+        return out
+
+    def _wave(self, wp_sec, warp, lane_rows, per_lane, ureg_sections, grid) -> Wave:
+        lanes = self.lanes
+        where = f"{wp_sec.name}[warp {warp['warpId']}]"
+        valid = mask_to_lanes(warp["validLanesMask"], lanes)
+        for ln in np.flatnonzero(valid):
+            if int(ln) not in lane_rows:
+                raise StateError(f"valid lane {int(ln)} has no lane table row", where)
+        active = warp["activeLanesMask"] & warp["validLanesMask"]
+        pcs = np.zeros(lanes, dtype=np.uint64)
+        for ln, (_, _, lane) in lane_rows.items():
+            pcs[ln] = lane["virtualPC"]
+        first = next((ln for ln in range(lanes) if active >> ln & 1), None)
+        if first is None:
+            first = next((ln for ln in range(lanes) if valid[ln]), None)
+        warp_pc = int(pcs[first]) if first is not None else warp["errorPC"]
+        pcs[~valid] = warp_pc
+
+        regs = self._lane_words(per_lane[SHT_REGS], lane_rows, valid, self.num_regs)
+        preds = self._lane_words(per_lane[SHT_PRED], lane_rows, valid, self.num_preds)
+        uniform = np.frombuffer(self.elf.body(ureg_sections[0])[:ureg_sections[0].size // 4 * 4], dtype="<u4") \
+            if ureg_sections else np.zeros(0, dtype="<u4")
+        mask_bytes = (lanes + 7) // 8
+        layout = [("pc", 8), ("exec", mask_bytes)]
+        layout += [(f"R{i}", 4 * lanes) for i in range(regs.shape[1])]
+        layout += [(f"P{i}", lanes) for i in range(preds.shape[1])]
+        layout += [(f"UR{i}", 4) for i in range(len(uniform))]
+        data = (struct.pack("<Q", warp_pc) + active.to_bytes(mask_bytes, "little")
+                + np.ascontiguousarray(regs.T).tobytes()
+                + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uniform.tobytes())
+        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uniform)}"
+        self.layouts[layout_name] = layout
+        registers = RegisterFile(layout, _ArraySpan(data), f"{where}.registers", layout_name)
+
+        wave_id = self.next_wave
+        self.next_wave += 1
+        for ln, (_, _, lane) in lane_rows.items():
+            self.lane_exceptions[(wave_id, ln)] = lane["exception"]
+        return Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
+                    self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
+
+    def _index_in_block(self, warp, lane_rows, grid) -> int:
+        # the lane table's thread index says where the warp sits in its block (warpId is the SM's slot)
+        if not lane_rows:
+            return warp["warpId"]
+        ln, (_, _, lane) = min(lane_rows.items())
+        bx, by = max(grid["blockDimX"], 1), max(grid["blockDimY"], 1)
+        flat = lane["threadIdxX"] + bx * (lane["threadIdxY"] + by * lane["threadIdxZ"])
+        return max(flat - ln, 0) // self.lanes
+
+    def _local(self, local_sections, lane_rows, where) -> PrivateMemory | None:
+        found = {}
+        for ln, (ln_sec, i, _) in lane_rows.items():
+            sections = local_sections.get((ln_sec.index, i))
+            if sections:
+                found[ln] = sections[0]
+        if not found:
+            return None
+        base = min(s.addr for s in found.values())
+        lane_size = max(s.addr + s.size for s in found.values()) - base
+        secs = [found.get(ln) for ln in range(self.lanes)]
+        contiguous = all(s is not None and s.addr == base and s.size == lane_size and
+                         s.offset == secs[0].offset + ln * lane_size for ln, s in enumerate(secs))
+        if contiguous:
+            # the usual layout (and the writer's): one mapped region for the whole warp
+            regions = [Region(0, lane_size * self.lanes, secs[0].name, secs[0].offset, span=self.elf.span)]
+        else:
+            regions = [Region(ln * lane_size + s.addr - base, s.size, s.name, s.offset, span=self.elf.span)
+                       for ln, s in found.items() if s.size]
+        view = SparseMemory(regions, "private_wave", f"{where}.local")
+        return PrivateMemory(PER_LANE, lane_size * self.lanes, self.lanes, view, base, f"{where}.local")
+
+    def _focus(self, dispatches: list[Dispatch]) -> tuple[Focus | None, Stop | None]:
+        waves = [w for d in dispatches for w in d.waves]
+        for wave in waves:
+            for ln in np.flatnonzero(wave.valid_lanes):
+                code = self.lane_exceptions.get((wave.id, int(ln)), EXCEPTION_NONE)
+                if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
+                    name = EXCEPTIONS.get(code, f"exception {code}")
+                    return Focus(wave.id, int(ln)), Stop("exception", f"CUDA Exception: {name} ({code})")
+        for wave in waves:
+            active = np.flatnonzero(wave.active_lanes)
+            if len(active):
+                return Focus(wave.id, int(active[0])), Stop("pause", "CUDA core dump: no lane reports an exception")
+        return (Focus(waves[0].id, 0) if waves else None), Stop("pause", "CUDA core dump")
+
+
+# ---------------------------------------------------------------------- writing
+
+
+@dataclass
+class _OutSection:
+    name: str
+    type: int
+    data: bytes = b""
+    link: int = 0
+    info: int = 0
+    entsize: int = 0
+    addr: int = 0
+
+
+class _CoreBuilder:
+    def __init__(self):
+        self.sections: list[_OutSection] = [_OutSection("", 0)]
+        self.strings = bytearray(b"\0")
+
+    def add(self, name: str, sh_type: int, data: bytes = b"", *, link: int = 0, info: int = 0,
+            entsize: int = 0, addr: int = 0) -> int:
+        self.sections.append(_OutSection(name, sh_type, bytes(data), link, info, entsize, addr))
+        return len(self.sections) - 1
+
+    def table(self, name: str, sh_type: int, rows: list[dict[str, int]], *, link: int = 0, info: int = 0) -> int:
+        form = TABLES[sh_type]
+        return self.add(name, sh_type, b"".join(form.pack(**row) for row in rows), link=link, info=info,
+                        entsize=form.size)
+
+    def string(self, text: str) -> int:
+        at = len(self.strings)
+        self.strings += text.encode() + b"\0"
+        return at
+
+    def write(self, path: Path) -> None:
+        self.add(".strtab", SHT_STRTAB, bytes(self.strings))
+        shstrndx = self.add(".shstrtab", SHT_STRTAB)
+        names = bytearray(b"\0")
+        name_at = []
+        for sec in self.sections:
+            name_at.append(len(names) if sec.name else 0)
+            if sec.name:
+                names += sec.name.encode() + b"\0"
+        self.sections[shstrndx].data = bytes(names)
+        out = bytearray(64)
+        offsets = []
+        for sec in self.sections:
+            out += b"\0" * (-len(out) % 8)
+            offsets.append(len(out))
+            out += sec.data
+        out += b"\0" * (-len(out) % 8)
+        shoff = len(out)
+        for sec, name, offset in zip(self.sections, name_at, offsets):
+            out += struct.pack("<IIQQQQIIQQ", name, sec.type, 0, sec.addr, offset if sec.type else 0,
+                               len(sec.data), sec.link, sec.info, 8 if sec.type else 0, sec.entsize)
+        ident = ELF_MAGIC + bytes([2, 1, 1, ELFOSABI_CUDA, ELFOSABIV_LATEST]) + b"\0" * 7
+        out[:64] = ident + struct.pack("<HHIQQQIHHHHHH", ET_CORE, EM_CUDA, 1, 0, 0, shoff, 0, 64, 0, 0, 64,
+                                       len(self.sections), shstrndx)
+        path.write_bytes(bytes(out))
+
+
+def _known_prefix(memory: SparseMemory, address: int, size: int) -> bytes:
+    """The bytes from `address` up to the first unknown one (a core section cannot hold holes)."""
+    data, valid = memory.read(address, size)
+    known = size if valid.all() else int(np.argmin(valid))
+    return data[:known].tobytes()
+
+
+def _register_words(wave: Wave, prefix: str, per_lane: int) -> np.ndarray:
+    """(lanes, n) u32 of registers prefix0..prefix{n-1}; every valid lane's bytes must be known."""
+    names = sorted((n for n in wave.registers.names if n.startswith(prefix) and n[len(prefix):].isdigit()),
+                   key=lambda n: int(n[len(prefix):]))
+    if [int(n[len(prefix):]) for n in names] != list(range(len(names))):
+        raise StateError(f"{prefix} registers are not numbered from 0 without gaps", wave.registers.path)
+    out = np.zeros((wave.lanes, len(names)), dtype="<u4")
+    for i, name in enumerate(names):
+        data, valid = wave.registers.lane_view(name, wave.lanes)
+        if data.shape[1] != per_lane:
+            raise StateError(f"register {name} has {data.shape[1]} bytes per lane, a core holds {per_lane}",
+                             wave.registers.path)
+        if not valid[wave.valid_lanes].all():
+            raise StateError(f"register {name} is not fully known; a core cannot say so", wave.registers.path)
+        out[:, i] = np.ascontiguousarray(data).view("<u4")[:, 0] if per_lane == 4 else data[:, 0]
+    return out
+
+
+def _function_entry(code_path: Path, kernel: str) -> int:
+    from ..adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
+
+    layout, _ = read_cubin_debug(relocate_cubin(code_path.read_bytes(), str(code_path)), str(code_path))
+    for function in layout.functions:
+        if function.name == kernel:
+            return function.start
+    raise StateError(f"kernel {kernel} is not a function of {code_path.name}", str(code_path))
+
+
+WRITABLE_REGISTERS = ("pc", "exec")
+
+
+def write_core(state: GpuState, path: str | os.PathLike, *,
+               exception: tuple[int, int, int] | None = None) -> Path:
+    """Write `state` (an NVIDIA state) as a CUDA core dump.
+
+    One device; each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index
+    in the block. `exception` = (wave id, lane, CUDBGException_t code) marks that lane as the one that
+    faulted (its warp's errorPC is its PC). Registers must be known for every valid lane, and memory is
+    written up to its first unknown byte: the format has no way to say "unknown".
+    """
+    path = Path(path)
+    target = state.target
+    if target.vendor != "nvidia":
+        raise StateError(f"a CUDA core dump holds NVIDIA state, not {target.vendor}", "target.vendor")
+    for space in state.memory:
+        if space != "global":
+            raise StateError(f"{space} memory has no place in a CUDA core dump", f"memory.{space}")
+    lanes = target.lanes
+    digits = target.processor.removeprefix("sm_")
+    if not digits[:-1].isdigit():
+        raise StateError(f"processor {target.processor!r} is not an sm_NN name", "target.processor")
+    out = _CoreBuilder()
+    waves = state.waves
+    num_regs = max((len([n for n in w.registers.names if n.startswith("R") and n[1:].isdigit()]) for w in waves),
+                   default=0)
+    num_preds = max((len([n for n in w.registers.names if n.startswith("P") and n[1:].isdigit()]) for w in waves),
+                    default=0)
+    workgroups = [wg for d in state.dispatches for wg in d.workgroups]
+    device = dict(devName=out.string("aspace-dap core"), devType=out.string("GPU"),
+                  smType=out.string(target.processor), numSMs=max(len(workgroups), 1),
+                  numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
+                  numLanesPerWarp=lanes, numRegsPerLane=num_regs, numPredicatesPrLane=num_preds,
+                  smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16)
+    dev = out.table(".cudbg.devtbl", SHT_DEV_TABLE, [device])
+    apertures = target.apertures or {}
+    ctx = out.table(".cudbg.ctxtbl", SHT_CTX_TABLE, [dict(
+        contextId=1, sharedWindowBase=apertures["shared"].base if "shared" in apertures else 0,
+        localWindowBase=apertures["local"].base if "local" in apertures else 0)])
+    handles = {ref.id: 0x1000 + ref.id for ref in state.code_objects}
+    mod = out.table(".cudbg.modtbl", SHT_MOD_TABLE, [dict(moduleHandle=h) for h in handles.values()], link=ctx)
+    from ..adapters.nvptx_cubin import relocate_cubin
+
+    for row, ref in enumerate(state.code_objects):
+        image = ref.path.read_bytes()
+        out.add(f".cudbg.elfimg.{handles[ref.id]:x}", SHT_ELF_IMG, image, link=mod, info=row)
+        out.add(f".cudbg.relfimg.{handles[ref.id]:x}", SHT_RELF_IMG, relocate_cubin(image, str(ref.path)),
+                link=mod, info=row)
+    grid_rows = []
+    for d in state.dispatches:
+        ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
+        entry = _function_entry(ref.path, d.kernel) if ref is not None else 0
+        param = d.memory.get("param")
+        grid_rows.append(dict(
+            gridId64=d.id + 1, contextId=1, function=entry, functionEntry=entry,
+            moduleHandle=handles.get(d.code_object, 0),
+            paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
+            kernelType=1, numRegs=num_regs,
+            gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
+            blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2]))
+        for space in d.memory:
+            if space != "param":
+                raise StateError(f"dispatch {space} memory has no place in a CUDA core dump", d.path)
+    grid_tbl = out.table(".cudbg.gridtbl.dev0", SHT_GRID_TABLE, grid_rows, link=dev, info=0)
+    for row, d in enumerate(state.dispatches):
+        param = d.memory.get("param")
+        if param is not None and param.regions:
+            if len(param.regions) > 1:
+                raise StateError("a core holds the parameter bank as one range", d.path)
+            region = param.regions[0]
+            out.add(f".cudbg.param.dev0.grid{d.id + 1}", SHT_PARAM, _known_prefix(param, region.address, region.size),
+                    link=grid_tbl, info=row)
+    global_memory = state.memory.get("global")
+    for address, size in (global_memory.ranges() if global_memory is not None else []):
+        data, _ = global_memory.read(address, size)
+        out.add(".cudbg.global", SHT_GLOBAL, data.tobytes(), addr=address)
+    sm_tbl = out.table(".cudbg.smtbl.dev0", SHT_SM_TABLE, [dict(smId=i) for i in range(len(workgroups))],
+                       link=dev, info=0)
+    sm = 0
+    for d in state.dispatches:
+        for wg in d.workgroups:
+            _write_cta(out, state, d, wg, sm, sm_tbl, exception)
+            sm += 1
+    out.write(path)
+    return path
+
+
+def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, sm: int, sm_tbl: int,
+               exception: tuple[int, int, int] | None) -> None:
+    where = f"dev0.sm{sm}.cta0"
+    cta = out.table(f".cudbg.ctatbl.dev0.sm{sm}", SHT_CTA_TABLE, [dict(
+        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2])], link=sm_tbl, info=sm)
+    if wg.lds is not None and wg.lds.regions:
+        out.add(f".cudbg.shared.{where}", SHT_SHARED, _known_prefix(wg.lds, 0, wg.lds.regions[-1].end),
+                link=cta, info=0)
+    warp_rows = []
+    for wave in wg.waves:
+        faulted = exception is not None and exception[0] == wave.id
+        pc = wave.pc or 0
+        error_pc = int(wave.lane_pcs[exception[1]]) if faulted and wave.lane_pcs is not None else pc
+        exec_mask = wave.exec_mask
+        active = wave.valid_lanes if exec_mask is None else exec_mask & wave.valid_lanes
+        warp_rows.append(dict(errorPC=error_pc if faulted else 0, warpId=wave.index_in_workgroup,
+                              validLanesMask=lanes_to_mask(wave.valid_lanes), activeLanesMask=lanes_to_mask(active),
+                              errorPCValid=int(faulted)))
+    wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0)
+    for row, wave in enumerate(wg.waves):
+        for name, _ in wave.registers.layout:
+            if name not in WRITABLE_REGISTERS and not (name[:1] in "RP" and name[1:].isdigit()) \
+                    and not (name.startswith("UR") and name[2:].isdigit()):
+                raise StateError(f"register {name} has no place in a CUDA core dump", wave.registers.path)
+        valid_lanes = [int(ln) for ln in np.flatnonzero(wave.valid_lanes)]
+        pc = wave.pc or 0
+        lane_rows = []
+        for ln in valid_lanes:
+            lane_pc = int(wave.lane_pcs[ln]) if wave.lane_pcs is not None else pc
+            tid = wave.local_id(ln)
+            code = exception[2] if exception is not None and exception[:2] == (wave.id, ln) else EXCEPTION_NONE
+            lane_rows.append(dict(virtualPC=lane_pc, physPC=lane_pc, ln=ln, threadIdxX=tid[0], threadIdxY=tid[1],
+                                  threadIdxZ=tid[2], exception=code))
+        wp_where = f"{where}.wp{wave.index_in_workgroup}"
+        ln_tbl = out.table(f".cudbg.lntbl.{wp_where}", SHT_LN_TABLE, lane_rows, link=wp_tbl, info=row)
+        regs = _register_words(wave, "R", 4)
+        preds = _register_words(wave, "P", 1)
+        uregs = [wave.registers.value(f"UR{i}") for i in range(sum(
+            1 for n in wave.registers.names if n.startswith("UR") and n[2:].isdigit()))]
+        if any(u is None for u in uregs):
+            raise StateError("a uniform register is not fully known; a core cannot say so", wave.registers.path)
+        if uregs:
+            out.add(f".cudbg.uregs.{wp_where}", SHT_UREGS, struct.pack(f"<{len(uregs)}I", *uregs),
+                    link=wp_tbl, info=row)
+        private = wave.private
+        if private is not None and private.layout != PER_LANE:
+            raise StateError("a core holds local memory per lane (per_lane layout)", private.path)
+        for lane_row, ln in enumerate(valid_lanes):
+            lane_where = f"{wp_where}.ln{ln}"
+            out.add(f".cudbg.regs.{lane_where}", SHT_REGS, regs[ln].tobytes(), link=ln_tbl, info=lane_row)
+            if preds.shape[1]:
+                out.add(f".cudbg.pred.{lane_where}", SHT_PRED, preds[ln].tobytes(), link=ln_tbl, info=lane_row)
+        # local memory of the warp's lanes back to back, so a reader can map it as one range
+        for lane_row, ln in enumerate(valid_lanes if private is not None else []):
+            block = _known_prefix(private.wave_view, ln * private.lane_size, private.lane_size)
+            out.add(f".cudbg.local.{wp_where}.ln{ln}", SHT_LOCAL, block, link=ln_tbl, info=lane_row,
+                    addr=private.base)
