@@ -1,18 +1,17 @@
-// "Open LDS" / "Open scratch of this lane": find the memory space with the
-// server's memorySpaces request and open VS Code's hex editor on it through
-// the same vscode-debug-memory URIs that "View Binary Data" uses.
+// "Open Shared Memory (LDS)" / "Open Private Memory of This Lane": find the
+// memory space by kind with the server's memorySpaces request and open VS
+// Code's hex editor on it through the same vscode-debug-memory URIs that
+// "View Binary Data" uses.
 
 import * as vscode from 'vscode';
 import { describe, type GpuDebugController, type GpuSession } from './controller';
+import { memorySpacePicks, missingSpaceMessage, spaceOfKind } from './memorySpaces';
 import { debugMemoryUriParts, memorySpaceDisplayName } from './memoryUri';
-import type { MemorySpace } from './protocol';
+import type { MemorySpace, MemorySpaceKind } from './protocol';
 import { requestMemorySpaces } from './serverRequests';
 
 const HEX_EDITOR_EXTENSION = 'ms-vscode.hexeditor';
 const HEX_EDITOR_VIEW_TYPE = 'hexEditor.hexedit';
-
-export const LDS_SPACE = 'local';
-export const LANE_SCRATCH_SPACE = 'private_lane';
 
 async function ensureHexEditor(): Promise<boolean> {
   if (vscode.extensions.getExtension(HEX_EDITOR_EXTENSION) !== undefined) return true;
@@ -59,15 +58,14 @@ function activeOrWarn(controller: GpuDebugController): GpuSession | undefined {
   return entry;
 }
 
-async function openNamedSpace(controller: GpuDebugController, name: string, what: string): Promise<void> {
+async function openSpaceOfKind(controller: GpuDebugController, kind: MemorySpaceKind): Promise<void> {
   const entry = activeOrWarn(controller);
   if (entry === undefined) return;
   const spaces = await spacesOf(entry);
   if (spaces === undefined) return;
-  const space = spaces.find((s) => s.name === name);
+  const space = spaceOfKind(spaces, kind);
   if (space === undefined) {
-    const known = spaces.map((s) => s.name).join(', ') || 'none';
-    void vscode.window.showWarningMessage(`This wave has no ${what} (memory spaces: ${known}).`);
+    void vscode.window.showWarningMessage(missingSpaceMessage(spaces, kind));
     return;
   }
   await openMemorySpace(entry.session, space);
@@ -75,19 +73,17 @@ async function openNamedSpace(controller: GpuDebugController, name: string, what
 
 export function registerMemoryCommands(controller: GpuDebugController): vscode.Disposable {
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('aspace.openLds', () => openNamedSpace(controller, LDS_SPACE, 'LDS')),
-    vscode.commands.registerCommand('aspace.openScratch', () =>
-      openNamedSpace(controller, LANE_SCRATCH_SPACE, 'scratch for the focused lane'),
-    ),
+    vscode.commands.registerCommand('aspace.openLds', () => openSpaceOfKind(controller, 'workgroup')),
+    vscode.commands.registerCommand('aspace.openScratch', () => openSpaceOfKind(controller, 'lane')),
     vscode.commands.registerCommand('aspace.openMemorySpace', async () => {
       const entry = activeOrWarn(controller);
       if (entry === undefined) return;
       const spaces = await spacesOf(entry);
       if (spaces === undefined) return;
-      const picked = await vscode.window.showQuickPick(
-        spaces.map((space) => ({ label: space.name, description: `${space.size} bytes`, detail: space.memoryReference, space })),
-        { placeHolder: 'GPU memory space to open' },
-      );
+      const picked = await vscode.window.showQuickPick(memorySpacePicks(spaces), {
+        placeHolder: 'GPU memory space to open',
+        matchOnDescription: true,
+      });
       if (picked !== undefined) await openMemorySpace(entry.session, picked.space);
     }),
   );

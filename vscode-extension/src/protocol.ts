@@ -32,8 +32,17 @@ export interface LaneValue {
   type: string;
 }
 
+/**
+ * Scope of a memory space, named the same for every vendor: "workgroup" (AMD
+ * LDS, NVIDIA shared, Intel SLM), "lane" (AMD scratch, NVIDIA local, Intel
+ * private), "wave" (a wave's raw private memory), "device" (global).
+ */
+export type MemorySpaceKind = 'workgroup' | 'lane' | 'wave' | 'device';
+
 export interface MemorySpace {
   name: string;
+  /** Undefined when the server names a scope this client does not know. */
+  kind: MemorySpaceKind | undefined;
   memoryReference: string;
   size: number;
 }
@@ -46,6 +55,7 @@ export class ProtocolError extends Error {
 }
 
 const LANE_STATES: readonly string[] = ['active', 'inactive', 'exited', 'invalid'];
+const MEMORY_SPACE_KINDS: readonly string[] = ['workgroup', 'lane', 'wave', 'device'];
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -157,8 +167,10 @@ export function parseMemorySpaces(body: unknown): MemorySpace[] {
   return list(b.spaces, 'memorySpaces.spaces').map((item, i) => {
     const what = `memorySpaces.spaces[${i}]`;
     const s = record(item, what);
+    const kind = text(s.kind, `${what}.kind`);
     return {
       name: text(s.name, `${what}.name`),
+      kind: MEMORY_SPACE_KINDS.includes(kind) ? (kind as MemorySpaceKind) : undefined,
       memoryReference: text(s.memoryReference, `${what}.memoryReference`),
       size: count(s.size, `${what}.size`),
     };

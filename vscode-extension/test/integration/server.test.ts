@@ -11,6 +11,7 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { parseFocus, parseLaneValues, parseLanes, parseMemorySpaces, type LanesReply } from '../../src/protocol';
+import { spaceOfKind } from '../../src/memorySpaces';
 import { launchLikeVsCode, startAdapter } from './adapter';
 import {
   BLOCK, COLS, LDS_SIZE, ROW_SUMS_OFFSET, ROWS, STOP_LINE, TILE_PITCH,
@@ -163,8 +164,9 @@ describe('aspace-dap on the lds_tiles example', { timeout: 120000 }, () => {
 
   it('reads the workgroup LDS: the tile with its padding column and the row sums', async () => {
     const spaces = parseMemorySpaces((await dc.customRequest('memorySpaces', { threadId })).body);
-    const local = spaces.find((s) => s.name === 'local');
+    const local = spaceOfKind(spaces, 'workgroup');
     assert.ok(local, 'an LDS space');
+    assert.equal(local.name, 'local');
     assert.equal(local.size, LDS_SIZE);
     const { data, unreadable } = await readMemory(dc, local.memoryReference, 0, local.size);
     assert.equal(unreadable, 0);

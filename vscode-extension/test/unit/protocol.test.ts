@@ -53,14 +53,18 @@ describe('parseLaneValues and parseMemorySpaces', () => {
     assert.deepEqual(parseLaneValues({ lanes: [{ lane: 2, active: false, value: '7', type: 'int' }] }), [
       { lane: 2, active: false, value: '7', type: 'int' },
     ]);
-    assert.deepEqual(parseMemorySpaces({ spaces: [{ name: 'local', memoryReference: 'local@wg(1,0,0)#0x0', size: 256 }] }), [
-      { name: 'local', memoryReference: 'local@wg(1,0,0)#0x0', size: 256 },
-    ]);
+    assert.deepEqual(
+      parseMemorySpaces({ spaces: [{ name: 'local', kind: 'workgroup', memoryReference: 'local@wg(1,0,0)#0x0', size: 256 }] }),
+      [{ name: 'local', kind: 'workgroup', memoryReference: 'local@wg(1,0,0)#0x0', size: 256 }],
+    );
+    // a scope this client does not know is kept, without a kind
+    assert.equal(parseMemorySpaces({ spaces: [{ name: 'gds', kind: 'device-wide', memoryReference: 'gds#0x0', size: 4 }] })[0].kind, undefined);
   });
 
   it('reject missing fields', () => {
     assert.throws(() => parseLaneValues({ lanes: [{ lane: 2, active: false, type: 'int' }] }), /value/);
     assert.throws(() => parseMemorySpaces({ spaces: {} }), /expected a list/);
-    assert.throws(() => parseMemorySpaces({ spaces: [{ name: 'local', size: 1 }] }), /memoryReference/);
+    assert.throws(() => parseMemorySpaces({ spaces: [{ name: 'local', kind: 'workgroup', size: 1 }] }), /memoryReference/);
+    assert.throws(() => parseMemorySpaces({ spaces: [{ name: 'local', memoryReference: 'local#0x0', size: 1 }] }), /kind/);
   });
 });

@@ -19,7 +19,7 @@ describe('server requests', () => {
       setFocus: { threadId: 2, lane: 5, active: true, lanes: 64 },
       lanes: { focus: 5, lanes: [] },
       laneValues: { lanes: [{ lane: 0, active: true, value: '1', type: 'int' }] },
-      memorySpaces: { spaces: [{ name: 'local', memoryReference: 'local@wg(0,0,0)#0x0', size: 64 }] },
+      memorySpaces: { spaces: [{ name: 'local', kind: 'workgroup', memoryReference: 'local@wg(0,0,0)#0x0', size: 64 }] },
     });
     assert.equal((await setFocus(s, { threadId: 2, lane: 5 })).lane, 5);
     assert.equal((await requestLanes(s, 2)).focus, 5);
