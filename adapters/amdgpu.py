@@ -63,6 +63,13 @@ class AmdgpuAdapter(TargetAdapter):
         # private_lane, private_wave and private_laneN are views of the same scratch memory
         return "scratch" if space.scope in ("lane", "wave") else None
 
+    def workgroup_variable(self, var) -> bool:
+        # ROCm: DW_ASPACE local or DW_MSPACE group (3); upstream clang: `...; lit2; swap; xderef` (2 = local)
+        if var.address_space == LOCAL.number or var.memory_space == 3:
+            return True
+        expr = getattr(var.location, "expr", None)
+        return not var.dialect.heterogeneous and bool(expr) and bytes(expr[-3:]) == bytes([0x32, 0x16, 0x18])
+
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         vbase, abase = (VGPR64_0, AGPR64_0) if lanes == 64 else (VGPR32_0, AGPR32_0)
         whole = dialect.heterogeneous

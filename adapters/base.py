@@ -39,6 +39,13 @@ class TargetAdapter(ABC):
         """The space a pointer type with this DWARF address class points into."""
         return self.default_space()
 
+    def workgroup_variable(self, var) -> bool:
+        """Whether a variable lives in the workgroup's shared memory (the Shared scope): its
+        DWARF address space / class names a space of workgroup scope."""
+        if var.address_space is None:
+            return False
+        return any(s.number == var.address_space and s.scope == "workgroup" for s in self.spaces().values())
+
     def space_label(self, space: AddressSpace) -> str | None:
         """What the vendor's manuals call the memory behind `space` ("LDS", "shared"), None when
         the space's own name says it."""

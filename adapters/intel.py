@@ -107,6 +107,15 @@ class IntelAdapter(TargetAdapter):
             return LOCAL
         return GENERIC
 
+    def workgroup_variable(self, var) -> bool:
+        # SLM: address class 1, or a location that is the SLM class encoding itself (DW_OP_const8u)
+        if var.address_space == ADDRESS_CLASS_SLM:
+            return True
+        expr = getattr(var.location, "expr", None)
+        if expr and len(expr) == 9 and expr[0] == 0x0E:  # DW_OP_const8u <encoded address>
+            return int.from_bytes(expr[1:9], "little") >> ENCODED_CLASS_SHIFT == ENCODED_CLASS_SLM
+        return False
+
     def place_variable(self, var, location, target):
         """A variable at a generic (tagged or SLM-class encoded) address lives in the space the
         encoding names: show it there (`local#0x10`), as the reads already resolve it."""

@@ -175,3 +175,27 @@ def test_launch_reports_progress_to_clients_that_ask():
         c.request("disconnect")
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("dump,shared", [
+    ("examples/lds_tiles/dumps/gfx90a.O0", {"tile", "row_sums"}),
+    ("examples/cuda/dumps/lds_tiles.sm_90.G", {"tile", "row_sums"}),
+    ("examples/opencl/dumps/divergent_call.tgllp", {"cells"}),
+])
+def test_shared_scope_holds_workgroup_memory_for_every_vendor(dump, shared):
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu"})
+        seq = c.send("launch", {"state": os.path.join(REPO_ROOT, dump)})
+        c.request("configurationDone")
+        assert c.wait_response(seq)["success"]
+        tid = c.wait_event("stopped")["body"]["threadId"]
+        fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
+        scopes = {s["name"]: s for s in c.request("scopes", {"frameId": fid})["scopes"]}
+        names = {v["name"] for v in c.request("variables", {"variablesReference": scopes["Shared"]["variablesReference"]})["variables"]}
+        assert names == shared
+        local_names = {v["name"] for v in c.request("variables", {"variablesReference": scopes["Locals"]["variablesReference"]})["variables"]}
+        assert not (local_names & shared)
+        c.request("disconnect")
+    finally:
+        c.close()

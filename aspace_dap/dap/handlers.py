@@ -188,9 +188,10 @@ def scopes(ctx, args):
     f = _frame(st, args["frameId"])
     variables = s.variables(f)
     params = [v for v in variables if v.kind == "parameter"]
-    locals_ = [v for v in variables if v.kind != "parameter" and not _is_shared(v)]
-    shared = [v for v in variables if _is_shared(v)] + [g for g in s.globals(f) if _is_shared(g)]
-    globals_ = [g for g in s.globals(f) if not _is_shared(g)]
+    shared_var = s.adapter.workgroup_variable
+    locals_ = [v for v in variables if v.kind != "parameter" and not shared_var(v)]
+    shared = [v for v in variables if shared_var(v)] + [g for g in s.globals(f) if shared_var(g)]
+    globals_ = [g for g in s.globals(f) if not shared_var(g)]
     out = []
     for name, hint, vars_ in (("Arguments", "arguments", params), ("Locals", "locals", locals_),
                               ("Shared", None, shared), ("Globals", None, globals_)):
@@ -204,14 +205,6 @@ def scopes(ctx, args):
     ref = st.handles.add(RegistersHandle(f.wave_id, f.lane))
     out.append({"name": "Registers", "presentationHint": "registers", "variablesReference": ref, "expensive": False})
     return {"scopes": out}
-
-
-def _is_shared(var) -> bool:
-    """Variables in LDS: ROCm's address space 3, or upstream clang's `lit2; swap; xderef` (2 = local)."""
-    if var.address_space == 3 or var.memory_space == 3:
-        return True
-    expr = getattr(var.location, "expr", None)
-    return bool(expr) and bytes(expr[-3:]) == bytes([0x32, 0x16, 0x18])
 
 
 @handlers.request("variables", required={"variablesReference": int},
