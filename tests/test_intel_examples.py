@@ -127,6 +127,9 @@ def test_dap_server_shows_the_variables():
     try:
         frames = c.request("stackTrace", {"threadId": stopped["threadId"]})["stackFrames"]
         names = scope_vars(c, frames[0]["id"], "Locals")
+        shared = scope_vars(c, frames[0]["id"], "Shared")  # __local arrays are workgroup memory
+        assert "cells" in shared and "cells" not in names
+        names.update(shared)
         assert int(names["lane"]["value"]) == 3
         assert names["cell"]["variablesReference"]
         cells = c.request("variables", {"variablesReference": names["cells"]["variablesReference"]})["variables"]
