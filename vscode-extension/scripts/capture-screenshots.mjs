@@ -193,6 +193,39 @@ async function main() {
     await sleep(1500);
     await shot(page, 'vscode-session.png');
 
+    // Switch the lane focus: the status bar, the GPU Lanes view's focus mark
+    // and the Variables view (same frame id, new lane) must all follow.
+    // By id: the "GPU focus: …" status message that follows also says "Lane n/64".
+    const focusItem = page.locator('[id="aspace.aspace-gpu.aspace.laneFocus"]');
+    const before = (await focusItem.textContent()).trim();
+    const valueBefore = (await row(page, 'Variables', /^tx/).textContent()).trim();
+    await runCommand(page, 'GPU Debug: Next Active Lane');
+    let after = before;
+    for (let i = 0; i < 60 && after === before; i++) {
+      await sleep(500);
+      after = (await focusItem.textContent()).trim();
+    }
+    const lane = /Lane (\d+)\//.exec(after)?.[1];
+    if (after === before || lane === undefined) throw new Error(`the status bar stayed at "${before}"`);
+    const marked = row(page, 'GPU Lanes', '◀ focus');
+    let markedText = '';
+    for (let i = 0; i < 60 && !new RegExp(`^Lane ${lane}\\b`).test(markedText); i++) {
+      await sleep(500);
+      markedText = (await marked.textContent()).trim();
+    }
+    if (!new RegExp(`^Lane ${lane}\\b`).test(markedText)) {
+      throw new Error(`GPU Lanes marks "${markedText}" as the focus after switching to lane ${lane}`);
+    }
+    let valueAfter = valueBefore;
+    for (let i = 0; i < 60 && valueAfter === valueBefore; i++) {
+      await sleep(500);
+      valueAfter = (await row(page, 'Variables', /^tx/).textContent()).trim();
+    }
+    if (valueAfter === valueBefore) throw new Error(`Variables still shows "${valueBefore}" after switching to lane ${lane}`);
+    console.log(`lane switch: ${before} -> ${after}; ${valueBefore} -> ${valueAfter}`);
+    await sleep(1000);
+    await shot(page, 'vscode-lane-switch.png');
+
     // Show in All Lanes from the Variables view's context menu (tx is a
     // four-way tie across the active lanes, so nothing is marked), then from
     // the palette for `tx == 0`: the lanes that summed a tile row stand out.
