@@ -47,6 +47,9 @@ class OpenclDump:
     memory: list[tuple[int, bytes, int]] = field(default_factory=list)  # (address, bytes, declared size)
     focus_lane: int = 0
     stop: str = ""
+    # variables whose IGC location gives some lanes the same register bits as other lanes
+    # (16-bit values of a SIMD32 thread); the lowest lane keeps the bits, the others show its value
+    shared_slots: frozenset[str] = frozenset()
 
 
 def _u32(v: int) -> bytes:
@@ -92,15 +95,18 @@ def build(spec: OpenclDump) -> StateWriter:
     final = {f"r{g}": bytearray(GRF_BYTES) for g in range(GRFS)}
     touched: set[str] = set()
     through_location = []
+    writes = []  # (lane, variable order, variable name, GRF, dword, 4 value bytes)
     with tempfile.TemporaryDirectory() as tmp:
         _writer(spec, probe, spec.slm).write(tmp)
         state = load_state(tmp)
         try:
             target = adapter.wave_target(state, state.wave_by_id(0), frame.dialect)
-            for var, expr in variables:
+            for order, (var, expr) in enumerate(variables):
                 values = spec.values.get(var.name)
                 if values is None:
                     raise AspaceError(f"{var.name} has a location at {spec.pc:#x} but the model gives it no value")
+                if all(v is None for v in values):
+                    continue  # nothing to place (an undescribed or not yet computed value)
                 res = evaluate(expr, target, frame.dialect, lanes, frame=FrameContext(pc=spec.pc))
                 if res.errors:
                     lane, err = next(iter(res.errors.items()))
@@ -120,10 +126,20 @@ def build(spec: OpenclDump) -> StateWriter:
                             grf, dword = tag >> 8, tag & 0xFF
                             if grf >= GRFS or dword >= 8:
                                 raise AspaceError(f"{var.name}: lane {lane} does not read whole GRF dwords")
-                            final[f"r{grf}"][dword * 4:dword * 4 + 4] = raw[k:k + 4]
-                            touched.add(f"r{grf}")
+                            writes.append((int(lane), order, var.name, grf, dword, raw[k:k + 4]))
         finally:
             state.close()
+    owner: dict[tuple[int, int], tuple[int, str, bytes]] = {}
+    for lane, _, name, grf, dword, raw in sorted(writes, key=lambda w: w[:2]):
+        slot = (grf, dword)
+        if slot in owner:
+            first_lane, first_name, first_raw = owner[slot]
+            if first_raw != raw and not {name, first_name} <= spec.shared_slots:
+                raise AspaceError(f"{name} lane {lane} and {first_name} lane {first_lane} share r{grf} dword {dword}")
+            continue
+        owner[slot] = (lane, name, raw)
+        final[f"r{grf}"][dword * 4:dword * 4 + 4] = raw
+        touched.add(f"r{grf}")
     regs = dict(fixed, **{n: bytes(final[n]) for n in touched})
     if not through_location:
         return _writer(spec, regs, spec.slm)

@@ -1,0 +1,95 @@
+"""OpenCL lds_tiles on Intel tgllp (SIMD32): stopped at line 36, `out[out_row * rows + out_col] = tile[tx][ty]`.
+
+Inputs: rows = 20, cols = 36, in[i] = 0.25 * i. Work-group (1, 1) of 16x16 work-items is eight
+SIMD32 threads; the dump holds thread 1 (local ids 32..63: ty 2 and 3, tx 0..15). Both
+barriers have passed, so the SLM holds the whole tile (input rows 16..19, zero where
+row >= rows) and every row sum. pc 0x660 is the first instruction of the `if` body, so only
+the lanes with out_col < rows (tx < 4: lanes 0-3 and 16-19) are in the execution mask.
+
+IGC keeps tx and ty as 16-bit values and its DWARF reads lane L's from dword L & 7 of GRF
+base + (L >> 3), base + 1 for the upper half: lanes 16-23 read the bits of lanes 8-15, and
+tx's lanes 24-31 read ty's lanes 0-7. The lower lane keeps such bits (`shared_slots`).
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from .opencl_engine import OpenclDump
+
+HERE = Path(__file__).resolve().parent.parent / "opencl"
+SIMD, TILE = 32, 16
+ROWS, COLS = 20, 36
+GROUP = (1, 1)
+GROUPS = (3, 2)  # ceil(cols / 16) x ceil(rows / 16)
+THREAD = 1  # SIMD thread within the work-group
+IN_ADDR = 0x7F0000100000
+ROW_SUMS_SLM = 0x440  # `row_sums`: DW_OP_const8u of the SLM class encoding, after tile[16][17]
+STOP_PC = 0x660
+F32 = np.float32
+
+
+def in_value(i: int) -> float:
+    return float(F32(0.25) * F32(i))
+
+
+def element(tx: int, ty: int) -> float:
+    col, row = GROUP[0] * TILE + tx, GROUP[1] * TILE + ty
+    return in_value(row * COLS + col) if row < ROWS and col < COLS else 0.0
+
+
+def tile() -> list[list[float]]:
+    """The SLM tile after the first barrier: tile[ty][tx], the padding column never written (0)."""
+    return [[element(tx, ty) for tx in range(TILE)] + [0.0] for ty in range(TILE)]
+
+
+def row_sums() -> list[float]:
+    """Line 28 in float32: each tile row summed left to right."""
+    sums = []
+    for row in tile():
+        acc = F32(0)
+        for k in range(TILE):
+            acc = F32(acc + F32(row[k]))
+        sums.append(float(acc))
+    return sums
+
+
+def work_item(lane: int) -> dict:
+    local = THREAD * SIMD + lane
+    tx, ty = local % TILE, local // TILE
+    return {
+        "rows": ROWS, "cols": COLS, "tx": tx, "ty": ty,
+        "col": GROUP[0] * TILE + tx, "row": GROUP[1] * TILE + ty, "value": element(tx, ty),
+        "out_col": GROUP[1] * TILE + tx, "out_row": GROUP[0] * TILE + ty,
+    }
+
+
+def in_store_branch(lane: int) -> bool:
+    item = work_item(lane)
+    return item["out_row"] < COLS and item["out_col"] < ROWS
+
+
+def spec() -> OpenclDump:
+    items = [work_item(lane) for lane in range(SIMD)]
+    values = {name: [item[name] for item in items] for name in items[0]}
+    values["tile"] = [tile()] * SIMD  # work-group arrays, the same from every lane
+    values["row_sums"] = [row_sums()] * SIMD
+    slm = b"".join(struct.pack("<f", v) for row in tile() for v in row)
+    slm += b"".join(struct.pack("<f", v) for v in row_sums())
+    assert len(slm) == ROW_SUMS_SLM + 4 * TILE
+    inputs = b"".join(struct.pack("<f", in_value(i)) for i in range(ROWS * COLS))
+    active = sum(1 << lane for lane in range(SIMD) if in_store_branch(lane))
+    return OpenclDump(
+        name="lds_tiles.tgllp", debug_elf=HERE / "lds_tiles.tgllp.elf", kernel="transpose_tiles", lanes=SIMD,
+        pc=STOP_PC, active=active, values=values,
+        grid_size=(GROUPS[0] * TILE, GROUPS[1] * TILE, 1), workgroup_size=(TILE, TILE, 1),
+        workgroup_id=(GROUP[0], GROUP[1], 0), slm=slm, memory=[(IN_ADDR, inputs, len(inputs))],
+        focus_lane=2, stop="line 36: out[out_row * rows + out_col] = tile[tx][ty]",
+        shared_slots=frozenset({"tx", "ty"}))
+
+
+def specs() -> list[OpenclDump]:
+    return [spec()]

@@ -1,0 +1,151 @@
+"""OpenCL lds_tiles on Intel: every variable in scope per lane, against a model of the kernel written here.
+
+The model follows the source (lds_tiles.cl) for work-group (1, 1), SIMD thread 1, stopped at line 36
+with rows = 20, cols = 36, in[i] = 0.25 i; the dump's generator has its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.values.format import format_obj
+
+ROOT = Path(__file__).resolve().parent.parent
+DUMP = ROOT / "examples" / "opencl" / "dumps" / "lds_tiles.tgllp"
+sys.path.insert(0, str(ROOT / "examples"))
+
+ROWS, COLS, TILE, GX, GY, THREAD, SIMD = 20, 36, 16, 1, 1, 1, 32
+
+
+def source_value(row: int, col: int) -> float:
+    return float(np.float32(0.25) * np.float32(row * COLS + col)) if row < ROWS and col < COLS else 0.0
+
+
+def expected(lane: int) -> dict:
+    tx, ty = (THREAD * SIMD + lane) % TILE, (THREAD * SIMD + lane) // TILE
+    row, col = GY * TILE + ty, GX * TILE + tx
+    return {"rows": ROWS, "cols": COLS, "tx": tx, "ty": ty, "col": col, "row": row,
+            "value": source_value(row, col), "out_col": GY * TILE + tx, "out_row": GX * TILE + ty}
+
+
+def igc_16bit_reader(lane: int, variable: str) -> tuple[str, int]:
+    """Whose value IGC's location of a 16-bit tx/ty gives `lane`: GRF base + (L >> 3) (base + 1 + ... for
+    lanes 16-31), dword L & 7. tx's base is r17, ty's r19; the lowest lane to own a dword holds it."""
+    base = {"tx": 17, "ty": 19}
+    def slot(name, ln):
+        return (base[name] + (ln >> 3) if ln < 16 else base[name] + 1 + ((ln - 16) >> 3)), ln & 7
+    target = slot(variable, lane)
+    owners = [(ln, name) for ln in range(SIMD) for name in ("tx", "ty") if slot(name, ln) == target]
+    first_lane, first_name = min(owners)
+    return first_name, first_lane
+
+
+def tile() -> list[list[float]]:
+    return [[source_value(GY * TILE + ty, GX * TILE + tx) for tx in range(TILE)] + [0.0] for ty in range(TILE)]
+
+
+def row_sums() -> list[float]:
+    out = []
+    for r in tile():
+        acc = np.float32(0)
+        for k in range(TILE):
+            acc = np.float32(acc + np.float32(r[k]))
+        out.append(float(acc))
+    return out
+
+
+def _floats(s: Session, lane: int, name: str) -> list[float]:
+    """A float array variable's elements as lane `lane` reads them (all bytes must be known)."""
+    s.set_focus(lane=lane)
+    frame = s.frames()[0]
+    var = next(v for v in s.variables(frame) if v.name == name)
+    data, _state = s.read_variable(frame, var).obj_for(lane).bytes()
+    return np.frombuffer(bytes(data[0]), "<f4").tolist()
+
+
+@pytest.fixture(scope="module")
+def session():
+    return Session(load_state(str(DUMP)))
+
+
+def _shown(s: Session, lane: int) -> dict[str, str]:
+    s.set_focus(lane=lane)
+    frame = s.frames()[0]
+    assert frame.name == "transpose_tiles" and frame.line == 36
+    out = {}
+    for var in s.variables(frame):
+        read = s.read_variable(frame, var)
+        obj = read.obj_for(lane)
+        out[var.name] = format_obj(obj, 0, top=False) if obj is not None else str(read.errors.get(lane, "<none>"))
+    return out
+
+
+def test_committed_dump_is_current():
+    from dumpgen import opencl_examples, opencl_lds_tiles
+    assert opencl_examples.stale_files(opencl_lds_tiles.spec()) == []
+
+
+def test_only_the_store_branch_lanes_are_active(session):
+    wave = session.wave()
+    assert wave.lanes == SIMD
+    active = [lane for lane in range(SIMD) if expected(lane)["out_col"] < ROWS and expected(lane)["out_row"] < COLS]
+    assert list(np.nonzero(wave.active_lanes)[0]) == active == [0, 1, 2, 3, 16, 17, 18, 19]
+
+
+@pytest.mark.parametrize("lane", [0, 3, 5, 12, 17, 19, 26, 31])
+def test_every_variable_per_lane(session, lane):
+    shown = _shown(session, lane)
+    want = expected(lane)
+    assert set(shown) == {"in", "out", "tile_sums", *want, "tile", "row_sums"}
+    for name in ("in", "out", "tile_sums"):  # IGC gives the pointers no location at this pc
+        assert shown[name] == "<optimized out>"
+    for name in ("rows", "cols", "col", "row", "out_col", "out_row"):
+        assert int(shown[name]) == want[name], name
+    assert float(shown["value"]) == want["value"]
+    for name in ("tx", "ty"):
+        owner_name, owner_lane = igc_16bit_reader(lane, name)
+        assert int(shown[name]) == expected(owner_lane)[owner_name], name
+    assert shown["tile"].startswith("{{148, 148.25,") and shown["row_sums"].startswith("{2398, 2542,")
+    assert _floats(session, lane, "tile") == [v for r in tile() for v in r]
+    assert _floats(session, lane, "row_sums") == row_sums()
+
+
+def test_igc_16bit_layout_aliases_upper_lanes():
+    # the lower half reads its own values; lanes 16-23 the bits of lanes 8-15; tx of 24-31 ty's of 0-7
+    assert igc_16bit_reader(3, "tx") == ("tx", 3) and igc_16bit_reader(12, "ty") == ("ty", 12)
+    assert igc_16bit_reader(17, "tx") == ("tx", 9) and igc_16bit_reader(17, "ty") == ("ty", 9)
+    assert igc_16bit_reader(26, "tx") == ("ty", 2) and igc_16bit_reader(26, "ty") == ("ty", 26)
+
+
+def test_slm_arrays_read_from_the_work_group_memory(session):
+    from adapters.intel import LOCAL
+    target = session.target_for(session.wave(), session.frames()[0].dialect)
+    raw = target.read_memory(LOCAL, np.array([0]), np.array([0x440], np.uint64), 4 * TILE)
+    assert raw.valid.all()
+    assert np.frombuffer(bytes(raw.data[0]), "<f4").tolist() == row_sums()
+
+
+def test_dap_server_shows_the_variables():
+    from test_dap_session import scope_vars, start
+    c, stopped = start(str(DUMP))
+    try:
+        frames = c.request("stackTrace", {"threadId": stopped["threadId"]})["stackFrames"]
+        assert frames[0]["line"] == 36
+        scopes = [sc["name"] for sc in c.request("scopes", {"frameId": frames[0]["id"]})["scopes"]]
+        names = {}
+        for scope in scopes:  # the SLM arrays may sit in their own scope
+            names.update(scope_vars(c, frames[0]["id"], scope))
+        want = expected(2)  # the focus lane
+        for name in ("tx", "ty", "col", "row", "out_col", "out_row"):
+            assert int(names[name]["value"]) == want[name], name
+        assert float(names["value"]["value"]) == want["value"]
+        sums = c.request("variables", {"variablesReference": names["row_sums"]["variablesReference"]})["variables"]
+        assert [float(v["value"]) for v in sums] == row_sums()
+    finally:
+        c.close()
