@@ -476,7 +476,7 @@ def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: 
     try:
         obj = evaluate_expression(session, text, frame=frame, lanes=all_lanes)
         for lane in range(wave.lanes):
-            rows.append({"lane": lane, "active": bool(wave.active_lanes[lane]),
+            rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]),
                          "value": format_obj(obj, lane), "type": obj.type.display_name()})
     except (_Divergent, EvaluationError):
         for lane in range(wave.lanes):
@@ -485,5 +485,5 @@ def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: 
                 value, tname = format_obj(obj, 0), obj.type.display_name()
             except (AspaceError, _Divergent) as e:
                 value, tname = f"<error: {e}>", ""
-            rows.append({"lane": lane, "active": bool(wave.active_lanes[lane]), "value": value, "type": tname})
+            rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]), "value": value, "type": tname})
     return rows

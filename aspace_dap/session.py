@@ -110,6 +110,7 @@ class Session:
         self._targets: dict[tuple[int, Dialect], object] = {}
         self._lds_cache: dict[tuple, dict[int, str]] = {}
         self._found_sources: dict[str, str] = {}
+        self._active: dict[int, np.ndarray] = {}
         if not state.waves:
             raise StateError("the dump has no waves", "dispatches")
         focus = state.focus
@@ -168,13 +169,36 @@ class Session:
         return self.state.wave_by_id(self.focus_wave if wave_id is None else wave_id)
 
     def _first_active(self, wave_id: int) -> int:
-        active = np.nonzero(self.wave(wave_id).active_lanes)[0]
+        active = np.nonzero(self.active_lanes(self.wave(wave_id)))[0]
         return int(active[0]) if len(active) else 0
+
+    def active_lanes(self, wave) -> np.ndarray:
+        """The lanes that are conceptually active: DW_AT_LLVM_active_lane of the stopped function when the
+        compiler gives it (EXEC may be widened for whole-wave operations), else EXEC & valid lanes."""
+        cached = self._active.get(wave.id)
+        if cached is not None:
+            return cached
+        mask = wave.active_lanes
+        try:
+            program = self.program_for(wave)
+            pc = wave.pc
+            frames = program.index.frames_at(program.elf_pc(pc)) if program.index is not None and pc is not None else []
+            info = next((f for f in frames if f.active_lane_expr), None)
+            if info is not None:
+                res = evaluate(info.active_lane_expr, self.target_for(wave, info.dialect), info.dialect,
+                               np.array([0]), frame=self.frame_context(program, info, pc), kind="value")
+                if not res.errors:
+                    bits = int(res.for_lane(0).bits[0])
+                    mask = np.array([(bits >> lane) & 1 for lane in range(wave.lanes)], bool) & wave.valid_lanes
+        except AspaceError as e:
+            self.warnings.append(f"wave {wave.id}: DW_AT_LLVM_active_lane: {e}")
+        self._active[wave.id] = mask
+        return mask
 
     def lane_state(self, wave, lane: int) -> str:
         if not wave.valid_lanes[lane]:
             return "invalid"
-        return "active" if wave.active_lanes[lane] else "inactive"
+        return "active" if self.active_lanes(wave)[lane] else "inactive"
 
     def set_focus(self, wave: int | None = None, lane: int | None = None) -> None:
         if wave is not None:
@@ -190,7 +214,7 @@ class Session:
         self.focus_frame = 0
 
     def thread_name(self, wave) -> str:
-        return self.adapter.thread_name(wave, int(wave.active_lanes.sum()), int(wave.valid_lanes.sum()))
+        return self.adapter.thread_name(wave, int(self.active_lanes(wave).sum()), int(wave.valid_lanes.sum()))
 
     def target_for(self, wave, dialect: Dialect):
         key = (wave.id, dialect)
@@ -208,7 +232,7 @@ class Session:
         pc = wave.pc
         if pc is None:
             raise StateError(f"wave {wave.id} has no pc register in the dump")
-        if not wave.active_lanes[lane]:
+        if not self.active_lanes(wave)[lane]:
             lane_pc = self._lane_pc_from_dwarf(wave, lane, pc)
             if lane_pc is not None:
                 return lane_pc

@@ -53,3 +53,18 @@ def test_inactive_lanes_wait_where_the_lane_pc_says():
     assert frames[0].runtime_pc == waiting
     assert frames[0].line == index.line_for_pc(waiting).line
     assert s.frames(wave.id, int(active[0]))[0].line == s0.frames()[0].line
+
+
+def test_active_lane_attribute_overrides_exec():
+    """DW_AT_LLVM_active_lane: during a whole-wave operation EXEC is widened; the attribute says who is active."""
+    s = Session.open(DUMP)
+    index = s.program_for(s.wave()).index
+    real_frames_at = index.frames_at
+    mask = 0b1010_0000_0000_0110
+    expr = assemble(f"DW_OP_constu {mask}", AMD)
+    index.frames_at = lambda pc: [dataclasses.replace(f, active_lane_expr=expr) for f in real_frames_at(pc)]
+    wave = s.wave()
+    active = s.active_lanes(wave)
+    assert [int(x) for x in np.nonzero(active)[0]] == [1, 2, 13, 15]
+    assert s.lane_state(wave, 13) == "active" and s.lane_state(wave, 0) == "inactive"
+    assert "[4/64 active]" in s.thread_name(wave)

@@ -240,7 +240,7 @@ def variables(ctx, args):
             v = int.from_bytes(bytes(data[lane]), "little") if valid[lane].all() else None
             out.append({"name": f"[{lane}]", "value": "<unavailable>" if v is None else (f"0x{v:08x}" if hex_ else str(v)),
                         "type": "uint32", "variablesReference": 0,
-                        "presentationHint": {"attributes": [] if wave.active_lanes[lane] else ["readOnly"]}})
+                        "presentationHint": {"attributes": [] if s.active_lanes(wave)[lane] else ["readOnly"]}})
         return {"variables": out}
     raise AspaceError(f"unknown variablesReference {args['variablesReference']}")
 
@@ -431,7 +431,7 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
 def _announce_focus(ctx, st, s: Session):
     st.reset_views()
     w = s.wave()
-    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(w.active_lanes[s.focus_lane]),
+    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(s.active_lanes(w)[s.focus_lane]),
             "lanes": w.lanes}
     ctx.send_event("focus", body)
     if ctx.client_capabilities.get("supportsInvalidatedEvent"):
@@ -447,7 +447,7 @@ def set_focus(ctx, args):
     wave = wave_of_thread(s, args["threadId"]) if args.get("threadId") is not None else None
     s.set_focus(wave=wave.id if wave is not None else None, lane=args.get("lane"))
     w = s.wave()
-    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(w.active_lanes[s.focus_lane]),
+    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(s.active_lanes(w)[s.focus_lane]),
             "lanes": w.lanes}
     st.reset_views()
     events = [("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": thread_id(w.id)})] \
