@@ -19,8 +19,8 @@ CUDA_FATBIN_SECTION = ".nv_fatbin"
 
 def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | memoryview, *,
                       name: str | None = None) -> list[CodeObject]:
-    """Device code objects in a standalone ELF, an offload bundle, a host ELF's .hip_fatbin,
-    or ocloc's `.dbg` debug file.
+    """Device code objects in a standalone ELF, an offload bundle, a host ELF's .hip_fatbin or
+    .nv_fatbin (its cubins, relocated), or ocloc's `.dbg` debug file.
 
     Bundle entries that are not amdgcn device code (the host entry, other
     targets) are skipped. Raises CodeObjectError when nothing usable is found.
@@ -79,11 +79,23 @@ def _from_host_elf(data: bytes, label: str) -> list[CodeObject]:
     elf = open_elf(data, label)
     try:
         fatbin = elf.get_section_by_name(HIP_FATBIN_SECTION)
-        has_cuda_fatbin = elf.get_section_by_name(CUDA_FATBIN_SECTION) is not None
         payload = fatbin.data() if fatbin is not None and fatbin["sh_type"] != "SHT_NOBITS" else None
+        cuda_fatbin = elf.get_section_by_name(CUDA_FATBIN_SECTION) if payload is None else None
+        cuda_payload = cuda_fatbin.data() if cuda_fatbin is not None and cuda_fatbin["sh_type"] != "SHT_NOBITS" \
+            else None
     except ELF_PARSE_ERRORS as exc:
         raise CodeObjectError(f"{label}: malformed ELF: {exc}") from exc
+    if cuda_payload is not None:
+        return _from_cuda_fatbin(cuda_payload, f"{label}:{CUDA_FATBIN_SECTION}")
     if payload is None:
-        hint = " (it has .nv_fatbin: CUDA fat binaries are not supported)" if has_cuda_fatbin else ""
-        raise CodeObjectError(f"{label}: host ELF without a {HIP_FATBIN_SECTION} section{hint}")
+        raise CodeObjectError(f"{label}: host ELF without a {HIP_FATBIN_SECTION} or {CUDA_FATBIN_SECTION} section")
     return _from_bundle(payload, f"{label}:{HIP_FATBIN_SECTION}")
+
+
+def _from_cuda_fatbin(data: bytes, label: str) -> list[CodeObject]:
+    from .fatbin import cubins
+
+    objects = [CodeObject(_relocated_cubin(image, name), name) for name, image in cubins(data, label)]
+    if not objects:
+        raise CodeObjectError(f"{label}: the fat binary holds no cubin (PTX only)")
+    return objects

@@ -17,3 +17,9 @@ for name in lds_tiles scratch_struct divergent_call; do
     "$NVCC" -cubin -G -arch="$ARCH" -o "$name.$ARCH.G.cubin" "$name.cu"
     "$NVCC" -cubin -lineinfo -O3 -arch="$ARCH" -o "$name.$ARCH.lineinfo.cubin" "$name.cu"
 done
+
+# Host objects whose .nv_fatbin carries the -G sm_90 cubin of divergent_call: one plain, one with
+# nvcc's default zstd compression (reading that one needs the zstandard package).
+echo "building divergent_call.$ARCH.G.host.o and divergent_call.$ARCH.G.zstd.host.o"
+"$NVCC" -G -arch="$ARCH" --no-compress -c -o "divergent_call.$ARCH.G.host.o" divergent_call.cu
+"$NVCC" -G -arch="$ARCH" -c -o "divergent_call.$ARCH.G.zstd.host.o" divergent_call.cu
