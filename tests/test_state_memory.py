@@ -327,3 +327,16 @@ def test_save_from_a_zip_with_per_lane_private_and_dispatch_memory(tmp_path):
         assert wave.lane_pcs[3] == 0x483 and wave.valid_lanes.sum() == 16
         assert copy.dispatches[0].memory["param"].read(0, 4)[0].tolist() == [1, 2, 0xFF, 4]
         assert wave.global_id(3) == (35, 0, 0)
+
+
+def test_saving_a_memory_made_of_several_regions():
+    """A CUDA core keeps each lane's local memory in its own section: saved as one file when they tile."""
+    from aspace_dap.errors import StateError
+    from aspace_dap.state.save import _single_file
+
+    tiled = _memory([(0, 4, b"\x01\x02\x03\x04"), (4, 4, b"\x05\x06\x07\x08")])
+    size, blob = _single_file(tiled, "private memory")
+    assert size == 8 and b"".join(blob.chunks()) == bytes(range(1, 9))
+    gap = _memory([(0, 2, b"\x01\x02"), (8, 2, b"\x03\x04")])
+    with pytest.raises(StateError, match="unknown bytes between"):
+        _single_file(gap, "private memory")

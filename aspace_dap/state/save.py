@@ -66,6 +66,14 @@ def region_pieces(memory: SparseMemory, region: Region) -> list[tuple[int, int, 
 
 def _single_file(memory: SparseMemory, what: str) -> tuple[int, Blob]:
     """Declared size and contents of a one-file memory (LDS, private) whose known bytes form a prefix."""
+    if len(memory.regions) > 1:
+        # several regions (a CUDA core's per-lane local sections): one file only if they tile the space
+        end = max(r.end for r in memory.regions)
+        data, valid = memory.read(0, end)
+        known = int(np.argmin(valid)) if not valid.all() else len(valid)
+        if valid[known:].any():
+            raise StateError(f"cannot save {what}: its regions leave unknown bytes between known ones", memory.path)
+        return end, Blob.of(data[:known].tobytes())
     region = memory.regions[0]
     pieces = region_pieces(memory, region)
     if len(pieces) != 1:
