@@ -199,3 +199,8 @@ def test_shared_scope_holds_workgroup_memory_for_every_vendor(dump, shared):
         c.request("disconnect")
     finally:
         c.close()
+
+
+def test_source_serves_only_files_the_debug_info_names(dap):
+    with pytest.raises(RequestFailed, match="not a source file"):
+        dap.request("source", {"source": {"path": "/etc/passwd"}})

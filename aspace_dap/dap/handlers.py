@@ -581,12 +581,21 @@ def source(ctx, args):
     path = (args.get("source") or {}).get("path")
     if not path:
         raise AspaceError("source needs a path")
+    named = False
     for p in s.programs():
-        if p.index is not None:
-            text = p.index.source_text(path)
-            if text is not None:
-                return {"content": text}
-    if os.path.exists(path):
+        if p.index is None:
+            continue
+        for f in p.index.source_files():
+            if path in (f, s.map_source(f)):
+                named = True
+                text = p.index.source_text(f)
+                if text is not None:
+                    return {"content": text}
+    # only files the debug info names: the server may listen beyond this machine, and
+    # `source` must not become a way to read arbitrary files
+    if not named:
+        raise AspaceError(f"source {path} is not a source file of the loaded code objects")
+    if os.path.isfile(path):
         with open(path, encoding="utf-8", errors="replace") as f:
             return {"content": f.read()}
     raise AspaceError(f"source {path} is neither embedded in the code object nor on disk")
