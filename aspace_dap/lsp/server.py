@@ -80,6 +80,8 @@ class AspaceLanguageServer(LanguageServer):
                 found += [os.path.normpath(h) for h in hits if os.path.isfile(h)]
         return list(dict.fromkeys(found))
 
+    _loaded = False
+
     def reload(self) -> None:
         lenses, errors = [], []
         paths = self.resolve_paths()
@@ -89,6 +91,7 @@ class AspaceLanguageServer(LanguageServer):
             except AspaceError as exc:
                 errors.append(f"{path}: {exc}")
         self.lenses, self.loaded_paths, self.load_errors = lenses, paths, errors
+        self._loaded = True
         for message in errors:
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=message))
 
@@ -146,8 +149,12 @@ class AspaceLanguageServer(LanguageServer):
     def apply(self, settings: Settings | None) -> None:
         if settings is None:
             return
+        # the client sends its settings at initialize and again when asked: load code objects only
+        # when the list changed (budgets alone just redo the diagnostics)
+        same_objects = settings.code_objects == self.settings.code_objects and self._loaded
         self.settings = settings
-        self.reload()
+        if not same_objects:
+            self.reload()
         self.refresh()
 
 
