@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import EvaluationError, StateError, UnavailableError
+from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
+from aspace_dap.errors import EvaluationError, UnavailableError
 
 from .amdgpu_prologue import scan
-from .base import CallerState, TargetAdapter, WaveTarget, unavailable
+from .base import CallerState, TargetAdapter, WaveTarget
 
 GLOBAL = AddressSpace(0, "global", 8, "device")
 GENERIC = AddressSpace(1, "generic", 8, "device")
@@ -200,7 +200,14 @@ class AmdgpuWaveTarget(WaveTarget):
 
     # ------------------------------------------------------------------ memory
 
-    def _storage(self, space: AddressSpace):
+    def private_owners(self, space, lanes):
+        if space.name == "private_lane":
+            return lanes
+        if space.name.startswith("private_lane"):  # private_laneN: lane N's memory, whoever asks
+            return np.full(len(lanes), space.number - 0x20, np.int64)
+        return None
+
+    def storage(self, space: AddressSpace):
         if space.name == "global":
             return self.state.memory.get("global")
         if space.name == "region":
@@ -211,40 +218,3 @@ class AmdgpuWaveTarget(WaveTarget):
         if space.name == "private_wave":
             return self.wave.private.wave_view if self.wave.private is not None else None
         return None
-
-    def read_memory(self, space, lanes, addrs, size) -> MemoryRead:
-        lanes = np.asarray(lanes, np.int64)
-        addrs = np.asarray(addrs, np.uint64)
-        g = len(lanes)
-        if space.name == "generic":
-            return self.read_generic(lanes, addrs, size)
-        if space.name.startswith("private_lane"):
-            private = self.wave.private
-            if private is None:
-                return unavailable(g, size)
-            owner = lanes if space.name == "private_lane" else np.full(g, space.number - 0x20, np.int64)
-            data, valid = private.read_lane(owner, addrs, size)
-            return MemoryRead(data.reshape(g, size), valid.reshape(g, size))
-        mem = self._storage(space)
-        if mem is None:
-            return unavailable(g, size)
-        data, valid = mem.read_many(addrs, size)
-        return MemoryRead(data, valid)
-
-    def write_memory(self, space, lanes, addrs, data) -> None:
-        for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):
-            lane, addr, raw = int(lane), int(addr), bytes(row)
-            if space.name == "generic":
-                space2, addr2 = self.resolve_generic(addr)
-                self.write_memory(space2, [lane], [addr2], [row])
-                continue
-            if space.name.startswith("private_lane"):
-                if self.wave.private is None:
-                    raise StateError("this wave has no private memory in the dump")
-                owner = lane if space.name == "private_lane" else space.number - 0x20
-                self.wave.private.write_lane(owner, addr, raw)
-                continue
-            mem = self._storage(space)
-            if mem is None:
-                raise StateError(f"the dump holds no {space.name} memory for this wave")
-            mem.write(addr, raw)

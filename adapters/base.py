@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import EvaluationError, UnavailableError
+from aspace_dap.errors import EvaluationError, StateError
 
 
 class TargetAdapter(ABC):
@@ -172,13 +172,60 @@ class WaveTarget(ABC):
             data[rest], valid[rest] = got.data, got.valid
         return MemoryRead(data, valid)
 
-    @abstractmethod
-    def read_memory(self, space: AddressSpace, lanes, addrs, size) -> MemoryRead:
-        """`size` bytes at each lane's address in `space`, with their availability."""
+    # --- where each space's bytes are in the dump: the only part a family has to say ---------
 
     @abstractmethod
+    def storage(self, space: AddressSpace):
+        """The dump memory (SparseMemory) behind a device, workgroup or wave space; None if absent."""
+
+    def private_owners(self, space: AddressSpace, lanes: np.ndarray) -> np.ndarray | None:
+        """For a space backed by per-lane private memory, the lane whose memory each row reads."""
+        return None
+
+    def storage_address(self, space: AddressSpace, addrs: np.ndarray) -> np.ndarray:
+        """An address as the storage file counts it (a space may ignore high bits)."""
+        return addrs
+
+    def read_memory(self, space: AddressSpace, lanes, addrs, size) -> MemoryRead:
+        """`size` bytes at each lane's address in `space`, with their availability."""
+        lanes = np.asarray(lanes, np.int64)
+        addrs = np.asarray(addrs, np.uint64)
+        g = len(lanes)
+        if space.name == "generic":
+            return self.read_generic(lanes, addrs, size)
+        owners = self.private_owners(space, lanes)
+        if owners is not None:
+            private = self.wave.private
+            if private is None:
+                return unavailable(g, size)
+            data, valid = private.read_lane(owners, addrs, size)
+            return MemoryRead(data.reshape(g, size), valid.reshape(g, size))
+        mem = self.storage(space)
+        if mem is None:
+            return unavailable(g, size)
+        data, valid = mem.read_many(self.storage_address(space, addrs), size)
+        return MemoryRead(data, valid)
+
     def write_memory(self, space: AddressSpace, lanes, addrs, data) -> None:
-        """Write each lane's row of `data` into the dump's overlay."""
+        """Write each lane's row of `data` into the dump's overlay (the files never change)."""
+        lanes = np.asarray(lanes, np.int64)
+        addrs = np.asarray(addrs, np.uint64)
+        for i, row in enumerate(data):
+            lane, addr, raw = lanes[i:i + 1], int(addrs[i]), bytes(row)
+            if space.name == "generic":
+                real, offset = self.resolve_generic(addr)
+                self.write_memory(real, lane, [offset], [row])
+                continue
+            owners = self.private_owners(space, lane)
+            if owners is not None:
+                if self.wave.private is None:
+                    raise StateError(f"wave {self.wave.id} has no private memory in the dump")
+                self.wave.private.write_lane(int(owners[0]), addr, raw)
+                continue
+            mem = self.storage(space)
+            if mem is None:
+                raise StateError(f"the dump holds no {space.name} memory for wave {self.wave.id}")
+            mem.write(int(self.storage_address(space, np.array([addr], np.uint64))[0]), raw)
 
 
 @dataclass

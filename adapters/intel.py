@@ -22,9 +22,9 @@ import numpy as np
 from aspace_dap.codeobj import CodeObject, load_code_objects
 from aspace_dap.dwarf.locations import Location, MemoryLocation
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import CodeObjectError, EvaluationError, StateError, UnavailableError
+from aspace_dap.errors import CodeObjectError, EvaluationError, UnavailableError
 
-from .base import TargetAdapter, WaveTarget, unavailable
+from .base import TargetAdapter, WaveTarget
 
 # IGC's LLVM address space numbers (ADDRESS_SPACE_* in IGC)
 PRIVATE = AddressSpace(0, "private", 8, "device")
@@ -186,7 +186,22 @@ class IntelWaveTarget(WaveTarget):
     def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
         return resolve_address(addr)
 
-    def _storage(self, space: AddressSpace):
+    def read_generic(self, lanes, addrs, size) -> MemoryRead:
+        # a generic address carries its space in tag bits (or the SLM class encoding): lane by lane
+        g = len(lanes)
+        data = np.zeros((g, size), np.uint8)
+        valid = np.zeros((g, size), bool)
+        for i, addr in enumerate(addrs):
+            real, offset = resolve_address(int(addr))
+            got = self.read_memory(real, lanes[i:i + 1], np.array([offset], np.uint64), size)
+            data[i], valid[i] = got.data[0], got.valid[0]
+        return MemoryRead(data, valid)
+
+    def storage_address(self, space, addrs):
+        # only the low 32 bits of an SLM address are significant
+        return addrs & np.uint64(0xFFFFFFFF) if space.name == "local" else addrs
+
+    def storage(self, space: AddressSpace):
         if space.name in ("global", "private", "constant"):
             # private memory is a per-lane slice of a global buffer
             return self.state.memory.get("global")
@@ -194,35 +209,3 @@ class IntelWaveTarget(WaveTarget):
             wg = self.wave.workgroup
             return wg.lds if wg is not None else None
         return None
-
-    def read_memory(self, space, lanes, addrs, size) -> MemoryRead:
-        lanes = np.asarray(lanes, np.int64)
-        addrs = np.asarray(addrs, np.uint64)
-        g = len(lanes)
-        if space.name == "generic":
-            data = np.zeros((g, size), np.uint8)
-            valid = np.zeros((g, size), bool)
-            for i, addr in enumerate(addrs):
-                real, offset = resolve_address(int(addr))
-                got = self.read_memory(real, lanes[i:i + 1], np.array([offset], np.uint64), size)
-                data[i], valid[i] = got.data[0], got.valid[0]
-            return MemoryRead(data, valid)
-        if space.name == "local":
-            addrs = addrs & np.uint64(0xFFFFFFFF)
-        mem = self._storage(space)
-        if mem is None:
-            return unavailable(g, size)
-        data, valid = mem.read_many(addrs, size)
-        return MemoryRead(data, valid)
-
-    def write_memory(self, space, lanes, addrs, data) -> None:
-        for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):
-            lane, addr = int(lane), int(addr)
-            if space.name == "generic":
-                real, offset = resolve_address(addr)
-                self.write_memory(real, [lane], [offset], [row])
-                continue
-            mem = self._storage(space)
-            if mem is None:
-                raise StateError(f"the dump holds no {space.name} memory for this thread")
-            mem.write(addr & 0xFFFFFFFF if space.name == "local" else addr, bytes(row))

@@ -440,7 +440,10 @@ class NvptxWaveTarget(WaveTarget):
             return None
         return dispatch.memory.get("param") or dispatch.const_bank(0)
 
-    def _storage(self, space):
+    def private_owners(self, space, lanes):
+        return lanes if space is LOCAL else None
+
+    def storage(self, space):
         if space is GLOBAL or space is CODE:
             return self.state.memory.get("global")
         if space is SHARED:
@@ -451,38 +454,3 @@ class NvptxWaveTarget(WaveTarget):
         if space is CONST:
             return self.state.memory.get("const") or self.state.memory.get("global")
         return None
-
-    def read_memory(self, space, lanes, addrs, size) -> MemoryRead:
-        lanes = np.asarray(lanes, np.int64)
-        addrs = np.asarray(addrs, np.uint64)
-        g = len(lanes)
-        if space is GENERIC:
-            return self.read_generic(lanes, addrs, size)
-        if space is LOCAL:
-            private = self.wave.private
-            if private is None:
-                return unavailable(g, size)
-            data, valid = private.read_lane(lanes, addrs, size)
-            return MemoryRead(data.reshape(g, size), valid.reshape(g, size))
-        mem = self._storage(space)
-        if mem is None:
-            return unavailable(g, size)
-        data, valid = mem.read_many(addrs, size)
-        return MemoryRead(data, valid)
-
-    def write_memory(self, space, lanes, addrs, data) -> None:
-        for lane, addr, row in zip(np.asarray(lanes), np.asarray(addrs, np.uint64), data):
-            lane, addr, raw = int(lane), int(addr), bytes(row)
-            if space is GENERIC:
-                space2, addr2 = self.resolve_generic(addr)
-                self.write_memory(space2, [lane], [addr2], [row])
-                continue
-            if space is LOCAL:
-                if self.wave.private is None:
-                    raise StateError("this warp has no local memory in the dump")
-                self.wave.private.write_lane(lane, addr, raw)
-                continue
-            mem = self._storage(space)
-            if mem is None:
-                raise StateError(f"the dump holds no {space.name} memory for this warp")
-            mem.write(addr, raw)

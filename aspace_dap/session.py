@@ -20,7 +20,7 @@ from .dwarf.describe import describe_constant, describe_evaluated
 from .dwarf.evaluator import LaneResults, evaluate
 from .dwarf.frame_context import frame_context, is_kernel
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
-from .dwarf.locations import Location, MemoryLocation, RegisterLocation
+from .dwarf.locations import Location, MemoryLocation
 from .dwarf.target import Dialect, FrameContext
 from .dwarf.placeholders import overlapping_static_addresses
 from .dwarf.types import PointerType, Type
@@ -359,7 +359,6 @@ class Session:
                              load_bias=program.load_address, cfa=cfa)
 
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
-        wave = self.wave(frame.wave_id)
         lanes = np.array([frame.lane] if lanes is None else lanes, dtype=np.int64)
         out = VariableRead(var, lanes)
         vtype = var.type

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -1,7 +1,6 @@
 """Caller frames on real clang-15 AMDGPU code, whose CFI is empty: ABI + prologue analysis."""
 
 import os
-import struct
 
 import numpy as np
 import pytest

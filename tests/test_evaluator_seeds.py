@@ -6,11 +6,10 @@ SGPR0 is DWARF register 32, VGPR0 is 2560 (wave64), EXEC 17, PC 16.
 """
 
 import numpy as np
-import pytest
 
 from aspace_dap.dwarf.asm import assemble
 from aspace_dap.dwarf.evaluator import evaluate
-from aspace_dap.dwarf.locations import CompositeLocation, ImplicitLocation, MemoryLocation, RegisterLocation, UndefinedLocation, Value
+from aspace_dap.dwarf.locations import CompositeLocation, MemoryLocation, RegisterLocation, UndefinedLocation, Value
 from aspace_dap.dwarf.storage import OK, OPTIMIZED_OUT, read_bits, read_bytes
 from aspace_dap.dwarf.target import Dialect, FrameContext
 

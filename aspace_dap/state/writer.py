@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import StateError
 from .model import Aperture, lanes_to_mask
 from .numbers import hex_number
-from .private import PER_LANE, SWIZZLED, swizzle
+from .private import SWIZZLED, swizzle
 from .validate import FORMAT_NAME, FORMAT_VERSION
 
 _ZERO_SKIP = 1 << 16  # all-zero chunks at least this long become holes in the written file

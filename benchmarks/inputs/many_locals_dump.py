@@ -12,7 +12,6 @@ Global memory holds `in` (2 MiB of floats) for the readMemory benchmark.
 from __future__ import annotations
 
 import re
-import struct
 import sys
 from pathlib import Path
 
