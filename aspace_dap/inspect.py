@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from .errors import AspaceError
 from .session import Session
 from .values.format import format_obj
@@ -78,5 +76,3 @@ def main(args) -> int:
         print(f"aspace-dap inspect: {e}", file=sys.stderr)
         return 1
 
-
-__all__ = ["main", "frame_report", "print_report", "lane_table", "np"]

@@ -542,5 +542,3 @@ class Session:
                             "size": size})
         return out
 
-    def source_path(self, path: str) -> str:
-        return os.fspath(Path(path))

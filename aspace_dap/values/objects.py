@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dwarf.locations import ImplicitPointerLocation, Location, MemoryLocation
 from ..dwarf.storage import IMPLICIT_POINTER, OK, OPTIMIZED_OUT, UNAVAILABLE, read_bits
-from ..dwarf.types import ArrayType, BaseType, EnumType, PointerType, StructType, Type, byte_size
+from ..dwarf.types import ArrayType, BaseType, EnumType, StructType, Type, byte_size
 from ..errors import EvaluationError
 
 EAGER_LIMIT = 1 << 16  # objects up to 64 KiB are read in one go; bigger ones per element range
@@ -189,4 +189,4 @@ def _is_signed(t: Type) -> bool:
     return False
 
 
-__all__ = ["Obj", "OK", "OPTIMIZED_OUT", "UNAVAILABLE", "IMPLICIT_POINTER", "PointerType"]
+__all__ = ["Obj", "OK", "OPTIMIZED_OUT", "UNAVAILABLE", "IMPLICIT_POINTER"]
