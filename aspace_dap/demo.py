@@ -81,6 +81,32 @@ def hexdump(start: int, data: bytes, space: str) -> str:
     return "\n".join(lines)
 
 
+CALL_DUMP = ROOT / "examples" / "divergent_call" / "dumps" / "gfx90a.O0"
+
+
+def call_stack_walkthrough() -> None:
+    """A second dump: stopped inside a device function, the caller's frame and variables unwound."""
+    c = Client()
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu"})
+        seq = c.send("launch", {"state": str(CALL_DUMP)})
+        c.request("configurationDone")
+        c.response(seq)
+        tid = c.event("stopped")["threadId"]
+        frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
+        print(f"\n== {CALL_DUMP.relative_to(ROOT)}: stopped in a device function, the caller unwound")
+        for i, f in enumerate(frames):
+            print(f"   #{i} {f['instructionPointerReference']} {f['name']} at {f.get('source', {}).get('name', '??')}:{f['line']}")
+            scopes = {sc["name"]: sc for sc in c.request("scopes", {"frameId": f["id"]})["scopes"]}
+            names = []
+            for scope in ("Arguments", "Locals"):
+                if scope in scopes:
+                    names += c.request("variables", {"variablesReference": scopes[scope]["variablesReference"]})["variables"]
+            print("      " + ", ".join(f"{v['name']} = {v['value']}" for v in names))
+    finally:
+        c.close()
+
+
 def main(argv: list[str]) -> int:
     dump = Path(argv[0]) if argv else DEFAULT_DUMP
     c = Client()
@@ -138,6 +164,8 @@ def main(argv: list[str]) -> int:
             got = c.request("readMemory", {"memoryReference": ref, "count": 64})
             print(f"\n== LDS of the workgroup ({ref}, first 64 of {spaces['local']['size']} bytes)")
             print(hexdump(int(got["address"], 16), base64.b64decode(got.get("data", "")), "local"))
+        if not argv:
+            call_stack_walkthrough()
         print("\n== Attach your editor")
         print("   VS Code: install vscode-extension/aspace-gpu.vsix (built by `make test`), then a launch config")
         print(f'     {{"type": "aspace-gpu", "request": "launch", "name": "GPU dump", "state": "{dump}"}}')
