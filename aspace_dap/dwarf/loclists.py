@@ -70,67 +70,11 @@ def read_loclist(
     addrx: Callable[[int], int],
 ) -> LocList:
     if version < 5:
-        return _read_loc_v4(data, offset, address_size, base_address)
-    r = ByteReader(data, offset, ".debug_loclists")
-    base = base_address
-    entries: list[tuple[int, int, bytes]] = []
-    default = None
-    for _ in range(MAX_LIST_ENTRIES):
-        kind = r.u8()
-        if kind == LLE_END_OF_LIST:
-            return LocList(entries, default)
-        if kind == LLE_BASE_ADDRESSX:
-            base = addrx(r.uleb())
-            continue
-        if kind == LLE_BASE_ADDRESS:
-            base = r.uint(address_size)
-            continue
-        if kind == LLE_GNU_VIEW_PAIR:
-            r.uleb()
-            r.uleb()
-            continue
-        if kind == LLE_STARTX_ENDX:
-            low = addrx(r.uleb())
-            high = addrx(r.uleb())
-        elif kind == LLE_STARTX_LENGTH:
-            low = addrx(r.uleb())
-            high = low + r.uleb()
-        elif kind == LLE_OFFSET_PAIR:
-            low = base + r.uleb()
-            high = base + r.uleb()
-        elif kind == LLE_DEFAULT_LOCATION:
-            default = r.bytes(r.uleb())
-            continue
-        elif kind == LLE_START_END:
-            low = r.uint(address_size)
-            high = r.uint(address_size)
-        elif kind == LLE_START_LENGTH:
-            low = r.uint(address_size)
-            high = low + r.uleb()
-        else:
-            raise CodeObjectError(f".debug_loclists: unknown entry kind {kind:#x} at {r.pos - 1:#x}")
-        expr = r.bytes(r.uleb())
-        if high > low:
-            entries.append((low, high, expr))
-    raise CodeObjectError(f".debug_loclists: list at {offset:#x} does not end")
-
-
-def _read_loc_v4(data: bytes, offset: int, address_size: int, base: int) -> LocList:
-    r = ByteReader(data, offset, ".debug_loc")
-    all_ones = (1 << (8 * address_size)) - 1
-    entries: list[tuple[int, int, bytes]] = []
-    for _ in range(MAX_LIST_ENTRIES):
-        low = r.uint(address_size)
-        high = r.uint(address_size)
-        if low == 0 and high == 0:
-            return LocList(entries)
-        if low == all_ones:
-            base = high
-            continue
-        expr = r.bytes(r.u16())
-        if high > low:
-            entries.append((base + low, base + high, expr))
-    raise CodeObjectError(f".debug_loc: list at {offset:#x} does not end")
+        entries = _read_v4_list(data, offset, ".debug_loc", address_size, base_address, with_expr=True)
+        return LocList(entries)
+    entries, default = _read_v5_list(data, offset, ".debug_loclists", _LLE_FORMS, address_size, base_address,
+                                     addrx, with_expr=True)
+    return LocList(entries, default)
 
 
 def read_rnglist(
@@ -143,54 +87,86 @@ def read_rnglist(
     addrx: Callable[[int], int],
 ) -> list[tuple[int, int]]:
     if version < 5:
-        return _read_ranges_v4(data, offset, address_size, base_address)
-    r = ByteReader(data, offset, ".debug_rnglists")
-    base = base_address
-    ranges: list[tuple[int, int]] = []
+        return _read_v4_list(data, offset, ".debug_ranges", address_size, base_address, with_expr=False)
+    ranges, _ = _read_v5_list(data, offset, ".debug_rnglists", _RLE_FORMS, address_size, base_address, addrx,
+                              with_expr=False)
+    return ranges
+
+
+# DWARF 5 location and range lists share their entry forms under different codes.
+_LLE_FORMS = {
+    LLE_END_OF_LIST: "end", LLE_BASE_ADDRESSX: "base_addressx", LLE_STARTX_ENDX: "startx_endx",
+    LLE_STARTX_LENGTH: "startx_length", LLE_OFFSET_PAIR: "offset_pair", LLE_DEFAULT_LOCATION: "default",
+    LLE_BASE_ADDRESS: "base_address", LLE_START_END: "start_end", LLE_START_LENGTH: "start_length",
+    LLE_GNU_VIEW_PAIR: "view_pair",
+}
+_RLE_FORMS = {
+    RLE_END_OF_LIST: "end", RLE_BASE_ADDRESSX: "base_addressx", RLE_STARTX_ENDX: "startx_endx",
+    RLE_STARTX_LENGTH: "startx_length", RLE_OFFSET_PAIR: "offset_pair", RLE_BASE_ADDRESS: "base_address",
+    RLE_START_END: "start_end", RLE_START_LENGTH: "start_length",
+}
+
+
+def _read_v5_list(data, offset, section, forms, address_size, base, addrx, *, with_expr):
+    """Entries of a DWARF 5 list: (low, high) or (low, high, expr), and a location list's default."""
+    r = ByteReader(data, offset, section)
+    entries: list = []
+    default = None
     for _ in range(MAX_LIST_ENTRIES):
         kind = r.u8()
-        if kind == RLE_END_OF_LIST:
-            return ranges
-        if kind == RLE_BASE_ADDRESSX:
+        form = forms.get(kind)
+        if form == "end":
+            return entries, default
+        if form == "base_addressx":
             base = addrx(r.uleb())
             continue
-        if kind == RLE_BASE_ADDRESS:
+        if form == "base_address":
             base = r.uint(address_size)
             continue
-        if kind == RLE_STARTX_ENDX:
+        if form == "view_pair":
+            r.uleb()
+            r.uleb()
+            continue
+        if form == "default":
+            default = r.bytes(r.uleb())
+            continue
+        if form == "startx_endx":
             low = addrx(r.uleb())
             high = addrx(r.uleb())
-        elif kind == RLE_STARTX_LENGTH:
+        elif form == "startx_length":
             low = addrx(r.uleb())
             high = low + r.uleb()
-        elif kind == RLE_OFFSET_PAIR:
+        elif form == "offset_pair":
             low = base + r.uleb()
             high = base + r.uleb()
-        elif kind == RLE_START_END:
+        elif form == "start_end":
             low = r.uint(address_size)
             high = r.uint(address_size)
-        elif kind == RLE_START_LENGTH:
+        elif form == "start_length":
             low = r.uint(address_size)
             high = low + r.uleb()
         else:
-            raise CodeObjectError(f".debug_rnglists: unknown entry kind {kind:#x} at {r.pos - 1:#x}")
+            raise CodeObjectError(f"{section}: unknown entry kind {kind:#x} at {r.pos - 1:#x}")
+        expr = r.bytes(r.uleb()) if with_expr else None
         if high > low:
-            ranges.append((low, high))
-    raise CodeObjectError(f".debug_rnglists: list at {offset:#x} does not end")
+            entries.append((low, high, expr) if with_expr else (low, high))
+    raise CodeObjectError(f"{section}: list at {offset:#x} does not end")
 
 
-def _read_ranges_v4(data: bytes, offset: int, address_size: int, base: int) -> list[tuple[int, int]]:
-    r = ByteReader(data, offset, ".debug_ranges")
+def _read_v4_list(data, offset, section, address_size, base, *, with_expr):
+    """Entries of a DWARF 2-4 .debug_loc / .debug_ranges list (a location entry carries an expression)."""
+    r = ByteReader(data, offset, section)
     all_ones = (1 << (8 * address_size)) - 1
-    ranges: list[tuple[int, int]] = []
+    entries: list = []
     for _ in range(MAX_LIST_ENTRIES):
         low = r.uint(address_size)
         high = r.uint(address_size)
         if low == 0 and high == 0:
-            return ranges
+            return entries
         if low == all_ones:
             base = high
             continue
+        expr = r.bytes(r.u16()) if with_expr else None
         if high > low:
-            ranges.append((base + low, base + high))
-    raise CodeObjectError(f".debug_ranges: list at {offset:#x} does not end")
+            entries.append((base + low, base + high, expr) if with_expr else (base + low, base + high))
+    raise CodeObjectError(f"{section}: list at {offset:#x} does not end")

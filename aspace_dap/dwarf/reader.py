@@ -81,22 +81,12 @@ class ByteReader:
         return bytes(self.data[p : p + n])
 
     def uleb(self) -> int:
-        data = self.data
-        p = self.pos
-        result = shift = 0
-        n = len(data)
-        while True:
-            if p >= n:
-                raise CodeObjectError(f"{self.section}: truncated LEB128 at {self.pos:#x}")
-            b = data[p]
-            p += 1
-            result |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                self.pos = p
-                return result
+        return self._leb(signed=False)
 
     def sleb(self) -> int:
+        return self._leb(signed=True)
+
+    def _leb(self, signed: bool) -> int:
         data = self.data
         p = self.pos
         result = shift = 0
@@ -109,7 +99,7 @@ class ByteReader:
             result |= (b & 0x7F) << shift
             shift += 7
             if b < 0x80:
-                if b & 0x40:
+                if signed and b & 0x40:
                     result -= 1 << shift
                 self.pos = p
                 return result

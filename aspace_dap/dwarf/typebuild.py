@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import AspaceError, CodeObjectError
+from .reader import ByteReader
 from .types import (
     ATE_SIGNED, ATE_SIGNED_CHAR, ArrayType, BaseType, EnumType, FunctionType, Member, PointerType,
     QualifiedType, StructType, Type, TypedefType, UnspecifiedType, VoidType,
@@ -70,19 +71,6 @@ _STRUCTS = {TAG_STRUCTURE: "struct", TAG_CLASS: "class", TAG_UNION: "union"}
 
 DW_OP_PLUS_UCONST = 0x23
 DW_OP_CONSTU = 0x10
-
-
-def _uleb(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise CodeObjectError("truncated LEB128 in a member location")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return result, pos
 
 
 class TypeBuilder:
@@ -277,8 +265,9 @@ class TypeBuilder:
         if isinstance(value, bytes):
             # DWARF 2 style: DW_OP_plus_uconst N (or constu N) as the whole expression.
             if value and value[0] in (DW_OP_PLUS_UCONST, DW_OP_CONSTU):
-                n, end = _uleb(value, 1)
-                if end == len(value):
+                r = ByteReader(value, 1, f"member {die.offset:#x} location")
+                n = r.uleb()
+                if r.pos == len(value):
                     return n
             raise CodeObjectError(f"member {die.offset:#x}: location expression is not a constant offset")
         return None
