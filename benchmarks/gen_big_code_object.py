@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import msgpack
 
+from aspace_dap.dwarf.asm import encode_sleb as sleb, encode_uleb as uleb
+
 # ELF
 EM_AMDGPU = 224
 ELFOSABI_AMDGPU_HSA = 64
@@ -89,25 +91,6 @@ FUNCTION_BYTES = 64  # 16 instructions
 CODE_ALIGN = 256  # kernel entry points must be 256-byte aligned
 
 
-def uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def sleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 class StringPool:

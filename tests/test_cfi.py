@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from aspace_dap.dwarf.asm import encode_sleb as sleb, encode_uleb as uleb
 from aspace_dap.dwarf.cfi import SAME_VALUE, UNDEFINED, CallFrameInfo, CfaRule, RegRule, unwind, unwind_frame
 from aspace_dap.errors import AspaceError, CodeObjectError, UnavailableError
 
@@ -23,25 +24,6 @@ VGPR15_W64, VGPR40_W64 = 2560 + 15, 2560 + 40
 # --- building CFI ------------------------------------------------------------------
 
 
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def sleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        done = (n == 0 and not b & 0x40) or (n == -1 and b & 0x40)
-        out.append(b | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 def block(b: bytes) -> bytes:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from aspace_dap.dwarf.asm import encode_sleb as sleb, encode_uleb as uleb
 from aspace_dap.dwarf.index import ConstValue, DwarfIndex, Expr, LocList
 from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType, QualifiedType, StructType, byte_size
 
@@ -170,25 +171,6 @@ def index_of():
         s.close()
 
 
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def sleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if (n == 0 and not b & 0x40) or (n == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
 
 
 # --- frames -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from aspace_dap.dwarf.asm import encode_uleb as uleb
 from aspace_dap.dwarf.index import DwarfIndex
 from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType
 from aspace_dap.errors import AspaceError, CodeObjectError
@@ -37,15 +38,6 @@ class FakeElf:
         data = self.sections.get(name)
         return FakeSection(data) if data is not None else None
 
-
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def cstr(s: str) -> bytes:

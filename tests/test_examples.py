@@ -16,12 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.amdgpu import AmdgpuAdapter
+from aspace_dap.adapters.amdgpu import AmdgpuAdapter
 from aspace_dap.codeobj import load_code_objects
+from aspace_dap.dwarf.asm import encode_uleb
 from aspace_dap.dwarf.evaluator import evaluate
 from aspace_dap.dwarf.index import ConstValue, DwarfIndex
 from aspace_dap.dwarf.locations import (CompositeLocation, ImplicitLocation, Location, MemoryLocation,
                                         RegisterLocation)
+from aspace_dap.dwarf.ops import read_sleb
 from aspace_dap.dwarf.target import FrameContext
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
@@ -62,23 +64,6 @@ def show_floats(values) -> str:
 # --- reading a dump through the engine ------------------------------------------------------
 
 
-def _sleb(raw: bytes) -> int:
-    value = shift = 0
-    for byte in raw:
-        value |= (byte & 0x7F) << shift
-        shift += 7
-    return value - (1 << shift) if raw[-1] & 0x40 else value
-
-
-def _uleb(value: int) -> list[int]:
-    out = []
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return out
-
-
 class DumpView:
     def __init__(self, folder: Path):
         self.state = load_state(folder)
@@ -110,8 +95,8 @@ class DumpView:
         if self.isa_frame_base_zero and frame.frame_base_expr is None and expr[:1] == b"\x91":
             # no DW_AT_frame_base: the kernel's ISA addresses its stack from scratch offset 0,
             # so DW_OP_fbreg N means private address N (upstream xderef space 1)
-            offset = _sleb(expr[1:])
-            expr = bytes([0x10, *_uleb(offset), 0x31, 0x16, 0x18])
+            offset = read_sleb(expr, 1, len(expr), 0)[0]
+            expr = bytes([0x10, *encode_uleb(offset), 0x31, 0x16, 0x18])
         assert not isinstance(expr, ConstValue)
         target = self.adapter.wave_target(self.state, wave, frame.dialect)
         ctx = FrameContext(pc=pc, frame_base_expr=frame.frame_base_expr,
