@@ -11,8 +11,8 @@ import pytest
 from elftools.dwarf.locationlists import LocationEntry, LocationParser
 from elftools.elf.elffile import ELFFile
 
-from adapters import adapter_for
-from adapters.intel import (GENERIC, GLOBAL, LOCAL, PRIVATE, IntelAdapter, debug_index, grf_lane_slot, load_debug_elf,
+from aspace_dap.adapters import adapter_for
+from aspace_dap.adapters.intel import (GENERIC, GLOBAL, LOCAL, PRIVATE, IntelAdapter, debug_index, grf_lane_slot, load_debug_elf,
                             resolve_address)
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.dialects import detect_dialect

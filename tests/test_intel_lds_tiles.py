@@ -124,7 +124,7 @@ def test_igc_16bit_layout_aliases_upper_lanes():
 
 
 def test_slm_arrays_read_from_the_work_group_memory(session):
-    from adapters.intel import LOCAL
+    from aspace_dap.adapters.intel import LOCAL
     target = session.target_for(session.wave(), session.frames()[0].dialect)
     raw = target.read_memory(LOCAL, np.array([0]), np.array([0x440], np.uint64), 4 * TILE)
     assert raw.valid.all()

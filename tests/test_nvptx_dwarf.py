@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from adapters import adapter_for
-from adapters.nvptx import GENERIC, LOCAL, PARAM, SHARED, NvptxAdapter
-from adapters.nvptx_cubin import (LOC_PRED, LOC_REG, RegisterMap, ptx_register_name, ptx_register_number,
+from aspace_dap.adapters import adapter_for
+from aspace_dap.adapters.nvptx import GENERIC, LOCAL, PARAM, SHARED, NvptxAdapter
+from aspace_dap.adapters.nvptx_cubin import (LOC_PRED, LOC_REG, RegisterMap, ptx_register_name, ptx_register_number,
                                   ptx_register_size, read_cubin_debug, relocate_cubin)
 from aspace_dap.dwarf.cfi import CallFrameInfo
 from aspace_dap.dwarf.index import DwarfIndex

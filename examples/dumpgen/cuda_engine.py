@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
+from aspace_dap.adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
 from aspace_dap.dwarf.locations import Location
 from aspace_dap.dwarf.storage import write_bytes
 from aspace_dap.session import Session
