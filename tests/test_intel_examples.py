@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from dumpgen import opencl_divergent_call  # noqa: E402
 from dumpgen.opencl_engine import build  # noqa: E402
+from session_views import shown
 
 DUMPS = ROOT / "examples" / "opencl" / "dumps"
 
@@ -33,14 +34,8 @@ def _session(dump: Path) -> Session:
 
 
 def _shown(s: Session, lane: int) -> dict[str, str]:
-    s.set_focus(lane=lane)
-    frame = s.frames()[0]
-    out = {}
-    for var in s.variables(frame):
-        read = s.read_variable(frame, var)
-        obj = read.obj_for(lane)
-        out[var.name] = format_obj(obj, 0, top=False) if obj is not None else read.errors.get(lane, "<none>")
-    return out
+    frame, values = shown(s, lane)
+    return values
 
 
 def test_committed_dump_is_current(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
-from aspace_dap.values.format import format_obj
+from session_views import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 DUMP = ROOT / "examples" / "opencl" / "dumps" / "lds_tiles.tgllp"
@@ -75,15 +75,9 @@ def session():
 
 
 def _shown(s: Session, lane: int) -> dict[str, str]:
-    s.set_focus(lane=lane)
-    frame = s.frames()[0]
+    frame, values = shown(s, lane)
     assert frame.name == "transpose_tiles" and frame.line == 36
-    out = {}
-    for var in s.variables(frame):
-        read = s.read_variable(frame, var)
-        obj = read.obj_for(lane)
-        out[var.name] = format_obj(obj, 0, top=False) if obj is not None else str(read.errors.get(lane, "<none>"))
-    return out
+    return values
 
 
 def test_committed_dump_is_current():
