@@ -223,6 +223,22 @@ def start_server_subprocess(args: list[str]) -> DapTestClient:
     return client
 
 
+def launched(state_path, **initialize_arguments) -> tuple[DapTestClient, dict[str, Any]]:
+    """`python -m aspace_dap` launched on a dump in VS Code's order; (client, stopped event body).
+
+    The initialize response's capabilities are kept as `client.capabilities`.
+    """
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    c.capabilities = c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True,
+                                              "columnsStartAt1": True, **initialize_arguments})
+    c.wait_event("initialized")
+    seq = c.send("launch", {"state": str(state_path)})
+    c.request("configurationDone")
+    launch = c.wait_response(seq)
+    assert launch["success"], launch
+    return c, c.wait_event("stopped")["body"]
+
+
 def start_tcp_server_subprocess(args: list[str]) -> tuple[subprocess.Popen, _StderrCollector, int]:
     """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed)."""
     process = subprocess.Popen(

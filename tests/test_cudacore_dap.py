@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dap_client import REPO_ROOT, start_server_subprocess
+from dap_client import REPO_ROOT, launched
 
 from aspace_dap.state import load_state
 from aspace_dap.state.cudacore import write_core
@@ -21,13 +21,7 @@ DUMPS = Path(REPO_ROOT) / "examples" / "cuda" / "dumps"
 
 
 def start(state_path):
-    c = start_server_subprocess(["-m", "aspace_dap"])
-    c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-    c.wait_event("initialized")
-    seq = c.send("launch", {"state": str(state_path)})
-    c.request("configurationDone")
-    assert c.wait_response(seq)["success"]
-    return c, c.wait_event("stopped")["body"]
+    return launched(state_path)
 
 
 def shown_values(c, tid, depth=2):

@@ -9,20 +9,15 @@ import os
 
 import pytest
 
-from dap_client import REPO_ROOT, RequestFailed, start_server_subprocess
+from dap_client import REPO_ROOT, RequestFailed, launched
 
 DUMP = os.path.join(REPO_ROOT, "examples", "scratch_struct", "dumps", "gfx90a.O0")
 
 
 @pytest.fixture(scope="module")
 def dap():
-    c = start_server_subprocess(["-m", "aspace_dap"])
-    c.request("initialize", {"adapterID": "aspace-gpu", "supportsInvalidatedEvent": True})
-    c.wait_event("initialized")
-    seq = c.send("launch", {"state": DUMP})
-    c.request("configurationDone")
-    assert c.wait_response(seq)["success"]
-    c.tid = c.wait_event("stopped")["body"]["threadId"]
+    c, stopped = launched(DUMP, supportsInvalidatedEvent=True)
+    c.tid = stopped["threadId"]
     yield c
     c.request("disconnect")
     c.close()
@@ -73,13 +68,9 @@ def test_registers_scope(dap):
 
 
 def test_vector_registers_expand_to_all_lanes():
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c, stopped = launched(os.path.join(REPO_ROOT, "examples", "lds_tiles", "dumps", "gfx90a.O2"))
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu"})
-        seq = c.send("launch", {"state": os.path.join(REPO_ROOT, "examples", "lds_tiles", "dumps", "gfx90a.O2")})
-        c.request("configurationDone")
-        assert c.wait_response(seq)["success"]
-        tid = c.wait_event("stopped")["body"]["threadId"]
+        tid = stopped["threadId"]
         lane = c.request("setFocus", {"threadId": tid})["lane"]  # handles from before a focus change are stale
         fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
         scopes = {s["name"]: s for s in c.request("scopes", {"frameId": fid})["scopes"]}
@@ -163,12 +154,8 @@ def test_save_writes_the_overlay_as_a_new_dump(dap, tmp_path):
 
 
 def test_launch_reports_progress_to_clients_that_ask():
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c, _ = launched(DUMP, supportsProgressReporting=True)
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu", "supportsProgressReporting": True})
-        seq = c.send("launch", {"state": DUMP})
-        c.request("configurationDone")
-        assert c.wait_response(seq)["success"]
         start = c.wait_event("progressStart")["body"]
         end = c.wait_event("progressEnd")["body"]
         assert start["progressId"] == end["progressId"] and "Opening" in start["title"]
@@ -183,13 +170,9 @@ def test_launch_reports_progress_to_clients_that_ask():
     ("examples/opencl/dumps/divergent_call.tgllp", {"cells"}),
 ])
 def test_shared_scope_holds_workgroup_memory_for_every_vendor(dump, shared):
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c, stopped = launched(os.path.join(REPO_ROOT, dump))
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu"})
-        seq = c.send("launch", {"state": os.path.join(REPO_ROOT, dump)})
-        c.request("configurationDone")
-        assert c.wait_response(seq)["success"]
-        tid = c.wait_event("stopped")["body"]["threadId"]
+        tid = stopped["threadId"]
         fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
         scopes = {s["name"]: s for s in c.request("scopes", {"frameId": fid})["scopes"]}
         names = {v["name"] for v in c.request("variables", {"variablesReference": scopes["Shared"]["variablesReference"]})["variables"]}

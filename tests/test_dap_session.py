@@ -12,23 +12,15 @@ import os
 
 import pytest
 
-from dap_client import REPO_ROOT, RequestFailed, start_server_subprocess
+from dap_client import REPO_ROOT, RequestFailed, launched
 
 DUMPS = sorted(glob.glob(os.path.join(REPO_ROOT, "examples", "*", "dumps", "*", "manifest.json")))
 
 
 def start(dump_dir):
-    c = start_server_subprocess(["-m", "aspace_dap"])
-    caps = c.request("initialize", {"adapterID": "aspace-gpu", "supportsInvalidatedEvent": True,
-                                    "linesStartAt1": True, "columnsStartAt1": True})
-    assert caps["supportsReadMemoryRequest"]
-    c.wait_event("initialized")
-    seq = c.send("launch", {"state": dump_dir})
-    c.request("configurationDone")
-    launch = c.wait_response(seq)
-    assert launch["success"], launch
-    stopped = c.wait_event("stopped")
-    return c, stopped["body"]
+    c, stopped = launched(dump_dir, supportsInvalidatedEvent=True)
+    assert c.capabilities["supportsReadMemoryRequest"]
+    return c, stopped
 
 
 def scope_vars(c, frame_id, name):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dap_client import REPO_ROOT, start_server_subprocess
+from dap_client import REPO_ROOT, launched
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
 from dumpgen.cuda_engine import LOCAL_WINDOW  # noqa: E402
@@ -19,13 +19,7 @@ STATES = Path(REPO_ROOT) / "examples" / "cuda" / "dumps"
 
 
 def start(dump_dir):
-    c = start_server_subprocess(["-m", "aspace_dap"])
-    c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-    c.wait_event("initialized")
-    seq = c.send("launch", {"state": str(dump_dir)})
-    c.request("configurationDone")
-    assert c.wait_response(seq)["success"]
-    return c, c.wait_event("stopped")["body"]
+    return launched(dump_dir)
 
 
 def frame_vars(c, tid):
