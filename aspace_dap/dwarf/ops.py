@@ -34,34 +34,22 @@ _S64_LIMIT = 1 << 63
 def read_uleb(data: bytes, pos: int, end: int, op_offset: int) -> tuple[int, int]:
     """(value, next position); values must fit in 64 bits."""
     if pos < end and data[pos] < 0x80:
-        return data[pos], pos + 1
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise DecodeError("truncated ULEB128 operand", op_offset)
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-        if pos - start >= _MAX_LEB_BYTES:
-            raise DecodeError("ULEB128 operand longer than 10 bytes", op_offset)
-    if result >= _U64_LIMIT:
-        raise DecodeError("ULEB128 operand exceeds 64 bits", op_offset)
-    return result, pos
+        return data[pos], pos + 1  # the common one-byte case
+    return _read_leb(data, pos, end, op_offset, signed=False)
 
 
 def read_sleb(data: bytes, pos: int, end: int, op_offset: int) -> tuple[int, int]:
     """(value, next position); values must fit in a signed 64-bit integer."""
-    result = 0
-    shift = 0
+    return _read_leb(data, pos, end, op_offset, signed=True)
+
+
+def _read_leb(data, pos: int, end: int, op_offset: int, *, signed: bool) -> tuple[int, int]:
+    kind = "SLEB128" if signed else "ULEB128"
+    result = shift = 0
     start = pos
     while True:
         if pos >= end:
-            raise DecodeError("truncated SLEB128 operand", op_offset)
+            raise DecodeError(f"truncated {kind} operand", op_offset)
         byte = data[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -69,11 +57,11 @@ def read_sleb(data: bytes, pos: int, end: int, op_offset: int) -> tuple[int, int
         if byte < 0x80:
             break
         if pos - start >= _MAX_LEB_BYTES:
-            raise DecodeError("SLEB128 operand longer than 10 bytes", op_offset)
-    if byte & 0x40:
+            raise DecodeError(f"{kind} operand longer than 10 bytes", op_offset)
+    if signed and byte & 0x40:
         result -= 1 << shift
-    if not _S64_MIN <= result < _S64_LIMIT:
-        raise DecodeError("SLEB128 operand exceeds 64 bits", op_offset)
+    if not (_S64_MIN <= result < _S64_LIMIT if signed else result < _U64_LIMIT):
+        raise DecodeError(f"{kind} operand exceeds 64 bits", op_offset)
     return result, pos
 
 
