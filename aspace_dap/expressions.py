@@ -461,6 +461,11 @@ class _Divergent(Exception):
         self.read = read
 
 
+def convert(session, frame, t: Type, value: Obj) -> Obj:
+    """`value` as type `t`, the way a C assignment converts it (what setVariable writes)."""
+    return _cast(Scope(session, frame, value.lanes), t, value)
+
+
 def evaluate_expression(session, text: str, *, frame=None, lanes=None) -> Obj:
     lanes = np.array([session.focus_lane] if lanes is None else lanes, dtype=np.int64)
     return _Parser(text, Scope(session, frame, lanes)).parse()

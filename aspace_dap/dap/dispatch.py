@@ -34,6 +34,7 @@ from .protocol import (
     ProtocolProblem,
     Request,
     Response,
+    json_type,
 )
 
 # ids for ErrorResponse.body.error.id; clients show them, nothing depends on the values
@@ -118,16 +119,6 @@ def _type_name(expected: ArgType) -> str:
     return " or ".join(_TYPE_NAMES.get(kind, kind.__name__) for kind in kinds)
 
 
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
-
-
 def _matches(value: Any, expected: ArgType) -> bool:
     kinds = expected if isinstance(expected, tuple) else (expected,)
     for kind in kinds:
@@ -159,7 +150,7 @@ def check_arguments(spec: HandlerSpec, arguments: dict[str, Any]) -> None:
             if not _matches(value, expected):
                 raise ArgumentError(
                     f"{spec.command}: argument '{name}' must be {_type_name(expected)}, "
-                    f"not {_json_kind(value)}"
+                    f"not {json_type(value)}"
                 )
             if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
                 raise ArgumentError(f"{spec.command}: argument '{name}' is out of range")

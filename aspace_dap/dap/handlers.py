@@ -8,8 +8,10 @@ import re
 
 import numpy as np
 
+from ..dwarf.storage import write_bytes
 from ..dwarf.types import ArrayType, PointerType, StructType
 from ..errors import AspaceError, LimitExceeded
+from ..expressions import convert, evaluate_expression, lane_values
 from ..session import Frame, Session
 from ..values.format import format_obj
 from ..values.objects import Obj
@@ -341,7 +343,6 @@ def evaluate_request(ctx, args):
         out = _repl_command(ctx, st, s, text)
         if out is not None:
             return {"result": out, "variablesReference": 0}
-    from ..expressions import evaluate_expression
     frame = _frame(st, args.get("frameId"))
     obj = _parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
     hex_ = bool((args.get("format") or {}).get("hex"))
@@ -463,7 +464,6 @@ def lane_values_request(ctx, args):
     frame_index = 0
     if args.get("frameId") is not None:
         frame_index = _frame(st, args["frameId"]).index
-    from ..expressions import lane_values
     return {"lanes": _parsed(lane_values, s, args["expression"], wave_id=wave.id, frame_index=frame_index)}
 
 
@@ -550,8 +550,6 @@ def set_variable(ctx, args):
     st = _st(ctx)
     s = st.need()
     handle = st.handles.get(args["variablesReference"])
-    from ..expressions import evaluate_expression
-    from ..dwarf.storage import write_bytes
     if isinstance(handle, ScopeHandle):
         frame, target_name = handle.frame, args["name"]
     elif isinstance(handle, ObjectHandle) and handle.evaluate_name:
@@ -562,9 +560,7 @@ def set_variable(ctx, args):
         raise AspaceError("this variable cannot be changed")
     obj = _parsed(evaluate_expression, s, target_name, frame=frame, lanes=[frame.lane])
     new = _parsed(evaluate_expression, s, args["value"], frame=frame, lanes=[frame.lane])
-    from ..expressions import _cast
-    from ..expressions import Scope
-    value = _cast(Scope(s, frame, obj.lanes), obj.type, new)
+    value = convert(s, frame, obj.type, new)
     data, state = value.bytes(0, obj.size)
     if state.any():
         raise AspaceError("the new value is not fully known")

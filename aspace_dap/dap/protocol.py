@@ -352,7 +352,7 @@ def parse_message(body: bytes) -> Message | ProtocolProblem:
     if "seq" not in obj:
         return problem("message has no 'seq'")
     if known_seq is None:
-        return problem(f"'seq' must be an integer, not {_json_type(seq)}")
+        return problem(f"'seq' must be an integer, not {json_type(seq)}")
     if not isinstance(kind, str):
         return problem("message has no string 'type'")
 
@@ -363,7 +363,7 @@ def parse_message(body: bytes) -> Message | ProtocolProblem:
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
-            return problem(f"'arguments' must be an object, not {_json_type(arguments)}")
+            return problem(f"'arguments' must be an object, not {json_type(arguments)}")
         return Request(seq, known_command, arguments, obj)
     if kind == "response":
         request_seq = obj.get("request_seq")
@@ -386,7 +386,8 @@ def parse_message(body: bytes) -> Message | ProtocolProblem:
     return problem(f"unknown message type {kind[:40]!r}")
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for messages about wrong arguments."""
     if value is None:
         return "null"
     if isinstance(value, bool):
