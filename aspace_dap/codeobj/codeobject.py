@@ -44,7 +44,6 @@ class Symbol:
     size: int
     type: str  # "FUNC", "OBJECT", "NOTYPE", "SECTION", "FILE", ...
     binding: str = "GLOBAL"  # "LOCAL", "GLOBAL", "WEAK"
-    defined: bool = True  # False for SHN_UNDEF: the value is a placeholder, not an address
 
     def contains(self, address: int) -> bool:
         return self.value <= address < self.value + max(self.size, 1)
@@ -267,7 +266,6 @@ class CodeObject:
                     sym["st_size"],
                     kind[4:] if isinstance(kind, str) and kind.startswith("STT_") else str(kind),
                     bind[4:] if isinstance(bind, str) and bind.startswith("STB_") else str(bind),
-                    defined=sym["st_shndx"] != "SHN_UNDEF",
                 )
         return symbols
 
@@ -290,9 +288,8 @@ class CodeObject:
             if str_off + str_size > len(self.data):
                 raise CodeObjectError(f"{self.name}: string table of {section.name} is truncated")
             strings = self.data[str_off:str_off + str_size]
-            for name_off, info, shndx, value, sym_size in zip(table["name"].tolist(), table["info"].tolist(),
-                                                              table["shndx"].tolist(), table["value"].tolist(),
-                                                              table["size"].tolist()):
+            for name_off, info, value, sym_size in zip(table["name"].tolist(), table["info"].tolist(),
+                                                       table["value"].tolist(), table["size"].tolist()):
                 if not name_off or name_off >= len(strings):
                     continue
                 end = strings.find(b"\0", name_off)
@@ -300,7 +297,7 @@ class CodeObject:
                 if not name or name in symbols:
                     continue  # .dynsym repeats .symtab entries
                 symbols[name] = Symbol(name, value, sym_size, _STT.get(info & 0xF, str(info & 0xF)),
-                                       _STB.get(info >> 4, str(info >> 4)), defined=shndx != 0)
+                                       _STB.get(info >> 4, str(info >> 4)))
         return symbols
 
     def _read_metadata(self) -> dict[str, Any]:
