@@ -191,9 +191,10 @@ def scopes(ctx, args):
     variables = s.variables(f)
     params = [v for v in variables if v.kind == "parameter"]
     shared_var = s.adapter.workgroup_variable
+    file_scope = s.globals(f)
     locals_ = [v for v in variables if v.kind != "parameter" and not shared_var(v)]
-    shared = [v for v in variables if shared_var(v)] + [g for g in s.globals(f) if shared_var(g)]
-    globals_ = [g for g in s.globals(f) if not shared_var(g)]
+    shared = [v for v in variables + file_scope if shared_var(v)]
+    globals_ = [g for g in file_scope if not shared_var(g)]
     out = []
     for name, hint, vars_ in (("Arguments", "arguments", params), ("Locals", "locals", locals_),
                               ("Shared", None, shared), ("Globals", None, globals_)):
