@@ -1,6 +1,7 @@
 """Target adapters: one module per GPU family. `adapter_for(vendor)` picks one."""
 
 from aspace_dap.errors import StateError
+from aspace_dap.state.validate import use_register_rules
 
 from .base import TargetAdapter, WaveTarget
 
@@ -18,4 +19,16 @@ def adapter_for(vendor: str) -> TargetAdapter:
     raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd, nvidia, intel)", "target.vendor")
 
 
-__all__ = ["TargetAdapter", "WaveTarget", "adapter_for"]
+def register_rules(vendor: str) -> TargetAdapter | None:
+    """What a dump of `vendor` must hold in its register layouts (for `state validate`):
+    the adapter's required_registers and register_size; None for an unknown vendor."""
+    try:
+        return adapter_for(vendor)
+    except StateError:
+        return None
+
+
+# dumps are checked against the adapters' register rules wherever they are loaded or validated
+use_register_rules(register_rules)
+
+__all__ = ["TargetAdapter", "WaveTarget", "adapter_for", "register_rules"]

@@ -43,6 +43,11 @@ FRAME_REGS = (64, 65)  # SGPR32 (stack pointer), SGPR33 (frame pointer)
 class AmdgpuAdapter(TargetAdapter):
     vendor = "amd"
     address_size = 8
+    exec_mask_required = True
+
+    def register_size(self, name, processor, lanes):
+        # EXEC has one bit per lane of the wave
+        return lanes // 8 if name == self.exec_register and lanes in (32, 64) else None
 
     def spaces(self):
         return SPACES

@@ -53,6 +53,26 @@ class TargetAdapter(ABC):
 
     # --- registers ------------------------------------------------------------------
 
+    # The dump's registers holding a wave's PC and its execution mask (docs/STATE_FORMAT.md names
+    # them per vendor); `exec_mask_required`: without it the debugger cannot tell active lanes.
+    pc_register = "pc"
+    exec_register: str | None = "exec"
+    exec_mask_required = False
+
+    def required_registers(self, processor: str, lanes: int) -> dict[str, str]:
+        """Registers every wave's layout must hold for the debugger to open it, with why."""
+        needs = {self.pc_register: "the wave's program counter"}
+        if self.exec_mask_required and self.exec_register:
+            needs[self.exec_register] = "the execution mask (which lanes are active)"
+        return needs
+
+    def register_size(self, name: str, processor: str, lanes: int) -> int | None:
+        """The byte size a dump's register must have on this processor, None when any is accepted."""
+        return None
+
+    def use_code_object(self, co) -> None:
+        """Learn what a loaded code object says about the device (register sizes, SIMD width)."""
+
     @abstractmethod
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         """How a location sees DWARF register `regno` in a wave of `lanes` lanes, in this dialect."""

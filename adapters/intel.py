@@ -1,21 +1,27 @@
 """Intel GPUs (IGC's DWARF, as Debian's `ocloc compile -options -g` writes it).
 
-Registers: IP, the execution mask and the 32-byte general registers r0.. (DWARF
-16+N). A SIMD thread's lanes share each GRF: lane L's 32-bit value sits in GRF
-`base + L*4 // 32` at byte `L*4 % 32`, so a per-lane view spans 1-4 GRFs for
-SIMD8/16/32; IGC's expressions compute that with DW_OP_INTEL_push_simd_lane.
+Registers (named as gdb-oneapi's intelgt target and the dump format name them): `ip`, the
+execution mask `emask` and the general registers `r0`.. (DWARF 16+N), each as wide as the
+device's GRF: 32 bytes up to Xe-HPG (tgllp, dg2/acm), 64 bytes on Xe-HPC (pvc). A SIMD
+thread's lanes share each GRF: lane L's 32-bit value sits in GRF `base + L*4 // GRF` at byte
+`L*4 % GRF`; IGC's expressions compute that with DW_OP_INTEL_push_simd_lane. The device comes
+from the code object (ocloc's debug-file header, a zebin's `.note.intelgt.compat`), else from
+the dump's processor name, else from the dump's own GRF size.
 
-Addresses: private variables are A64 addresses into a global buffer. SLM
-variables are `DW_OP_const8u` of IGC's address-class encoding (bits 63:56 the
-class, 10 = SLM; the low 16 bits the SLM offset). Generic pointers carry a tag
-in bits 61:63 (001 private, 010 local, 000/111 global). The adapter's default
-space, "generic", decodes both forms on every access, so DWARF memory
+Addresses: private variables are A64 addresses into a global buffer. SLM variables are
+`DW_OP_const8u` of IGC's address-class encoding (bits 63:56 the class, 10 = SLM; the low 16
+bits the SLM offset). Generic pointers carry a tag in bits 61:63 (001 private, 010 local,
+000/111 global). Only the low 16 bits of an SLM address are significant: IGC marks valid
+local pointers with 0x10000000 above them (InlineLocalsResolution's VALID_LOCAL_HIGH_BITS).
+The adapter's default space, "generic", decodes these forms on every access, so DWARF memory
 operations and pointer dereferences reach the right storage.
 """
 
 from __future__ import annotations
 
 import os
+import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,7 +44,7 @@ SPACES = {s.name: s for s in (PRIVATE, GLOBAL, CONSTANT, LOCAL, GENERIC)}
 IP, EMASK, BTBASE, SCRATCHBASE = 0, 1, 5, 6
 GRF0, GRF_COUNT = 16, 256
 A0, F0, ACC0 = 272, 288, 304
-GRF_BYTES = 32
+IP_BYTES = EMASK_BYTES = 4
 
 # ocloc's debug ELF says 182 (EM_INTEL182); zebin device binaries say 205 (EM_INTELGT)
 EM_INTEL_DEBUG, EM_INTELGT = 182, 205
@@ -49,26 +55,134 @@ ADDRESS_CLASS_SLM = 1
 # IGC's 64-bit address-class encoding of a variable's address
 ENCODED_CLASS_SHIFT = 56
 ENCODED_CLASS_SLM = 10
+# only the low 16 bits of an SLM address are significant (IGC: InlineLocalsResolution)
 SLM_OFFSET_MASK = 0xFFFF
 # generic pointer tags in bits 61:63
 TAG_SHIFT = 61
 TAG_PRIVATE, TAG_LOCAL = 0b001, 0b010
 
 
-def grf_lane_slot(base_grf: int, lane: int, element_bytes: int = 4) -> tuple[int, int]:
+@dataclass(frozen=True)
+class IntelDevice:
+    """A GPU core family's thread register file."""
+
+    family: str        # IGC's GFXCORE_FAMILY
+    grf_bytes: int     # one general register
+    grf_count: int     # GRFs a thread can address (large-GRF mode included)
+    flag_registers: int
+    simd_widths: tuple[int, ...]
+
+
+# GFXCORE_FAMILY numbers (IGC's igfxfmid.h) -> register file
+GEN8 = IntelDevice("gen8", 32, 128, 2, (8, 16, 32))
+GEN9 = IntelDevice("gen9", 32, 128, 2, (8, 16, 32))
+GEN11 = IntelDevice("gen11", 32, 128, 2, (8, 16, 32))
+GEN12LP = IntelDevice("gen12lp", 32, 128, 2, (8, 16, 32))
+XE_HPG = IntelDevice("xe_hpg", 32, 256, 2, (8, 16, 32))
+XE_HPC = IntelDevice("xe_hpc", 64, 256, 4, (16, 32))
+XE2 = IntelDevice("xe2", 64, 256, 4, (16, 32))
+CORE_FAMILIES = {11: GEN8, 12: GEN9, 15: GEN11, 16: GEN11, 17: GEN12LP, 18: GEN12LP,
+                 0x0C05: XE_HPG, 0x0C07: XE_HPG, 0x0C08: XE_HPC, 0x0C09: XE2}
+# PRODUCT_FAMILY numbers (a zebin's NT_INTELGT_PRODUCT_FAMILY note)
+PRODUCT_FAMILIES = {16: GEN8, 17: GEN8, **{n: GEN9 for n in range(18, 25)}, **{n: GEN11 for n in range(25, 29)},
+                    **{n: GEN12LP for n in range(29, 34)}, 1210: GEN12LP, 1250: XE_HPG, 1270: XE_HPG,
+                    1271: XE_HPC, 1272: XE_HPG, 1273: XE_HPG, 1274: XE2, 1275: XE2}
+# ocloc's -device names
+PROCESSORS = {
+    **dict.fromkeys(("bdw", "gen8"), GEN8),
+    **dict.fromkeys(("skl", "kbl", "cfl", "apl", "bxt", "glk", "whl", "aml", "cml", "gen9"), GEN9),
+    **dict.fromkeys(("icllp", "lkf", "ehl", "jsl", "gen11"), GEN11),
+    **dict.fromkeys(("tgllp", "rkl", "adl-s", "adl-p", "adl-n", "dg1", "gen12lp", "xe"), GEN12LP),
+    **dict.fromkeys(("acm-g10", "acm-g11", "acm-g12", "dg2", "dg2-g10", "dg2-g11", "dg2-g12", "ats-m150",
+                     "ats-m75", "xe-hpg", "xe-hp", "mtl", "arl"), XE_HPG),
+    **dict.fromkeys(("pvc", "pvc-sdv", "xe-hpc"), XE_HPC),
+    **dict.fromkeys(("bmg", "lnl", "xe2-hpg", "xe2-lpg"), XE2),
+}
+# ocloc's debug file: SProgramDebugDataHeaderIGC (magic, version, size, device = GFXCORE_FAMILY, ...)
+OCLOC_DEBUG_HEADER = struct.Struct("<4sIII")
+OCLOC_DEBUG_MAGIC = b"CTNI"
+# a zebin's .note.intelgt.compat notes (owner "IntelGT")
+NOTE_OWNER = b"IntelGT"
+NT_INTELGT_PRODUCT_FAMILY, NT_INTELGT_GFXCORE_FAMILY = 1, 2
+# IGC's DW_AT_INTEL_simd_width on the compile unit and subprograms
+AT_INTEL_SIMD_WIDTH = 0x2400
+
+
+def device_for_processor(processor: str | None) -> IntelDevice | None:
+    return PROCESSORS.get((processor or "").lower())
+
+
+def device_of_code_object(co) -> IntelDevice | None:
+    """The device a code object was built for, from what ocloc wrote: the debug file's header
+    (GFXCORE_FAMILY) or a zebin's compat note (PRODUCT_FAMILY, or GFXCORE_FAMILY). None when
+    the object does not say (a bare debug ELF: e_machine 182, e_flags 0)."""
+    header = getattr(co, "container_header", b"") or b""
+    if len(header) >= OCLOC_DEBUG_HEADER.size:
+        magic, _version, _size, family = OCLOC_DEBUG_HEADER.unpack_from(header)
+        if magic == OCLOC_DEBUG_MAGIC and family in CORE_FAMILIES:
+            return CORE_FAMILIES[family]
+    try:
+        for section in co.elf.iter_sections():
+            if section["sh_type"] != "SHT_NOTE" or not section.name.startswith(".note.intelgt"):
+                continue
+            for kind, owner, desc in _notes(section.data()):
+                if owner != NOTE_OWNER or len(desc) < 4:
+                    continue
+                value = int.from_bytes(desc[:4], "little")
+                if kind == NT_INTELGT_PRODUCT_FAMILY and value in PRODUCT_FAMILIES:
+                    return PRODUCT_FAMILIES[value]
+                if kind == NT_INTELGT_GFXCORE_FAMILY and value in CORE_FAMILIES:
+                    return CORE_FAMILIES[value]
+    except Exception:  # a malformed note says nothing about the device  # noqa: BLE001
+        return None
+    return None
+
+
+def _notes(data: bytes):
+    """(type, owner, descriptor) of each ELF note in a section, 4-byte aligned; stops at a bad one."""
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from("<III", data, at)
+        name_end = at + 12 + namesz
+        desc_at = at + 12 + (namesz + 3 & ~3)
+        if desc_at + descsz > len(data):
+            return
+        yield kind, data[at + 12:name_end].rstrip(b"\0"), data[desc_at:desc_at + descsz]
+        at = desc_at + (descsz + 3 & ~3)
+
+
+def simd_width_of_code_object(co) -> int | None:
+    """The SIMD width IGC compiled the kernels for (DW_AT_INTEL_simd_width of the compile unit)."""
+    try:
+        dwarf = co.elf.get_dwarf_info(relocate_dwarf_sections=False)
+        for cu in dwarf.iter_CUs():
+            attr = cu.get_top_DIE().attributes.get(AT_INTEL_SIMD_WIDTH)
+            if attr is not None and isinstance(attr.value, int) and attr.value:
+                return attr.value
+    except Exception:  # no or malformed DWARF: the code object does not say  # noqa: BLE001
+        return None
+    return None
+
+
+def grf_lane_slot(base_grf: int, lane: int, element_bytes: int = 4, grf_bytes: int = 32) -> tuple[int, int]:
     """(GRF number, byte offset) of one lane's element of a SIMD-wide value starting at `base_grf`."""
     byte = lane * element_bytes
-    return base_grf + byte // GRF_BYTES, byte % GRF_BYTES
+    return base_grf + byte // grf_bytes, byte % grf_bytes
+
+
+def slm_offset(addr: int) -> int:
+    """The SLM byte an address names: IGC keeps only its low 16 bits significant."""
+    return addr & SLM_OFFSET_MASK
 
 
 def resolve_address(addr: int) -> tuple[AddressSpace, int]:
     """Where an IGC address points: the SLM class encoding, a generic tag, or plain global."""
     addr &= 0xFFFFFFFFFFFFFFFF
     if addr >> ENCODED_CLASS_SHIFT == ENCODED_CLASS_SLM:
-        return LOCAL, addr & SLM_OFFSET_MASK
+        return LOCAL, slm_offset(addr)
     tag = addr >> TAG_SHIFT
     if tag == TAG_LOCAL:
-        return LOCAL, addr & 0xFFFFFFFF
+        return LOCAL, slm_offset(addr)
     if tag == TAG_PRIVATE:
         # clearing the tag restores the canonical form: bits 60:63 copy bit 59
         low = addr & ((1 << 60) - 1)
@@ -93,6 +207,44 @@ def debug_index(co: CodeObject):
 class IntelAdapter(TargetAdapter):
     vendor = "intel"
     address_size = 8
+    pc_register = "ip"
+    exec_register = "emask"
+    exec_mask_required = True
+
+    def __init__(self, device: IntelDevice | None = None):
+        self.device = device  # None until a code object, the dump or the caller says
+        self.device_source = "given" if device is not None else ""
+        self.simd_width: int | None = None
+
+    # --- the device ---------------------------------------------------------------------
+
+    def use_code_object(self, co) -> None:
+        device = device_of_code_object(co)
+        if device is not None:
+            self.device, self.device_source = device, f"{co.name}"
+        self.simd_width = simd_width_of_code_object(co) or self.simd_width
+
+    def use_dump(self, processor: str | None, registers=None) -> None:
+        """A device the code objects did not name: the dump's processor, else its GRF size."""
+        if self.device is not None:
+            return
+        device = device_for_processor(processor)
+        if device is not None:
+            self.device, self.device_source = device, f"processor {processor}"
+            return
+        size = registers.size("r0") if registers is not None else None
+        if size in (32, 64):
+            self.device = XE_HPC if size == 64 else GEN12LP
+            self.device_source = "the dump's 64-byte GRFs" if size == 64 else "the dump's 32-byte GRFs"
+
+    @property
+    def grf_bytes(self) -> int:
+        if self.device is None:
+            raise UnavailableError("the Intel device is unknown (neither the code object nor the dump's "
+                                   "processor names it), so the GRF size is unknown")
+        return self.device.grf_bytes
+
+    # --- address spaces -----------------------------------------------------------------
 
     def spaces(self):
         return SPACES
@@ -136,34 +288,46 @@ class IntelAdapter(TargetAdapter):
         # SLM is Intel's name for work-group local memory
         return {LOCAL.name: "SLM", PRIVATE.name: "private"}.get(space.name)
 
+    # --- registers ----------------------------------------------------------------------
+
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         if regno == IP:
-            return RegisterInfo(regno, "pc", 4, False)
+            return RegisterInfo(regno, "ip", IP_BYTES, False)
         if regno == EMASK:
-            return RegisterInfo(regno, "exec", 4, False)
+            return RegisterInfo(regno, "emask", EMASK_BYTES, False)
         if regno == BTBASE:
             return RegisterInfo(regno, "btbase", 8, False)
         if regno == SCRATCHBASE:
             return RegisterInfo(regno, "scratchbase", 8, False)
         if GRF0 <= regno < GRF0 + GRF_COUNT:
-            return RegisterInfo(regno, f"r{regno - GRF0}", GRF_BYTES, False)
+            return RegisterInfo(regno, f"r{regno - GRF0}", self.grf_bytes, False)
         if A0 <= regno < A0 + 16:
-            return RegisterInfo(regno, f"a{regno - A0}", GRF_BYTES, False)
+            return RegisterInfo(regno, f"a{regno - A0}", self.grf_bytes, False)
         if F0 <= regno < F0 + 16:
             return RegisterInfo(regno, f"f{regno - F0}", 4, False)
         if ACC0 <= regno < ACC0 + 16:
-            return RegisterInfo(regno, f"acc{regno - ACC0}", GRF_BYTES, False)
+            return RegisterInfo(regno, f"acc{regno - ACC0}", self.grf_bytes, False)
         raise UnavailableError(f"DWARF register {regno} is not an Intel GPU register")
 
     def register_number(self, name: str, lanes: int) -> int | None:
         name = name.lower()
-        fixed = {"pc": IP, "ip": IP, "exec": EMASK, "emask": EMASK, "btbase": BTBASE, "scratchbase": SCRATCHBASE}
+        fixed = {"ip": IP, "pc": IP, "emask": EMASK, "exec": EMASK, "btbase": BTBASE, "scratchbase": SCRATCHBASE}
         if name in fixed:
             return fixed[name]
         for prefix, base, count in (("acc", ACC0, 16), ("r", GRF0, GRF_COUNT), ("a", A0, 16), ("f", F0, 16)):
             if name.startswith(prefix) and name[len(prefix):].isdigit():
                 n = int(name[len(prefix):])
                 return base + n if n < count else None
+        return None
+
+    def register_size(self, name: str, processor: str, lanes: int) -> int | None:
+        if name == self.pc_register:
+            return IP_BYTES
+        if name == self.exec_register:
+            return EMASK_BYTES
+        device = device_for_processor(processor)
+        if device is not None and name[:1] == "r" and name[1:].isdigit():
+            return device.grf_bytes if int(name[1:]) < device.grf_count else None
         return None
 
     def thread_name(self, wave, active: int, total: int) -> str:
@@ -173,6 +337,8 @@ class IntelAdapter(TargetAdapter):
                 f" SIMD{wave.lanes} [{active}/{total} active]")
 
     def wave_target(self, state, wave, dialect):
+        if state is not None:
+            self.use_dump(state.target.processor, getattr(wave, "registers", None))
         return IntelWaveTarget(self, state, wave, dialect)
 
 
@@ -198,8 +364,8 @@ class IntelWaveTarget(WaveTarget):
         return MemoryRead(data, valid)
 
     def storage_address(self, space, addrs):
-        # only the low 32 bits of an SLM address are significant
-        return addrs & np.uint64(0xFFFFFFFF) if space.name == "local" else addrs
+        # only the low 16 bits of an SLM address are significant (IGC tags valid ones above them)
+        return addrs & np.uint64(SLM_OFFSET_MASK) if space.name == "local" else addrs
 
     def storage(self, space: AddressSpace):
         if space.name in ("global", "private", "constant"):

@@ -44,8 +44,9 @@ def _main(argv: list[str]) -> int:
         p.add_argument("path")
         p.add_argument("--json", action="store_true")
         args = p.parse_args(argv[2:])
+        from .adapters import register_rules
         from .state.cli import validate_command
-        return validate_command(args.path, args.json)
+        return validate_command(args.path, args.json, register_rules)
     if argv and argv[0] == "lsp":
         p = argparse.ArgumentParser(prog="aspace-dap lsp", description="Language server (LSP over stdin/stdout) "
                                     "showing where each source variable lives, from the code objects in the "

@@ -396,8 +396,10 @@ def _register(scope: Scope, name: str) -> Obj:
     if name == "lane":
         return _per_lane(scope, [int(x) for x in scope.lanes], INT)
     wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
-    if name in ("pc", "exec"):
-        value = wave.registers.value(name)
+    if name in ("pc", "exec", wave.pc_register, wave.exec_register):
+        # $pc / $exec name the wave's PC and execution mask whatever the vendor calls them
+        name = {"pc": wave.pc_register, "exec": wave.exec_register}.get(name, name)
+        value = wave.registers.value(name) if name else None
         if value is None:
             raise AspaceError(f"${name} is not in the dump")
         return _const(scope, value, ULONG)

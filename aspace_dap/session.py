@@ -101,6 +101,7 @@ class Session:
                  lane: int | None = None, source_map: dict[str, str] | None = None):
         self.state = state
         self.adapter = adapter_for(state.target.vendor)
+        state.use_register_names(self.adapter.pc_register, self.adapter.exec_register)
         self.source_map = dict(source_map or {})
         self.warnings: list[str] = []
         self._programs: dict[int, Program] = {}
@@ -129,6 +130,7 @@ class Session:
         objs = load_code_objects(path)
         wanted = self.state.target.processor
         co = next((o for o in objs if getattr(o, "processor", None) == wanted), objs[0])
+        self.adapter.use_code_object(co)
         index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
         if index is None:
             self.warnings.append(f"{path}: no DWARF; frames show addresses only")
@@ -231,7 +233,7 @@ class Session:
             return int(wave.lane_pcs[lane])
         pc = wave.pc
         if pc is None:
-            raise StateError(f"wave {wave.id} has no pc register in the dump")
+            raise StateError(f"wave {wave.id} has no {wave.pc_register} register (its PC) in the dump")
         if not self.active_lanes(wave)[lane]:
             lane_pc = self._lane_pc_from_dwarf(wave, lane, pc)
             if lane_pc is not None:

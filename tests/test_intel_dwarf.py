@@ -12,8 +12,9 @@ from elftools.dwarf.locationlists import LocationEntry, LocationParser
 from elftools.elf.elffile import ELFFile
 
 from aspace_dap.adapters import adapter_for
-from aspace_dap.adapters.intel import (GENERIC, GLOBAL, LOCAL, PRIVATE, IntelAdapter, debug_index, grf_lane_slot, load_debug_elf,
-                            resolve_address)
+from aspace_dap.adapters.intel import (GEN12LP, GENERIC, GLOBAL, LOCAL, PRIVATE, XE_HPC, XE_HPG, IntelAdapter,
+                                      debug_index, device_of_code_object, grf_lane_slot, load_debug_elf,
+                                      resolve_address, simd_width_of_code_object)
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.dialects import detect_dialect
 from aspace_dap.dwarf.evaluator import _HANDLERS, evaluate
@@ -117,10 +118,16 @@ def test_intel_is_detected_by_machine_even_though_the_producer_says_clang(machin
 def test_register_numbering():
     a = adapter_for("intel")
     assert isinstance(a, IntelAdapter)
+    with pytest.raises(UnavailableError, match="GRF size is unknown"):  # no code object or dump named the device
+        a.register_info(16 + 5, 16, INTEL)
+    a = IntelAdapter(GEN12LP)
     assert a.register_info(16 + 5, 16, INTEL).name == "r5"
     assert a.register_info(16 + 5, 16, INTEL).size == 32
+    assert IntelAdapter(XE_HPC).register_info(16 + 5, 16, INTEL).size == 64
+    assert (a.register_info(0, 16, INTEL).name, a.register_info(1, 16, INTEL).name) == ("ip", "emask")
     assert a.register_number("r125", 16) == 16 + 125
-    assert a.register_number("exec", 8) == 1
+    assert a.register_number("emask", 8) == a.register_number("exec", 8) == 1
+    assert a.register_number("ip", 8) == a.register_number("pc", 8) == 0
     assert a.register_number("acc2", 8) == 306
     assert a.register_number("r256", 8) is None
     with pytest.raises(UnavailableError):
@@ -135,9 +142,54 @@ def test_grf_lane_slots_span_one_to_four_grfs(simd):
     assert grf_lane_slot(40, 5, 8) == (41, 8)  # 64-bit elements: four lanes per GRF
 
 
+# ocloc -device -> what ocloc's debug file and IGC's DWARF say (GFXCORE_FAMILY in the header,
+# DW_AT_INTEL_simd_width on the compile unit); IGC's GRF size per family: 64 bytes on Xe-HPC only
+BUILT = {"lds_tiles.tgllp": (GEN12LP, 32), "lds_tiles.tgllp.O0": (GEN12LP, 8), "lds_tiles.pvc": (XE_HPC, 32),
+         "lds_tiles.pvc.O0": (XE_HPC, 16), "lds_tiles.acm-g10": (XE_HPG, 32),
+         "scratch_struct.tgllp": (GEN12LP, 16), "scratch_struct.pvc.O0": (XE_HPC, 16),
+         "divergent_call.tgllp": (GEN12LP, 8), "divergent_call.pvc": (XE_HPC, 16),
+         "divergent_call.acm-g10": (XE_HPG, 8)}
+
+
+@pytest.mark.parametrize("build", sorted(BUILT))
+def test_device_and_simd_width_come_from_the_code_object(build):
+    device, simd = BUILT[build]
+    [co] = load_code_objects(EXAMPLES / f"{build}.dbg")
+    assert device_of_code_object(co) is device and simd_width_of_code_object(co) == simd
+    [bare] = load_code_objects(EXAMPLES / f"{build}.elf")  # the debug ELF alone does not name the device
+    assert bare.e_flags == 0 and device_of_code_object(bare) is None
+    assert simd_width_of_code_object(bare) == simd
+    # where IGC's own lane arithmetic shows (optimized builds keep values in GRFs), it agrees: lanes
+    # per GRF = GRF bytes / element size (`lit7 and` for dwords of 32-byte GRFs, `lit15 and` on 64-byte
+    # ones; half that for 64-bit elements)
+    per_grf = device.grf_bytes // 4
+    masks = set()
+    for _, _, expr in _expressions(EXAMPLES / f"{build}.elf"):
+        ops = decode(expr, INTEL)
+        for i in range(2, len(ops)):
+            if ops[i].name == "DW_OP_and" and ops[i - 2].name == "DW_OP_INTEL_push_simd_lane":
+                mask = ops[i - 1]
+                if mask.name.startswith("DW_OP_lit"):  # a lane-in-GRF mask, not a value mask
+                    masks.add(int(mask.name[len("DW_OP_lit"):]))
+    if build.endswith(".O0"):
+        return  # -cl-opt-disable keeps variables in memory
+    assert max(masks) == per_grf - 1 and masks <= {per_grf - 1, per_grf // 2 - 1}
+
+
+def test_a_zebin_names_its_product_family():
+    # ocloc --format zebin writes .note.intelgt.compat: NT_INTELGT_PRODUCT_FAMILY (1271 = PVC)
+    from aspace_dap.adapters.intel import _notes
+    note = b"IntelGT\0"
+    body = struct.pack("<III", len(note), 4, 1) + note + struct.pack("<I", 1271)
+    assert list(_notes(body)) == [(1, b"IntelGT", struct.pack("<I", 1271))]
+    assert list(_notes(body[:-2])) == []  # a cut note says nothing
+
+
 def test_address_resolution():
     assert resolve_address(0x0A00000010000040) == (LOCAL, 0x40)  # SLM address-class encoding
     assert resolve_address(0x4000000000000080) == (LOCAL, 0x80)  # generic, tag 010
+    # IGC marks valid SLM pointers with 0x10000000 above the significant low 16 bits
+    assert resolve_address(0x400000001000000C) == resolve_address(0x400000000000000C) == (LOCAL, 0xC)
     assert resolve_address(0x2000700000001000) == (PRIVATE, 0x700000001000)  # tag 001
     assert resolve_address(0x3800800000001000) == (PRIVATE, 0xF800800000001000)  # canonical high half
     assert resolve_address(0x00007F0000001000) == (GLOBAL, 0x7F0000001000)
@@ -156,7 +208,7 @@ class _Regs:
 
 class _Target:
     def __init__(self, simd, memory=None):
-        self.adapter = IntelAdapter()
+        self.adapter = IntelAdapter(GEN12LP)
         self.lanes = simd
         self.address_size = 8
         self.regs = _Regs(simd)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aspace_dap.adapters import register_rules
 from aspace_dap.errors import StateError
 from aspace_dap.state import check_manifest, load_state, validate_state
 from aspace_dap.state.cli import validate_command
@@ -78,7 +79,7 @@ def _broken(tmp_path, mutate):
 def test_broken_dump_is_reported_with_its_json_path(tmp_path, name):
     mutate, expected_path = BROKEN[name]
     path = _broken(tmp_path, mutate)
-    errors = [p for p in validate_state(path) if p.is_error]
+    errors = [p for p in validate_state(path, register_rules) if p.is_error]
     assert errors, name
     assert errors[0].path == expected_path, errors
     with pytest.raises(StateError) as raised:

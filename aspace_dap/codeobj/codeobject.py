@@ -104,6 +104,7 @@ class CodeObject:
     def __init__(self, data: bytes, name: str):
         self.name = name
         self.data = bytes(data)
+        self.container_header = b""  # what wrapped the ELF in its file (ocloc's debug-file header)
         self.elf = open_elf(self.data, name)
         try:
             header = self.elf.header

@@ -41,18 +41,21 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
 
     if is_bundle(data):
         return _from_bundle(data, label)
+    container_header = b""
     if data.startswith(OCLOC_DEBUG_MAGIC):
         start = data.find(b"\x7fELF")
         if start < 0:
             raise CodeObjectError(f"{label}: ocloc debug file without an ELF image")
-        data = data[start:]
+        container_header, data = data[:start], data[start:]
     if not data.startswith(b"\x7fELF"):
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
     machine = raw_machine(data, label)
     if machine == EM_CUDA:
         return [CodeObject(_relocated_cubin(data, label), label)]
     if machine in DEVICE_MACHINES:
-        return [CodeObject(data, label)]
+        co = CodeObject(data, label)
+        co.container_header = container_header  # the adapter reads the device from it
+        return [co]
     return _from_host_elf(data, label)
 
 

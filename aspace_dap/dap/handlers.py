@@ -313,7 +313,7 @@ def _registers(st, s: Session, handle: RegistersHandle, hex_: bool) -> list[dict
         if v is None:
             out.append({"name": name, "value": "<unavailable>", "variablesReference": 0})
             continue
-        if name == "exec":
+        if name == wave.exec_register:
             text = f"0x{v:0{size * 2}x} ({bin(v).count('1')} lanes)"
         else:
             text = f"0x{v:0{size * 2}x}"

@@ -941,7 +941,17 @@ class DwarfIndex:
         seen_origins: set[int] = set()
         scope = self._ranges(die)
         origin_offset = die.get(AT_ABSTRACT_ORIGIN)
-        self._collect(die, pc, scope, params, locals_, seen_origins, 0, origin_offset)
+        own_scopes: list[Die] = []
+        self._collect(die, pc, scope, params, locals_, seen_origins, 0, origin_offset, own_scopes)
+        for own in own_scopes:
+            # the frame's own function again, without code: its variables complete the frame's
+            # (IGC's kernel-scope __local arrays), never replacing one the frame already has
+            for child in self.children(own):
+                origin = child.get(AT_ABSTRACT_ORIGIN)
+                if child.tag == TAG_VARIABLE and not (isinstance(origin, int) and origin in seen_origins):
+                    locals_.append(self._variable(child, "local", scope, die.unit))
+                    if isinstance(origin, int):
+                        seen_origins.add(origin)
         # Abstract parameters/locals with no concrete entry were optimized away entirely.
         if isinstance(origin_offset, int):
             origin = self.die(origin_offset)
@@ -970,7 +980,7 @@ class DwarfIndex:
         return result
 
     def _collect(self, die: Die, pc: int, scope, params, locals_, seen_origins, depth,
-                 own_origin: int | None = None) -> None:
+                 own_origin: int | None = None, own_scopes: list | None = None) -> None:
         if depth > MAX_DEPTH:
             raise CodeObjectError(f".debug_info: scopes nested too deep under {die.offset:#x}")
         inner_block = None
@@ -983,7 +993,8 @@ class DwarfIndex:
             elif tag == TAG_LEXICAL_BLOCK and inner_block is None and self._contains(child, pc):
                 inner_block = child
             elif tag == TAG_INLINED_SUBROUTINE and self._is_own_scope(child, own_origin):
-                self._collect(child, pc, scope, params, locals_, seen_origins, depth + 1, own_origin)
+                if own_scopes is not None:
+                    own_scopes.append(child)
                 continue
             else:
                 continue
@@ -992,18 +1003,20 @@ class DwarfIndex:
                 seen_origins.add(origin)
         if inner_block is not None:
             ranges = self._ranges(inner_block) or scope
-            self._collect(inner_block, pc, ranges, params, locals_, seen_origins, depth + 1, own_origin)
+            self._collect(inner_block, pc, ranges, params, locals_, seen_origins, depth + 1, own_origin, own_scopes)
 
     @staticmethod
     def _is_own_scope(die: Die, own_origin: int | None) -> bool:
-        """An inlined_subroutine that is the frame's own function, with no code and no call site.
+        """An inlined_subroutine of the frame's own function that has no code.
 
         IGC hangs a kernel's function-scope __local variables (single location
-        expressions, valid for the work-group's lifetime) on such an entry. A function
-        cannot be inlined into itself without recursion, which OpenCL C forbids, so it
-        is the frame's own scope rather than a callee."""
+        expressions, valid for the work-group's lifetime) on such an entry, with call line
+        0 in optimized builds and the kernel's declaration line under -cl-opt-disable. An
+        instance without code is never executing, so its call site says nothing: what it
+        holds can only complete the frame's own variables (the caller adds those the frame
+        lacks, so a code-less recursive instance elsewhere never hides the frame's own)."""
         return (own_origin is not None and die.get(AT_ABSTRACT_ORIGIN) == own_origin
-                and AT_LOW_PC not in die.raw and AT_RANGES not in die.raw and not die.get(AT_CALL_LINE))
+                and AT_LOW_PC not in die.raw and AT_RANGES not in die.raw)
 
     def _variable(self, die: Die, kind: str, scope, unit: _Unit) -> VariableInfo:
         chain = self._origin_chain(die)

@@ -68,6 +68,7 @@ class CodeObjectLens:
         self.label = label
         self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine)
         self.adapter = adapter_for(code_object.vendor)
+        self.adapter.use_code_object(code_object)
         self.wave_lanes = _wave_lanes(code_object)
         self._rows: dict[str, dict[int, list[int]]] = {}
         self._probed: dict[str, set[int]] = {}

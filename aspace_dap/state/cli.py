@@ -7,12 +7,13 @@ import json
 from ..errors import AspaceError
 from .problems import Problem
 from .reader import load_state
-from .validate import validate_state
+from .validate import RulesFor, validate_state
 
 
-def validate_command(path: str, json_output: bool = False) -> int:
-    """Exit status 0 when the dump loads (warnings allowed), 1 when it has errors."""
-    problems = validate_state(path)
+def validate_command(path: str, json_output: bool = False, rules_for: RulesFor | None = None) -> int:
+    """Exit status 0 when the dump loads (warnings allowed), 1 when it has errors. `rules_for`
+    gives each vendor's register needs (the adapters', supplied by the command line)."""
+    problems = validate_state(path, rules_for)
     summary = None
     if not any(p.is_error for p in problems):
         try:

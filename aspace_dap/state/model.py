@@ -66,6 +66,11 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
 
 
 class Wave:
+    # the registers holding the PC and the execution mask: the adapter's names, set for every
+    # wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
+    pc_register = "pc"
+    exec_register: str | None = "exec"
+
     def __init__(self, id: int, index_in_workgroup: int, registers: RegisterFile, lanes: int,
                  valid_lanes: np.ndarray, private: PrivateMemory | None = None,
                  lane_pcs: np.ndarray | None = None, path: str = ""):
@@ -82,10 +87,11 @@ class Wave:
 
     @property
     def exec_mask(self) -> np.ndarray | None:
-        """Lanes set in the `exec` register; None if the dump lacks it (or part of it)."""
-        if not self.registers.has("exec"):
+        """Lanes set in the execution mask register; None if the dump lacks it (or part of it)."""
+        name = self.exec_register
+        if name is None or not self.registers.has(name):
             return None
-        data, valid = self.registers.raw("exec")
+        data, valid = self.registers.raw(name)
         if not valid.all() or len(data) * 8 < self.lanes:
             return None
         return mask_to_lanes(int.from_bytes(data.tobytes(), "little"), self.lanes)
@@ -98,7 +104,7 @@ class Wave:
 
     @property
     def pc(self) -> int | None:
-        return self.registers.value("pc")
+        return self.registers.value(self.pc_register)
 
     def _check_lane(self, lane: int) -> int:
         lane = int(lane)
@@ -185,6 +191,11 @@ class GpuState:
         self._files = files
         self.waves: list[Wave] = [w for d in dispatches for w in d.waves]
         self._waves_by_id = {wave.id: wave for wave in self.waves}
+
+    def use_register_names(self, pc: str, exec_mask: str | None) -> None:
+        """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""
+        for wave in self.waves:
+            wave.pc_register, wave.exec_register = pc, exec_mask
 
     def wave_by_id(self, wave_id: int) -> Wave:
         wave = self._waves_by_id.get(int(wave_id))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from ..errors import StateError
 from .files import DumpFiles, open_dump_files, path_problem
@@ -24,17 +24,41 @@ MAX_LANES = 4096  # far above any real wave; keeps masks and per-lane arrays san
 _MISSING = object()
 
 
+class RegisterRules(Protocol):
+    """What a vendor's dumps must hold in their register layouts (the vendor's adapter answers)."""
+
+    def required_registers(self, processor: str, lanes: int) -> dict[str, str]: ...
+
+    def register_size(self, name: str, processor: str, lanes: int) -> int | None: ...
+
+
+# vendor -> its rules (None: none known). The state layer knows no vendor: the adapters register
+# theirs when imported (use_register_rules), or a caller passes its own.
+RulesFor = Callable[[str], "RegisterRules | None"]
+_registered_rules: RulesFor | None = None
+
+
+def use_register_rules(rules_for: RulesFor | None) -> None:
+    """Make `rules_for` the default register rules of validate_state, check_manifest and load_state."""
+    global _registered_rules
+    _registered_rules = rules_for
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
 class ManifestChecker:
-    def __init__(self, manifest: Any, files: DumpFiles | None):
+    def __init__(self, manifest: Any, files: DumpFiles | None, rules_for: RulesFor | None = None,
+                 require_registers: bool = True):
         self.manifest = manifest
         self.files = files
+        self.rules_for = rules_for if rules_for is not None else _registered_rules
+        self.require_registers = require_registers
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
+        self.processor: str | None = None
         self.layout_sizes: dict[str, int] = {}  # layouts without problems: name -> file size
         self.layout_names: set[str] = set()
         self.code_object_ids: set[int] = set()
@@ -167,7 +191,7 @@ class ManifestChecker:
                 self.vendor = vendor
             else:
                 self.report("target.vendor", f"unknown vendor {vendor!r} (expected one of {', '.join(VENDORS)})")
-        self.string(target, "processor", "target")
+        self.processor = self.string(target, "processor", "target")
         lanes = self.number(target, "lanes", "target", minimum=1)
         if lanes is not None:
             if lanes > MAX_LANES:
@@ -229,6 +253,8 @@ class ManifestChecker:
     def check_layouts(self, manifest: dict) -> None:
         value = self.field(manifest, "register_layouts", "")
         layouts = None if value is _MISSING else self.obj(value, "register_layouts")
+        rules = self.rules_for(self.vendor) if self.rules_for is not None and self.vendor else None
+        processor, lanes = self.processor or "", self.lanes or 0
         for name, entries in (layouts or {}).items():
             self.layout_names.add(name)
             here = f"register_layouts.{name}"
@@ -249,9 +275,16 @@ class ManifestChecker:
                     ok = False
                     continue
                 total += size
-                if reg == "exec" and self.vendor == "amd" and self.lanes in (32, 64) and size != self.lanes // 8:
-                    self.report(f"{at}[1]", f"exec is {size} bytes; a {self.lanes}-lane AMD wave needs "
-                                            f"{self.lanes // 8}")
+                expected = rules.register_size(reg, processor, lanes) if rules is not None else None
+                if expected is not None and size != expected:
+                    self.report(f"{at}[1]", f"{reg} is {size} bytes; a {lanes}-lane {processor} wave's is "
+                                            f"{expected}")
+                    ok = False
+            if rules is not None and self.require_registers:
+                for reg, why in rules.required_registers(processor, lanes).items():
+                    if reg not in names:
+                        self.report(here, f"no {reg} register: {why}; a {self.vendor} dump must name it {reg}")
+                        ok = False
             if ok:
                 self.layout_sizes[name] = total
 
@@ -381,9 +414,13 @@ def error_message(exc: StateError) -> str:
     return text[len(prefix):] if exc.path and text.startswith(prefix) else text
 
 
-def check_manifest(manifest: Any, files: DumpFiles | None = None) -> list[Problem]:
-    """Problems of an already parsed manifest; with `files`, also checks the files it names."""
-    return ManifestChecker(manifest, files).check()
+def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: RulesFor | None = None,
+                   require_registers: bool = True) -> list[Problem]:
+    """Problems of an already parsed manifest; with `files`, also checks the files it names. The
+    register rules (`rules_for`, else the registered ones) check each vendor's register sizes and,
+    with `require_registers`, that every layout holds the registers the debugger needs to open a
+    wave (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
+    return ManifestChecker(manifest, files, rules_for, require_registers).check()
 
 
 def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:
@@ -400,7 +437,7 @@ def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:
         return None, Problem("manifest.json", f"not valid JSON: {exc}")
 
 
-def validate_state(path: str | os.PathLike) -> list[Problem]:
+def validate_state(path: str | os.PathLike, rules_for: RulesFor | None = None) -> list[Problem]:
     """Every problem of the dump at `path` (folder or .zip), errors and warnings. Never raises for bad dumps."""
     try:
         files = open_dump_files(path)
@@ -410,6 +447,6 @@ def validate_state(path: str | os.PathLike) -> list[Problem]:
         manifest, problem = read_manifest(files)
         if problem is not None:
             return [problem]
-        return check_manifest(manifest, files)
+        return check_manifest(manifest, files, rules_for)
     finally:
         files.close()

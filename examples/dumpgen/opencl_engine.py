@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.intel import GRF_BYTES, IntelAdapter, debug_index, load_debug_elf
+from aspace_dap.adapters.intel import IntelAdapter, debug_index, device_of_code_object, load_debug_elf
 from aspace_dap.dwarf.evaluator import evaluate
 from aspace_dap.dwarf.index import ConstValue
 from aspace_dap.dwarf.locations import ImplicitLocation, Location
@@ -34,7 +34,8 @@ GRFS = 128
 @dataclass
 class OpenclDump:
     name: str  # folder under examples/opencl/dumps/
-    debug_elf: Path
+    debug_elf: Path  # ocloc's debug file (.dbg: its header names the device, then the debug ELF)
+    processor: str  # ocloc's -device
     kernel: str
     lanes: int  # the kernel's SIMD width
     pc: int
@@ -52,18 +53,31 @@ class OpenclDump:
     shared_slots: frozenset[str] = frozenset()
 
 
+def first_pc_of_line(debug_file: Path, source: str, line: int) -> int:
+    """The first address the line table gives `source:line` (where a breakpoint there stops)."""
+    pcs = debug_index(load_debug_elf(debug_file)).pcs_for_line(source, line)
+    if not pcs:
+        raise AspaceError(f"{debug_file}: no code for {source}:{line}")
+    return pcs[0]
+
+
 def _u32(v: int) -> bytes:
     return struct.pack("<I", v & 0xFFFFFFFF)
 
 
-def _writer(spec: OpenclDump, regs: dict[str, bytes], slm: bytes) -> StateWriter:
-    w = StateWriter("intel", "tgllp", spec.lanes, producer="examples/dumpgen/opencl_engine.py")
+# where the dumps put a thread's private memory (IGC's per-SIMD-lane slots in a global buffer)
+PRIVATE_ADDR = 0x7F0000800000
+
+
+def _writer(spec: OpenclDump, regs: dict[str, bytes], slm: bytes,
+            memory: list[tuple[int, bytes, int]] | None = None) -> StateWriter:
+    w = StateWriter("intel", spec.processor, spec.lanes, producer="examples/dumpgen/opencl_engine.py")
     co = w.add_code_object(spec.debug_elf.read_bytes(), name=spec.debug_elf.name)
-    for address, data, size in spec.memory:
+    for address, data, size in spec.memory if memory is None else memory:
         w.add_memory("global", address, data, size)
     d = w.add_dispatch(spec.kernel, co, spec.grid_size, spec.workgroup_size)
     wg = d.add_workgroup(spec.workgroup_id, lds=slm or None)
-    names = ["pc", "exec"] + sorted((n for n in regs if n.startswith("r")), key=lambda n: int(n[1:]))
+    names = ["ip", "emask"] + sorted((n for n in regs if n.startswith("r")), key=lambda n: int(n[1:]))
     wg.add_wave(0, 0, {n: regs[n] for n in names}, layout=[(n, len(regs[n])) for n in names])
     w.set_focus(0, spec.focus_lane)
     w.set_stop("breakpoint", spec.stop)
@@ -86,16 +100,23 @@ def _variables(index, pc):
 
 
 def build(spec: OpenclDump) -> StateWriter:
-    index = debug_index(load_debug_elf(spec.debug_elf))
+    co = load_debug_elf(spec.debug_elf)
+    index = debug_index(co)
     frame, variables = _variables(index, spec.pc)
-    adapter = IntelAdapter()
+    device = device_of_code_object(co)
+    if device is None:
+        raise AspaceError(f"{spec.debug_elf}: the code object does not name its device")
+    adapter = IntelAdapter(device)
+    dwords = device.grf_bytes // 4
     lanes = np.arange(spec.lanes)
-    fixed = {"pc": _u32(spec.pc), "exec": _u32(spec.active)}
-    probe = dict(fixed, **{f"r{g}": b"".join(_u32(g << 8 | d) for d in range(8)) for g in range(GRFS)})
-    final = {f"r{g}": bytearray(GRF_BYTES) for g in range(GRFS)}
+    fixed = {"ip": _u32(spec.pc), "emask": _u32(spec.active)}
+    probe = dict(fixed, **{f"r{g}": b"".join(_u32(g << 8 | d) for d in range(dwords)) for g in range(GRFS)})
+    final = {f"r{g}": bytearray(device.grf_bytes) for g in range(GRFS)}
     touched: set[str] = set()
     through_location = []
     writes = []  # (lane, variable order, variable name, GRF, dword, 4 value bytes)
+    private_slots: set[tuple[int, int]] = set()  # GRF dwords holding a private-memory base address
+    private_extent = 0
     with tempfile.TemporaryDirectory() as tmp:
         _writer(spec, probe, spec.slm).write(tmp)
         state = load_state(tmp)
@@ -113,6 +134,13 @@ def build(spec: OpenclDump) -> StateWriter:
                     raise AspaceError(f"{var.name}: lane {lane}: {err}")
                 if not all(isinstance(e.primary, ImplicitLocation) for _, e in res.groups):
                     through_location.append((var, expr))
+                    for _, entry in res.groups:
+                        for place in getattr(entry, "places", ()):
+                            for addr in getattr(place, "address", ()):
+                                found = _private_base(int(addr), dwords, var.type.size or 4)
+                                if found is not None:
+                                    private_slots.add(found[0])
+                                    private_extent = max(private_extent, found[1])
                     continue
                 for glanes, entry in res.groups:
                     for row, lane in enumerate(glanes):
@@ -124,7 +152,7 @@ def build(spec: OpenclDump) -> StateWriter:
                         for k in range(0, len(raw), 4):
                             tag = int.from_bytes(names[k:k + 4], "little")
                             grf, dword = tag >> 8, tag & 0xFF
-                            if grf >= GRFS or dword >= 8:
+                            if grf >= GRFS or dword >= dwords:
                                 raise AspaceError(f"{var.name}: lane {lane} does not read whole GRF dwords")
                             writes.append((int(lane), order, var.name, grf, dword, raw[k:k + 4]))
         finally:
@@ -140,12 +168,20 @@ def build(spec: OpenclDump) -> StateWriter:
         owner[slot] = (lane, name, raw)
         final[f"r{grf}"][dword * 4:dword * 4 + 4] = raw
         touched.add(f"r{grf}")
+    memory = list(spec.memory)
+    if private_slots:
+        # variables in private memory: their base register points at a zeroed buffer in the dump
+        for grf, dword in private_slots:
+            final[f"r{grf}"][dword * 4:dword * 4 + 8] = struct.pack("<Q", PRIVATE_ADDR)
+            touched.add(f"r{grf}")
+        size = -(-private_extent // 0x100) * 0x100
+        memory.append((PRIVATE_ADDR, bytes(size), size))
     regs = dict(fixed, **{n: bytes(final[n]) for n in touched})
     if not through_location:
-        return _writer(spec, regs, spec.slm)
+        return _writer(spec, regs, spec.slm, memory)
     # the rest are written through their locations into a dump that has every GRF
     with tempfile.TemporaryDirectory() as tmp:
-        _writer(spec, dict(fixed, **{n: bytes(b) for n, b in final.items()}), spec.slm).write(tmp)
+        _writer(spec, dict(fixed, **{n: bytes(b) for n, b in final.items()}), spec.slm, memory).write(tmp)
         state = load_state(tmp)
         try:
             wave = state.wave_by_id(0)
@@ -169,6 +205,22 @@ def build(spec: OpenclDump) -> StateWriter:
                 regs[name] = now
             regs = dict(fixed, **{n: regs[n] for n in touched})
             slm = bytes(wave.workgroup.lds.read(0, len(spec.slm))[0]) if spec.slm else b""
+            glob = state.memory["global"]
+            memory = [(address, bytes(glob.read(address, len(data))[0]), size) for address, data, size in memory]
         finally:
             state.close()
-    return _writer(spec, regs, slm)
+    return _writer(spec, regs, slm, memory)
+
+
+def _private_base(addr: int, dwords: int, size: int) -> tuple[tuple[int, int], int] | None:
+    """In the probe dump (GRF dwords hold `grf << 8 | dword`), an address computed from a 64-bit
+    base read out of GRFs: the base's (GRF, dword) and how far past it the variable ends."""
+    hi = addr >> 32
+    grf, dword = hi >> 8, (hi & 0xFF) - 1
+    if not (0 < grf < GRFS and 0 <= dword < dwords - 1):
+        return None
+    base = hi << 32 | grf << 8 | dword
+    offset = addr - base
+    if not 0 <= offset < 1 << 20:
+        return None
+    return (grf, dword), offset + size

@@ -1,10 +1,12 @@
-"""OpenCL lds_tiles on Intel tgllp (SIMD32): stopped at line 36, `out[out_row * rows + out_col] = tile[tx][ty]`.
+"""OpenCL lds_tiles on Intel: stopped at line 36, `out[out_row * rows + out_col] = tile[tx][ty]`.
 
-Inputs: rows = 20, cols = 36, in[i] = 0.25 * i. Work-group (1, 1) of 16x16 work-items is eight
-SIMD32 threads; the dump holds thread 1 (local ids 32..63: ty 2 and 3, tx 0..15). Both
-barriers have passed, so the SLM holds the whole tile (input rows 16..19, zero where
-row >= rows) and every row sum. pc 0x660 is the first instruction of the `if` body, so only
-the lanes with out_col < rows (tx < 4: lanes 0-3 and 16-19) are in the execution mask.
+Inputs: rows = 20, cols = 36, in[i] = 0.25 * i. Work-group (1, 1) of 16x16 work-items is split
+into SIMD threads of the width IGC chose (DW_AT_INTEL_simd_width). tgllp -g is SIMD32 and the dump
+holds thread 1 (local ids 32..63: ty 2 and 3, tx 0..15); the -cl-opt-disable builds (SIMD8 on
+tgllp, SIMD16 on pvc) hold thread 2 (local ids 16..23 / 32..47). Both barriers have passed, so
+the SLM holds the whole tile (input rows 16..19, zero where row >= rows) and every row sum. The
+stop is the first instruction of line 36 (the `if` body, 0x660 on tgllp -g), so only the lanes
+with out_col < rows (tx < 4) are in the execution mask.
 
 IGC keeps tx and ty as 16-bit values and its DWARF reads lane L's from dword L & 7 of GRF
 base + (L >> 3), base + 1 for the upper half: lanes 16-23 read the bits of lanes 8-15, and
@@ -26,7 +28,12 @@ ROWS, COLS = 20, 36
 GROUP = (1, 1)
 GROUPS = (3, 2)  # ceil(cols / 16) x ceil(rows / 16)
 THREAD = 1  # SIMD thread within the work-group
+# build -> (SIMD width, SIMD thread in the dump); the code object's DW_AT_INTEL_simd_width agrees
+BUILDS = {"tgllp": (32, 1), "tgllp.O0": (8, 2), "pvc.O0": (16, 2)}
+STOP_LINE = 36
 IN_ADDR = 0x7F0000100000
+OUT_ADDR = 0x7F0000200000  # the kernel's `out` and `tile_sums` buffers (their bytes are not in the dump)
+SUMS_ADDR = 0x7F0000300000
 ROW_SUMS_SLM = 0x440  # `row_sums`: DW_OP_const8u of the SLM class encoding, after tile[16][17]
 STOP_PC = 0x660
 F32 = np.float32
@@ -57,39 +64,46 @@ def row_sums() -> list[float]:
     return sums
 
 
-def work_item(lane: int) -> dict:
-    local = THREAD * SIMD + lane
+def work_item(lane: int, simd: int = SIMD, thread: int = THREAD) -> dict:
+    local = thread * simd + lane
     tx, ty = local % TILE, local // TILE
     return {
-        "rows": ROWS, "cols": COLS, "tx": tx, "ty": ty,
+        "in": IN_ADDR, "out": OUT_ADDR, "tile_sums": SUMS_ADDR, "rows": ROWS, "cols": COLS, "tx": tx, "ty": ty,
         "col": GROUP[0] * TILE + tx, "row": GROUP[1] * TILE + ty, "value": element(tx, ty),
         "out_col": GROUP[1] * TILE + tx, "out_row": GROUP[0] * TILE + ty,
     }
 
 
-def in_store_branch(lane: int) -> bool:
-    item = work_item(lane)
+def in_store_branch(lane: int, simd: int = SIMD, thread: int = THREAD) -> bool:
+    item = work_item(lane, simd, thread)
     return item["out_row"] < COLS and item["out_col"] < ROWS
 
 
-def spec() -> OpenclDump:
-    items = [work_item(lane) for lane in range(SIMD)]
+def stop_pc(debug_file: Path) -> int:
+    from .opencl_engine import first_pc_of_line
+    return first_pc_of_line(debug_file, "lds_tiles.cl", STOP_LINE)
+
+
+def spec(build: str = "tgllp") -> OpenclDump:
+    simd, thread = BUILDS[build]
+    items = [work_item(lane, simd, thread) for lane in range(simd)]
     values = {name: [item[name] for item in items] for name in items[0]}
-    values["tile"] = [tile()] * SIMD  # work-group arrays, the same from every lane
-    values["row_sums"] = [row_sums()] * SIMD
+    values["tile"] = [tile()] * simd  # work-group arrays, the same from every lane
+    values["row_sums"] = [row_sums()] * simd
     slm = b"".join(struct.pack("<f", v) for row in tile() for v in row)
     slm += b"".join(struct.pack("<f", v) for v in row_sums())
     assert len(slm) == ROW_SUMS_SLM + 4 * TILE
     inputs = b"".join(struct.pack("<f", in_value(i)) for i in range(ROWS * COLS))
-    active = sum(1 << lane for lane in range(SIMD) if in_store_branch(lane))
+    active = sum(1 << lane for lane in range(simd) if in_store_branch(lane, simd, thread))
+    debug_file = HERE / f"lds_tiles.{build}.dbg"
     return OpenclDump(
-        name="lds_tiles.tgllp", debug_elf=HERE / "lds_tiles.tgllp.elf", kernel="transpose_tiles", lanes=SIMD,
-        pc=STOP_PC, active=active, values=values,
+        name=f"lds_tiles.{build}", debug_elf=debug_file, processor=build.split(".")[0], kernel="transpose_tiles",
+        lanes=simd, pc=stop_pc(debug_file), active=active, values=values,
         grid_size=(GROUPS[0] * TILE, GROUPS[1] * TILE, 1), workgroup_size=(TILE, TILE, 1),
         workgroup_id=(GROUP[0], GROUP[1], 0), slm=slm, memory=[(IN_ADDR, inputs, len(inputs))],
         focus_lane=2, stop="line 36: out[out_row * rows + out_col] = tile[tx][ty]",
-        shared_slots=frozenset({"tx", "ty"}))
+        shared_slots=frozenset({"tx", "ty"}) if simd == 32 else frozenset())
 
 
 def specs() -> list[OpenclDump]:
-    return [spec()]
+    return [spec(build) for build in BUILDS]

@@ -55,7 +55,7 @@ def spec() -> OpenclDump:
     states = b"".join(struct.pack("<f", state_value(i)) for i in range(6 * N))
     probes = b"".join(struct.pack("<i", probe_value(i)) for i in range(N))
     return OpenclDump(
-        name="scratch_struct.tgllp", debug_elf=HERE / "scratch_struct.tgllp.elf", kernel="integrate", lanes=SIMD,
+        name="scratch_struct.tgllp", debug_elf=HERE / "scratch_struct.tgllp.dbg", processor="tgllp", kernel="integrate", lanes=SIMD,
         pc=STOP_PC, active=active, values=values, grid_size=(total, 1, 1), workgroup_size=(SIMD, 1, 1),
         workgroup_id=(GROUP, 0, 0),
         memory=[(STATE_ADDR, states, len(states)), (PROBE_ADDR, probes, len(probes)),

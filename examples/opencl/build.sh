@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
-# Rebuilds the OpenCL example binaries for Intel Tiger Lake (tgllp) with Debian's ocloc
-# (intel-opencl-icd), plus the debug ELF and a DWARF listing kept next to them.
-# CI has no ocloc and only uses the committed outputs.
+# Rebuilds the OpenCL example binaries with Debian's ocloc (intel-opencl-icd) for Tiger Lake
+# (tgllp), Ponte Vecchio (pvc) and Alchemist (acm-g10), with -g and, for tgllp and pvc, also
+# with -cl-opt-disable (the usual debug build), plus the debug ELF and a DWARF listing.
+# ocloc takes no -fdebug-prefix-map, so it compiles here, in the example folder: the DWARF names
+# this folder and the source by its own name, which the debugger finds beside the dumps from any
+# clone. CI has no ocloc and only uses the committed outputs.
 set -euo pipefail
 
 cd "$(dirname "$0")"
 OCLOC=${OCLOC:-ocloc}
 DWARFDUMP=${DWARFDUMP:-llvm-dwarfdump-15}
-DEVICE=tgllp
 
 if ! command -v "$OCLOC" >/dev/null 2>&1; then
     echo "build.sh: '$OCLOC' not found; install intel-opencl-icd or set OCLOC" >&2
     exit 1
 fi
 
+# build tag: device and extra options
+BUILDS=("tgllp:" "tgllp.O0:-cl-opt-disable" "pvc:" "pvc.O0:-cl-opt-disable" "acm-g10:")
+
 for name in lds_tiles scratch_struct divergent_call; do
-    echo "building $name.$DEVICE"
-    tmp=$(mktemp -d)
-    cp "$name.cl" "$tmp/"
-    (cd "$tmp" && "$OCLOC" compile -file "$name.cl" -device "$DEVICE" -options "-g -cl-std=CL2.0" \
-        -output_no_suffix -output "$name" >/dev/null)
-    cp "$tmp/$name" "$name.$DEVICE.bin"
-    cp "$tmp/$name.dbg" "$name.$DEVICE.dbg"
-    rm -rf "$tmp"
-    # The .dbg file is a small ocloc header followed by the debug ELF (e_machine 182).
-    python3 - "$name.$DEVICE.dbg" "$name.$DEVICE.elf" <<'PY'
+    for build in "${BUILDS[@]}"; do
+        tag=${build%%:*}
+        device=${tag%%.*}
+        extra=${build#*:}
+        out="$name.$tag"
+        echo "building $out"
+        "$OCLOC" compile -file "$name.cl" -device "$device" -options "-g -cl-std=CL2.0 $extra" \
+            -output_no_suffix -output "$out" >/dev/null
+        mv "$out" "$out.bin"
+        rm -f "$out.spv"
+        # The .dbg file is ocloc's header (device = GFXCORE_FAMILY) followed by the debug ELF (e_machine 182).
+        python3 - "$out.dbg" "$out.elf" <<'PY'
 import sys
 data = open(sys.argv[1], "rb").read()
 start = data.find(b"\x7fELF")
@@ -32,7 +39,8 @@ if start < 0:
     sys.exit(f"{sys.argv[1]}: no ELF inside")
 open(sys.argv[2], "wb").write(data[start:])
 PY
-    if command -v "$DWARFDUMP" >/dev/null 2>&1; then
-        "$DWARFDUMP" --debug-info --debug-loc --debug-line "$name.$DEVICE.elf" > "$name.$DEVICE.elf.dwarf.txt" 2>/dev/null || true
-    fi
+        if command -v "$DWARFDUMP" >/dev/null 2>&1; then
+            "$DWARFDUMP" --debug-info --debug-loc --debug-line "$out.elf" > "$out.elf.dwarf.txt" 2>/dev/null || true
+        fi
+    done
 done
