@@ -322,7 +322,7 @@ class Session:
         for src, dst in self.source_map.items():
             if path.startswith(src):
                 return dst + path[len(src):]
-        if os.path.isabs(path):
+        if os.path.isabs(path) and os.path.exists(path):
             return path
         found = self._found_sources.get(path)
         if found is None:
@@ -335,10 +335,15 @@ class Session:
         for anchor in [self.state.source] + [ref.path for ref in self.state.code_objects]:
             if anchor is not None:
                 roots.extend(list(Path(anchor).resolve().parents)[:6])
-        for root in roots:
-            candidate = root / path
-            if candidate.is_file():
-                return str(candidate)
+        # an absolute path that does not exist here names another machine's or clone's build
+        # folder (compilers without -fdebug-prefix-map, like ocloc): its trailing parts, longest first
+        parts = Path(path).parts[1:] if os.path.isabs(path) else (path,)
+        for start in range(len(parts)):
+            rel = Path(*parts[start:])
+            for root in roots:
+                candidate = root / rel
+                if candidate.is_file():
+                    return str(candidate)
         return path
 
     # ------------------------------------------------------------------ variables

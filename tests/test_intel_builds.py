@@ -1,0 +1,228 @@
+"""The OpenCL examples built with -cl-opt-disable (tgllp SIMD8, pvc SIMD16), against models of the
+kernels written here from the source: every variable of every lane, the __local arrays IGC hangs
+on a code-less inlined instance of the kernel (its call line is the kernel's declaration line in
+these builds), a PVC wave's 64-byte GRFs and all 16 lanes, and IGC-tagged SLM addresses.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from aspace_dap.adapters.intel import XE_HPC, GEN12LP
+from aspace_dap.expressions import evaluate_expression
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.values.format import format_obj
+from session_views import shown
+
+ROOT = Path(__file__).resolve().parent.parent
+OPENCL = ROOT / "examples" / "opencl"
+DUMPS = OPENCL / "dumps"
+sys.path.insert(0, str(ROOT / "examples"))
+
+F32 = np.float32
+# build -> (SIMD width, device); the dumps hold one SIMD thread each
+LDS_BUILDS = {"tgllp.O0": (8, GEN12LP), "pvc.O0": (16, XE_HPC)}
+CALL_BUILDS = {"tgllp.O0": (8, GEN12LP, 1), "pvc.O0": (16, XE_HPC, 0)}  # + the work-group in the dump
+
+
+def _floats(text: str) -> list[float]:
+    """A GDB-style array, `{1, 2, 0 <repeats 30 times>}` (nested ones flattened), as a list."""
+    out = []
+    for item in text.replace("{", "").replace("}", "").split(", "):
+        value, _, repeat = item.partition(" <repeats ")
+        out += [float(value)] * (int(repeat.split()[0]) if repeat else 1)
+    return out
+
+
+def _read_floats(s: Session, lane: int, name: str) -> list[float]:
+    s.set_focus(lane=lane)
+    frame = s.frames()[0]
+    var = next(v for v in s.variables(frame) if v.name == name)
+    data, _ = s.read_variable(frame, var).obj_for(lane).bytes()
+    return np.frombuffer(bytes(data[0]), "<f4").tolist()
+
+
+# --- lds_tiles: rows = 20, cols = 36, in[i] = 0.25 i, work-group (1, 1), SIMD thread 2, line 36 ---------
+
+ROWS, COLS, TILE, GX, GY, THREAD = 20, 36, 16, 1, 1, 2
+
+
+def source_value(row: int, col: int) -> float:
+    return float(F32(0.25) * F32(row * COLS + col)) if row < ROWS and col < COLS else 0.0
+
+
+def lds_expected(lane: int, simd: int) -> dict:
+    local = THREAD * simd + lane
+    tx, ty = local % TILE, local // TILE
+    row, col = GY * TILE + ty, GX * TILE + tx
+    return {"rows": ROWS, "cols": COLS, "tx": tx, "ty": ty, "col": col, "row": row,
+            "value": source_value(row, col), "out_col": GY * TILE + tx, "out_row": GX * TILE + ty}
+
+
+def tile() -> list[float]:
+    """tile[ty][tx] after the first barrier; the padding column never written."""
+    return [v for ty in range(TILE) for v in
+            [source_value(GY * TILE + ty, GX * TILE + tx) for tx in range(TILE)] + [0.0]]
+
+
+def row_sums() -> list[float]:
+    sums = []
+    for ty in range(TILE):
+        acc = F32(0)
+        for k in range(TILE):
+            acc = F32(acc + F32(tile()[ty * (TILE + 1) + k]))
+        sums.append(float(acc))
+    return sums
+
+
+@pytest.fixture(scope="module", params=sorted(LDS_BUILDS))
+def lds(request):
+    return request.param, Session(load_state(str(DUMPS / f"lds_tiles.{request.param}")))
+
+
+def test_lds_tiles_wave_is_the_code_objects_simd_width_on_its_device(lds):
+    build, s = lds
+    simd, device = LDS_BUILDS[build]
+    wave = s.wave()
+    s.frames()  # loads the code object
+    assert wave.lanes == simd and s.adapter.simd_width == simd and s.adapter.device is device
+    grfs = [name for name in wave.registers.names if name.startswith("r")]
+    assert grfs and all(wave.registers.size(name) == device.grf_bytes for name in grfs)
+    active = [lane for lane in range(simd) if lds_expected(lane, simd)["out_col"] < ROWS]
+    assert list(np.nonzero(wave.active_lanes)[0]) == active == [0, 1, 2, 3]
+
+
+def test_lds_tiles_every_variable_in_every_lane(lds):
+    build, s = lds
+    simd, _ = LDS_BUILDS[build]
+    for lane in range(simd):
+        frame, values = shown(s, lane)
+        assert frame.name == "transpose_tiles" and frame.line == 36
+        want = lds_expected(lane, simd)
+        for name in ("rows", "cols", "tx", "ty", "col", "row", "out_col", "out_row"):
+            assert int(values[name]) == want[name], (lane, name)
+        assert float(values["value"]) == want["value"]
+        # the kernel-scope __local arrays, from the code-less inlined instance (call line 6)
+        assert values["tile"].startswith("{{148, 148.25,") and _floats(values["row_sums"]) == row_sums()
+        assert _read_floats(s, lane, "tile") == tile()
+        assert _read_floats(s, lane, "row_sums") == row_sums()
+
+
+def test_lds_tiles_local_arrays_sit_in_a_code_less_inlined_instance_with_a_call_line(lds):
+    # what IGC writes under -cl-opt-disable (read with pyelftools, not our index): the __local
+    # arrays hang on an inlined_subroutine of the kernel itself, without code, whose call line
+    # is the kernel's declaration line (6), not 0 as in optimized builds
+    import io
+    from elftools.elf.elffile import ELFFile
+    build, s = lds
+    elf = ELFFile(io.BytesIO((OPENCL / f"lds_tiles.{build}.elf").read_bytes()))
+    holders = []
+    for cu in elf.get_dwarf_info(relocate_dwarf_sections=False).iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag == "DW_TAG_inlined_subroutine" and "DW_AT_low_pc" not in die.attributes:
+                names = [c.get_DIE_from_attribute("DW_AT_abstract_origin").attributes["DW_AT_name"].value
+                         for c in die.iter_children() if c.tag == "DW_TAG_variable"]
+                holders.append((die.attributes["DW_AT_call_line"].value, sorted(names)))
+    assert holders == [(6, [b"row_sums", b"tile"])]
+    frame = s.frames()[0]
+    shared = {v.name for v in s.variables(frame) if s.adapter.workgroup_variable(v)}
+    assert shared == {"tile", "row_sums"}
+
+
+# --- divergent_call: n = 14, in[i] = 0.5 i + 1, line 28 ------------------------------------------------
+
+N = 14
+
+
+def call_expected(lane: int, simd: int, group: int) -> dict:
+    gid = group * simd + lane
+    x = 0.5 * gid + 1.0 if gid < N else 0.0
+    out = {"n": N, "gid": gid, "lane": lane, "x": x}
+    if lane & 1:
+        out["steps"] = lane % 5 + 1
+    return out
+
+
+def cells(simd: int, group: int) -> list[float]:
+    return [call_expected(lane, simd, group)["x"] for lane in range(simd)] + [0.0] * (32 - simd)
+
+
+@pytest.fixture(scope="module", params=sorted(CALL_BUILDS))
+def call(request):
+    return request.param, Session(load_state(str(DUMPS / f"divergent_call.{request.param}")))
+
+
+def test_divergent_call_every_variable_in_every_lane(call):
+    build, s = call
+    simd, device, group = CALL_BUILDS[build]
+    wave = s.wave()
+    s.frames()
+    assert wave.lanes == simd and s.adapter.device is device
+    assert list(np.nonzero(wave.active_lanes)[0]) == list(range(1, simd, 2))
+    for lane in range(simd):
+        frame, values = shown(s, lane)
+        assert frame.name == "divergent" and frame.line == 28
+        want = call_expected(lane, simd, group)
+        for name in ("n", "gid", "lane"):
+            assert int(values[name]) == want[name], (lane, name)
+        assert float(values["x"]) == want["x"]
+        assert _floats(values["cells"]) == cells(simd, group)
+        if lane & 1:
+            assert int(values["steps"]) == want["steps"]
+            # `*cell = x` ran: through SLM (lane & 2, a generic pointer tagged 010) or global memory
+            cell = int(values["cell"].split()[-1], 16)
+            assert (cell >> 61 == 0b010) == bool(lane & 2)
+            pointee = evaluate_expression(s, "*cell", frame=frame, lanes=[lane])
+            assert float(format_obj(pointee, 0)) == want["x"]
+
+
+def test_a_pvc_simd16_wave_reads_all_16_lanes():
+    s = Session(load_state(str(DUMPS / "divergent_call.pvc.O0")))
+    frame = s.frames()[0]
+    lanes = np.arange(16)
+    gid = evaluate_expression(s, "gid", frame=frame, lanes=lanes)
+    assert [int(format_obj(gid, lane)) for lane in lanes] == list(range(16))
+
+
+@pytest.mark.parametrize("dump,lane", [("divergent_call.tgllp", 3), ("divergent_call.pvc.O0", 3)])
+def test_igc_tagged_slm_addresses_read_the_slm_value(dump, lane):
+    # only the low 16 bits of an SLM address are significant; IGC marks valid local pointers with
+    # 0x10000000 above them, so both forms of `&cells[3]` (tag 010 = local) read cells[3]
+    s = Session(load_state(str(DUMPS / dump)))
+    frame = s.frames()[0]
+    want = float(np.frombuffer(bytes(s.wave().workgroup.lds.read(12, 4)[0]), "<f4")[0])
+    assert want != 0
+    for text in ("*(float *)0x400000001000000c", "*(float *)0x400000000000000c", "cells[3]"):
+        assert float(format_obj(evaluate_expression(s, text, frame=frame, lanes=[lane]), 0)) == want, text
+
+
+def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tmp_path, monkeypatch):
+    # ocloc names its build folder (it takes no -fdebug-prefix-map); in another clone that path
+    # does not exist and the source is found by its trailing parts beside the dump
+    import shutil
+    clone = tmp_path / "clone" / "examples" / "opencl"
+    shutil.copytree(DUMPS / "lds_tiles.pvc.O0", clone / "dumps" / "lds_tiles.pvc.O0")
+    shutil.copy(OPENCL / "lds_tiles.cl", clone / "lds_tiles.cl")
+    monkeypatch.chdir(tmp_path)
+    s = Session(load_state(str(clone / "dumps" / "lds_tiles.pvc.O0")))
+    line = s.frames()[0].program.index.line_for_pc(s.frames()[0].pc)
+    assert line.file.endswith("examples/opencl/lds_tiles.cl") and not line.file.startswith(str(tmp_path))
+    real_exists = __import__("os").path.exists
+    with mock.patch("os.path.exists", lambda p: False if p == line.file else real_exists(p)):
+        s._found_sources.clear()
+        assert s.frames()[0].file == str(clone / "lds_tiles.cl")
+
+
+@pytest.mark.parametrize("kernel", ["lds_tiles", "divergent_call"])
+def test_committed_dumps_are_current(kernel):
+    from dumpgen import opencl_divergent_call, opencl_examples, opencl_lds_tiles
+    module = {"lds_tiles": opencl_lds_tiles, "divergent_call": opencl_divergent_call}[kernel]
+    for build in ("tgllp.O0", "pvc.O0"):
+        assert opencl_examples.stale_files(module.spec(build)) == [], build
