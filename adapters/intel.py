@@ -232,7 +232,8 @@ class IntelAdapter(TargetAdapter):
         if device is not None:
             self.device, self.device_source = device, f"processor {processor}"
             return
-        size = registers.size("r0") if registers is not None else None
+        grfs = [n for n in registers.names if n[:1] == "r" and n[1:].isdigit()] if registers is not None else []
+        size = registers.size(grfs[0]) if grfs else None
         if size in (32, 64):
             self.device = XE_HPC if size == 64 else GEN12LP
             self.device_source = "the dump's 64-byte GRFs" if size == 64 else "the dump's 32-byte GRFs"

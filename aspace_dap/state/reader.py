@@ -17,7 +17,7 @@ from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Ta
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
-from .validate import check_manifest, read_manifest
+from .validate import check_manifest, read_manifest, register_rules_for
 
 
 def _num(value: Any, default: int | None = None) -> int | None:
@@ -118,8 +118,12 @@ class _Builder:
 
 
 def load_state(path: str | os.PathLike) -> GpuState:
-    """Open a dump folder, a .zip or a CUDA core dump; raises StateError(message, json_path) for the first problem."""
+    """Open a dump folder, a .zip, a CUDA core dump or an Intel GPU core; raises StateError(message,
+    json_path) for the first problem."""
     if os.path.isfile(path) and is_elf_file(path):
+        from .intelcore import is_intel_core, load_intel_core
+        if is_intel_core(path):
+            return load_intel_core(path)
         return load_core(path)
     files = open_dump_files(Path(path))
     try:
@@ -129,7 +133,11 @@ def load_state(path: str | os.PathLike) -> GpuState:
         for problem in check_manifest(manifest, files, require_registers=False):
             if problem.is_error:
                 raise StateError(problem.message, problem.path)
-        return _Builder(manifest, files).build()
+        state = _Builder(manifest, files).build()
+        rules = register_rules_for(state.target.vendor)
+        if rules is not None:  # the vendor's names for the PC and execution-mask registers
+            state.use_register_names(rules.pc_register, rules.exec_register)
+        return state
     except BaseException:
         files.close()
         raise

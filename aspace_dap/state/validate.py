@@ -27,6 +27,9 @@ _MISSING = object()
 class RegisterRules(Protocol):
     """What a vendor's dumps must hold in their register layouts (the vendor's adapter answers)."""
 
+    pc_register: str              # the register holding a wave's PC
+    exec_register: str | None     # ... and its execution mask
+
     def required_registers(self, processor: str, lanes: int) -> dict[str, str]: ...
 
     def register_size(self, name: str, processor: str, lanes: int) -> int | None: ...
@@ -36,6 +39,11 @@ class RegisterRules(Protocol):
 # theirs when imported (use_register_rules), or a caller passes its own.
 RulesFor = Callable[[str], "RegisterRules | None"]
 _registered_rules: RulesFor | None = None
+
+
+def register_rules_for(vendor: str) -> "RegisterRules | None":
+    """The registered rules of `vendor` (None when none are registered or the vendor is unknown)."""
+    return _registered_rules(vendor) if _registered_rules is not None else None
 
 
 def use_register_rules(rules_for: RulesFor | None) -> None:
