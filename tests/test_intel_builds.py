@@ -220,9 +220,63 @@ def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tm
         assert s.frames()[0].file == str(clone / "lds_tiles.cl")
 
 
-@pytest.mark.parametrize("kernel", ["lds_tiles", "divergent_call"])
-def test_committed_dumps_are_current(kernel):
-    from dumpgen import opencl_divergent_call, opencl_examples, opencl_lds_tiles
-    module = {"lds_tiles": opencl_lds_tiles, "divergent_call": opencl_divergent_call}[kernel]
-    for build in ("tgllp.O0", "pvc.O0"):
-        assert opencl_examples.stale_files(module.spec(build)) == [], build
+@pytest.mark.parametrize("kernel,build", [("lds_tiles", "tgllp.O0"), ("lds_tiles", "pvc.O0"), ("lds_tiles", "pvc"),
+                                          ("divergent_call", "tgllp.O0"), ("divergent_call", "pvc.O0"),
+                                          ("scratch_struct", "acm-g10")])
+def test_committed_dumps_are_current(kernel, build):
+    from dumpgen import opencl_examples
+    assert opencl_examples.stale_files(opencl_examples.MODULES[kernel].spec(build)) == []
+
+
+# --- pvc -g (SIMD32 on 64-byte GRFs) and acm-g10 (Xe-HPG) ----------------------------------------------
+
+
+def igc_16bit_reader_pvc(lane: int, variable: str) -> tuple[str, int]:
+    """Whose value IGC's location of the 16-bit tx/ty gives `lane` on 64-byte GRFs: GRF base + (L >> 4),
+    dword L & 15, tx's base r17 and ty's r18 (so tx's lanes 16-31 are ty's lanes 0-15); the lowest
+    lane owning a dword holds it."""
+    base = {"tx": 17, "ty": 18}
+    def slot(name, ln):
+        return base[name] + (ln >> 4), ln & 15
+    owners = [(ln, name) for ln in range(32) for name in ("tx", "ty") if slot(name, ln) == slot(variable, lane)]
+    first_lane, first_name = min(owners)
+    return first_name, first_lane
+
+
+def test_pvc_simd32_lds_tiles_per_lane():
+    s = Session(load_state(str(DUMPS / "lds_tiles.pvc")))
+    frame = s.frames()[0]
+    assert frame.line == 36 and s.adapter.device is XE_HPC and s.wave().lanes == 32
+    # lanes 0-31 of a 64-byte-GRF wave: lane L's dword is in GRF L >> 4
+    thread = 1
+    for lane in range(32):
+        _, values = shown(s, lane)
+        local = thread * 32 + lane
+        tx, ty = local % TILE, local // TILE
+        want = {"rows": ROWS, "cols": COLS, "row": GY * TILE + ty, "out_row": GX * TILE + ty}
+        for name, value in want.items():
+            assert int(values[name]) == value, (lane, name)
+        # IGC's location lists give col and out_col no location at this pc on pvc
+        assert values["col"] == values["out_col"] == "<optimized out>"
+        pointers = {"in": 0x7F0000100000, "out": 0x7F0000200000, "tile_sums": 0x7F0000300000}  # the inputs
+        for name, value in pointers.items():
+            assert int(values[name].split()[-1], 16) == value, (lane, name)
+        assert float(values["value"]) == source_value(GY * TILE + ty, GX * TILE + tx)
+        for name in ("tx", "ty"):
+            owner_name, owner_lane = igc_16bit_reader_pvc(lane, name)
+            owner_local = thread * 32 + owner_lane
+            assert int(values[name]) == (owner_local % TILE if owner_name == "tx" else owner_local // TILE)
+        assert _read_floats(s, lane, "row_sums") == row_sums()
+
+
+def test_acm_g10_scratch_struct_per_lane():
+    # Xe-HPG, SIMD16, work-group 2 (gid 32..47), n = 44, stopped at line 49's first instruction
+    s = Session(load_state(str(DUMPS / "scratch_struct.acm-g10")))
+    frame = s.frames()[0]
+    assert (frame.name, frame.line) == ("integrate", 49)
+    assert s.adapter.device.family == "xe_hpg" and s.adapter.device.grf_bytes == 32
+    assert list(np.nonzero(s.wave().active_lanes)[0]) == list(range(12))  # gid < n
+    for lane in range(12):
+        gid = 32 + lane
+        _, values = shown(s, lane)
+        assert int(values["pick"]) == (gid * 7 % 97) + ((gid % 11) << 8) + ((gid * 5 % 13) << 16)

@@ -29,7 +29,7 @@ GROUP = (1, 1)
 GROUPS = (3, 2)  # ceil(cols / 16) x ceil(rows / 16)
 THREAD = 1  # SIMD thread within the work-group
 # build -> (SIMD width, SIMD thread in the dump); the code object's DW_AT_INTEL_simd_width agrees
-BUILDS = {"tgllp": (32, 1), "tgllp.O0": (8, 2), "pvc.O0": (16, 2)}
+BUILDS = {"tgllp": (32, 1), "tgllp.O0": (8, 2), "pvc.O0": (16, 2), "pvc": (32, 1)}
 STOP_LINE = 36
 IN_ADDR = 0x7F0000100000
 OUT_ADDR = 0x7F0000200000  # the kernel's `out` and `tile_sums` buffers (their bytes are not in the dump)

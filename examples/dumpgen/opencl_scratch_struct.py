@@ -46,17 +46,27 @@ def work_item(lane: int) -> dict:
     return v
 
 
-def spec() -> OpenclDump:
+BUILDS = ("tgllp", "acm-g10")  # both SIMD16 (DW_AT_INTEL_simd_width)
+STOP_LINE = 49
+
+
+def spec(build: str = "tgllp") -> OpenclDump:
     items = [work_item(lane) for lane in range(SIMD)]
     names = sorted({k for item in items for k in item})
     values = {name: [item.get(name) for item in items] for name in names}
     active = sum(1 << lane for lane in range(SIMD) if GROUP * SIMD + lane < N)
     total = 4 * SIMD
+    debug_file = HERE / f"scratch_struct.{build}.dbg"
+    if build == "tgllp":
+        pc = STOP_PC
+    else:
+        from .opencl_engine import first_pc_of_line
+        pc = first_pc_of_line(debug_file, "scratch_struct.cl", STOP_LINE)
     states = b"".join(struct.pack("<f", state_value(i)) for i in range(6 * N))
     probes = b"".join(struct.pack("<i", probe_value(i)) for i in range(N))
     return OpenclDump(
-        name="scratch_struct.tgllp", debug_elf=HERE / "scratch_struct.tgllp.dbg", processor="tgllp", kernel="integrate", lanes=SIMD,
-        pc=STOP_PC, active=active, values=values, grid_size=(total, 1, 1), workgroup_size=(SIMD, 1, 1),
+        name=f"scratch_struct.{build}", debug_elf=debug_file, processor=build, kernel="integrate", lanes=SIMD,
+        pc=pc, active=active, values=values, grid_size=(total, 1, 1), workgroup_size=(SIMD, 1, 1),
         workgroup_id=(GROUP, 0, 0),
         memory=[(STATE_ADDR, states, len(states)), (PROBE_ADDR, probes, len(probes)),
                 (OUT_ADDR, bytes(4 * N), 4 * N)],
@@ -64,4 +74,4 @@ def spec() -> OpenclDump:
 
 
 def specs() -> list[OpenclDump]:
-    return [spec()]
+    return [spec(build) for build in BUILDS]
