@@ -239,6 +239,10 @@ class IntelAdapter(TargetAdapter):
             self.device_source = "the dump's 64-byte GRFs" if size == 64 else "the dump's 32-byte GRFs"
 
     @property
+    def device_grf_count(self) -> int:
+        return self.device.grf_count if self.device is not None else GRF_COUNT
+
+    @property
     def grf_bytes(self) -> int:
         if self.device is None:
             raise UnavailableError("the Intel device is unknown (neither the code object nor the dump's "
@@ -301,10 +305,16 @@ class IntelAdapter(TargetAdapter):
         if regno == SCRATCHBASE:
             return RegisterInfo(regno, "scratchbase", 8, False)
         if GRF0 <= regno < GRF0 + GRF_COUNT:
+            if regno - GRF0 >= self.device_grf_count:
+                raise UnavailableError(f"r{regno - GRF0} is beyond the {self.device_grf_count} GRFs of "
+                                       f"{self.device.family}")
             return RegisterInfo(regno, f"r{regno - GRF0}", self.grf_bytes, False)
         if A0 <= regno < A0 + 16:
             return RegisterInfo(regno, f"a{regno - A0}", self.grf_bytes, False)
         if F0 <= regno < F0 + 16:
+            if self.device is not None and regno - F0 >= self.device.flag_registers:
+                raise UnavailableError(f"f{regno - F0} is beyond the {self.device.flag_registers} flag registers "
+                                       f"of {self.device.family}")
             return RegisterInfo(regno, f"f{regno - F0}", 4, False)
         if ACC0 <= regno < ACC0 + 16:
             return RegisterInfo(regno, f"acc{regno - ACC0}", self.grf_bytes, False)

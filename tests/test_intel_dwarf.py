@@ -124,6 +124,13 @@ def test_register_numbering():
     assert a.register_info(16 + 5, 16, INTEL).name == "r5"
     assert a.register_info(16 + 5, 16, INTEL).size == 32
     assert IntelAdapter(XE_HPC).register_info(16 + 5, 16, INTEL).size == 64
+    # the register file per device: 128 GRFs and f0-f1 on Xe-LP, 256 GRFs (large GRF mode), f0-f3 on Xe-HPC
+    with pytest.raises(UnavailableError, match="128 GRFs"):
+        a.register_info(16 + 200, 16, INTEL)
+    assert IntelAdapter(XE_HPC).register_info(16 + 200, 16, INTEL).name == "r200"
+    with pytest.raises(UnavailableError, match="2 flag registers"):
+        a.register_info(288 + 3, 16, INTEL)
+    assert IntelAdapter(XE_HPC).register_info(288 + 3, 16, INTEL).name == "f3"
     assert (a.register_info(0, 16, INTEL).name, a.register_info(1, 16, INTEL).name) == ("ip", "emask")
     assert a.register_number("r125", 16) == 16 + 125
     assert a.register_number("emask", 8) == a.register_number("exec", 8) == 1
