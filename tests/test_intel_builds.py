@@ -222,6 +222,7 @@ def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tm
 
 @pytest.mark.parametrize("kernel,build", [("lds_tiles", "tgllp.O0"), ("lds_tiles", "pvc.O0"), ("lds_tiles", "pvc"),
                                           ("divergent_call", "tgllp.O0"), ("divergent_call", "pvc.O0"),
+                                          ("scratch_struct", "tgllp.O0"), ("scratch_struct", "pvc.O0"),
                                           ("scratch_struct", "acm-g10")])
 def test_committed_dumps_are_current(kernel, build):
     from dumpgen import opencl_examples
@@ -280,3 +281,61 @@ def test_acm_g10_scratch_struct_per_lane():
         gid = 32 + lane
         _, values = shown(s, lane)
         assert int(values["pick"]) == (gid * 7 % 97) + ((gid % 11) << 8) + ((gid * 5 % 13) << 16)
+
+
+# --- scratch_struct -cl-opt-disable: n = 44, dt = 0.05, state[i] = 0.125 (i % 17) - 1, line 49 ----------
+
+SS_N = 44
+SS_BUILDS = {"tgllp.O0": (8, 5), "pvc.O0": (16, 2)}  # SIMD width, work-group (one SIMD thread wide)
+
+
+def ss_state(i: int) -> float:
+    return 0.125 * (i % 17) - 1.0
+
+
+def ss_expected(gid: int, lid: int) -> dict:
+    """Lines 22-48 of scratch_struct.cl run in float32, in the source's order of operations."""
+    pos = [F32(ss_state(gid * 6 + k)) for k in range(3)]
+    vel = [F32(ss_state(gid * 6 + 3 + k)) for k in range(3)]
+    force = [F32(F32(-0.1) * x) for x in pos]
+    mass = F32(1 + (gid & 7))
+    damping = F32(1) - F32(F32(0.01) * F32(lid % 8))
+    dt = F32(0.05)
+    history = []
+    for _ in range(24):
+        for k in range(3):
+            vel[k] = F32(vel[k] * damping) + F32(F32(force[k] / mass) * dt)
+            pos[k] = pos[k] + F32(vel[k] * dt)
+        history.append(F32(pos[0] + pos[1]) + pos[2])
+    pick = (gid * 7 % 97) | (gid % 11) << 8 | (gid * 5 % 13) << 16
+    return {"gid": gid, "n": SS_N, "dt": float(dt), "damping": float(damping), "pick": pick,
+            "step": (pick & 0xFFFF) % 24, "axis": (pick >> 16) % 3, "mass": float(mass),
+            "pos": [float(x) for x in pos], "vel": [float(x) for x in vel], "force": [float(x) for x in force],
+            "neighbors": [(gid + 7 * (j + 1)) % SS_N for j in range(6)], "history": [float(h) for h in history]}
+
+
+@pytest.mark.parametrize("build", sorted(SS_BUILDS))
+def test_scratch_struct_o0_every_lane(build):
+    simd, group = SS_BUILDS[build]
+    s = Session(load_state(str(DUMPS / f"scratch_struct.{build}")))
+    assert s.frames()[0].line == 49
+    active = [lane for lane in range(simd) if group * simd + lane < SS_N]
+    assert list(np.nonzero(s.wave().active_lanes)[0]) == active
+    for lane in active:
+        want = ss_expected(group * simd + lane, lane)
+        frame, values = shown(s, lane)
+        for name in ("gid", "n", "pick", "step", "axis"):
+            assert int(values[name]) == want[name], (lane, name)
+        assert F32(float(values["dt"])) == F32(want["dt"]) and F32(float(values["damping"])) == F32(want["damping"])
+        if values["p"] == "<optimized out>":  # tgllp's location lists end before line 49
+            assert build == "tgllp.O0" and values["history"] == "<optimized out>"
+            continue
+        var = {v.name: v for v in s.variables(frame)}
+        data, _ = s.read_variable(frame, var["history"]).obj_for(lane).bytes()
+        assert np.frombuffer(bytes(data[0]), "<f4").tolist() == want["history"]
+        data, _ = s.read_variable(frame, var["p"]).obj_for(lane).bytes()
+        raw = bytes(data[0])  # struct Particle: pos, vel, force, mass, id, flags, neighbors[6]
+        floats = np.frombuffer(raw[:40], "<f4").tolist()
+        assert floats[:3] == want["pos"] and floats[3:6] == want["vel"] and floats[6:9] == want["force"]
+        assert floats[9] == want["mass"]
+        assert struct.unpack_from("<iI6i", raw, 40) == (want["gid"], lane & 3, *want["neighbors"])

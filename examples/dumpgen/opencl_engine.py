@@ -26,7 +26,7 @@ from aspace_dap.dwarf.target import FrameContext
 from aspace_dap.errors import AspaceError
 from aspace_dap.state import StateWriter, load_state
 
-from .engine import encode
+from .engine import byte_size, encode
 
 GRFS = 128
 
@@ -115,8 +115,9 @@ def build(spec: OpenclDump) -> StateWriter:
     touched: set[str] = set()
     through_location = []
     writes = []  # (lane, variable order, variable name, GRF, dword, 4 value bytes)
-    private_slots: set[tuple[int, int]] = set()  # GRF dwords holding a private-memory base address
-    private_extent = 0
+    # GRF dwords holding a private-memory address (a base shared by many variables, or one lane's
+    # pointer to one variable) -> how many bytes past it are used
+    private_slots: dict[tuple[int, int], int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         _writer(spec, probe, spec.slm).write(tmp)
         state = load_state(tmp)
@@ -137,10 +138,9 @@ def build(spec: OpenclDump) -> StateWriter:
                     for _, entry in res.groups:
                         for place in getattr(entry, "places", ()):
                             for addr in getattr(place, "address", ()):
-                                found = _private_base(int(addr), dwords, var.type.size or 4)
+                                found = _private_base(int(addr), dwords, byte_size(var.type))
                                 if found is not None:
-                                    private_slots.add(found[0])
-                                    private_extent = max(private_extent, found[1])
+                                    private_slots[found[0]] = max(private_slots.get(found[0], 0), found[1])
                     continue
                 for glanes, entry in res.groups:
                     for row, lane in enumerate(glanes):
@@ -170,11 +170,13 @@ def build(spec: OpenclDump) -> StateWriter:
         touched.add(f"r{grf}")
     memory = list(spec.memory)
     if private_slots:
-        # variables in private memory: their base register points at a zeroed buffer in the dump
-        for grf, dword in private_slots:
-            final[f"r{grf}"][dword * 4:dword * 4 + 8] = struct.pack("<Q", PRIVATE_ADDR)
+        # variables in private memory: each address register points into a zeroed buffer of its own
+        cursor = 0
+        for (grf, dword), extent in sorted(private_slots.items()):
+            final[f"r{grf}"][dword * 4:dword * 4 + 8] = struct.pack("<Q", PRIVATE_ADDR + cursor)
             touched.add(f"r{grf}")
-        size = -(-private_extent // 0x100) * 0x100
+            cursor += -(-extent // 0x10) * 0x10
+        size = -(-cursor // 0x100) * 0x100
         memory.append((PRIVATE_ADDR, bytes(size), size))
     regs = dict(fixed, **{n: bytes(final[n]) for n in touched})
     if not through_location:
