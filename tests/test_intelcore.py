@@ -91,6 +91,7 @@ def test_every_variable_of_every_lane_reads_as_in_the_folder_dump(cores, name):
     assert core.state.target.vendor == "intel" and core.wave().lanes == folder.wave().lanes
     assert list(core.wave().active_lanes) == list(folder.wave().active_lanes)
     assert core.state.stop.reason == "exception" and f"{FAULT:#x}" in core.state.stop.description
+    assert core.state.dispatches[0].kernel == folder.state.dispatches[0].kernel
     for lane in range(folder.wave().lanes):
         frame_f, want = shown(folder, lane)
         frame_c, got = shown(core, lane)
@@ -127,6 +128,18 @@ def test_dap_launch_on_a_core_shows_the_dumps_values(cores):
     for key, value in folder.items():
         if key[1] not in SLM_ARRAYS:
             assert core[key] == value, key
+
+
+def test_a_core_saves_as_a_dump_that_validates(cores, tmp_path):
+    from aspace_dap.adapters import register_rules
+    from aspace_dap.state import validate_state
+    with load_state(cores["lds_tiles.tgllp.O0"]) as state:
+        saved = state.save(tmp_path / "from-core")
+    assert [p for p in validate_state(saved, register_rules) if p.is_error] == []
+    _, from_core = shown(Session(load_state(saved)), 2)
+    _, from_dump = shown(Session(load_state(DUMPS / "lds_tiles.tgllp.O0")), 2)
+    assert {k: v for k, v in from_core.items() if k not in SLM_ARRAYS} == \
+        {k: v for k, v in from_dump.items() if k not in SLM_ARRAYS}
 
 
 def test_inspect_detects_the_format(cores, capsys):

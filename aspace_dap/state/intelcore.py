@@ -399,16 +399,24 @@ def _text_contains(data: bytes, address: int) -> bool:
 
 
 def _kernel_at(images, co_id: int | None, pc: int | None) -> str:
+    """The function the thread stopped in: DWARF's outermost frame there, else the ELF symbol."""
     from ..codeobj import load_code_objects
+    from ..dwarf.index import DwarfIndex
     from ..errors import AspaceError
 
     for i, data, bias in images:
-        if i == co_id and pc is not None:
-            try:
-                symbol = load_code_objects(data)[0].symbol_at(pc - bias)
-            except AspaceError:
-                return ""
-            return symbol.name if symbol is not None else ""
+        if i != co_id or pc is None:
+            continue
+        try:
+            co = load_code_objects(data)[0]
+            if co.has_dwarf():
+                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine).frames_at(pc - bias)
+                if frames:
+                    return frames[-1].function
+            symbol = co.symbol_at(pc - bias)
+        except AspaceError:
+            return ""
+        return symbol.name if symbol is not None else ""
     return ""
 
 
