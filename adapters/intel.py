@@ -25,7 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elftools.common.exceptions import DWARFError
+
 from aspace_dap.codeobj import CodeObject, load_code_objects
+from aspace_dap.codeobj.codeobject import ELF_PARSE_ERRORS
 from aspace_dap.dwarf.locations import Location, MemoryLocation
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import CodeObjectError, EvaluationError, UnavailableError
@@ -133,7 +136,7 @@ def device_of_code_object(co) -> IntelDevice | None:
                     return PRODUCT_FAMILIES[value]
                 if kind == NT_INTELGT_GFXCORE_FAMILY and value in CORE_FAMILIES:
                     return CORE_FAMILIES[value]
-    except Exception:  # a malformed note says nothing about the device  # noqa: BLE001
+    except ELF_PARSE_ERRORS:  # a malformed note says nothing about the device
         return None
     return None
 
@@ -159,7 +162,7 @@ def simd_width_of_code_object(co) -> int | None:
             attr = cu.get_top_DIE().attributes.get(AT_INTEL_SIMD_WIDTH)
             if attr is not None and isinstance(attr.value, int) and attr.value:
                 return attr.value
-    except Exception:  # no or malformed DWARF: the code object does not say  # noqa: BLE001
+    except (*ELF_PARSE_ERRORS, DWARFError):  # no or malformed DWARF: the code object does not say
         return None
     return None
 

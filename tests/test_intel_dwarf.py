@@ -183,6 +183,15 @@ def test_device_and_simd_width_come_from_the_code_object(build):
     assert max(masks) == per_grf - 1 and masks <= {per_grf - 1, per_grf // 2 - 1}
 
 
+@pytest.mark.parametrize("device,expected", [("tgllp", GEN12LP), ("pvc", XE_HPC), ("acm-g10", XE_HPG)])
+def test_an_ocloc_zebin_names_its_device(device, expected):
+    # `ocloc --format zebin`: e_machine 205 and .note.intelgt.compat's NT_INTELGT_PRODUCT_FAMILY
+    # (29 Tiger Lake LP, 1270 DG2, 1271 PVC)
+    [co] = load_code_objects(EXAMPLES / f"lds_tiles.{device}.zebin")
+    assert co.e_machine == 205 and device_of_code_object(co) is expected
+    assert simd_width_of_code_object(co) == 32
+
+
 def test_a_zebin_names_its_product_family():
     # ocloc --format zebin writes .note.intelgt.compat: NT_INTELGT_PRODUCT_FAMILY (1271 = PVC)
     from aspace_dap.adapters.intel import _notes

@@ -44,3 +44,12 @@ PY
         fi
     done
 done
+
+# The same lds_tiles as zebin (--format zebin: an EM_INTELGT ELF whose .note.intelgt.compat
+# names the product family), to check the device is read from it too.
+for device in tgllp pvc acm-g10; do
+    echo "building lds_tiles.$device.zebin"
+    "$OCLOC" compile -file lds_tiles.cl -device "$device" -options "-g -cl-std=CL2.0" --format zebin \
+        -output_no_suffix -output "lds_tiles.$device.zebin" >/dev/null
+    rm -f "lds_tiles.$device.zebin.spv"
+done
