@@ -279,6 +279,9 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
     memory = _memory(core, loads, core.mappings)
     simd = _simd_width(images)
     waves = []
+    tids = [thread.tid for thread in core.threads]
+    # the threads' own ids name the waves when they can (unique, small enough for a DAP thread id)
+    unique = len(set(tids)) == len(tids) and max(tids) < 1 << 31
     for index, thread in enumerate(core.threads):
         # a note shorter than the description: the registers past its end read as unavailable
         span = _core_span(core, thread.regs_offset, min(thread.regs_length, total))
@@ -288,7 +291,8 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
             wave_layout, span = _with_ip(layout, span)
         registers = RegisterFile(wave_layout, span, f"{thread.where}.registers", "core")
         lanes = simd or 32  # the emask width when no kernel says (every lane then exists)
-        waves.append(Wave(index, index, registers, lanes, np.ones(lanes, bool), None, None, thread.where))
+        waves.append(Wave(thread.tid if unique else index, index, registers, lanes, np.ones(lanes, bool), None,
+                          None, thread.where))
     if not waves:
         raise StateError("the core has no GPU thread", "NT_PRSTATUS")
     lanes = waves[0].lanes
