@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StateError
-from .cudacore import is_elf_file, load_core
+from .formats import is_elf_file, load_core_file
 from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
@@ -118,13 +118,10 @@ class _Builder:
 
 
 def load_state(path: str | os.PathLike) -> GpuState:
-    """Open a dump folder, a .zip, a CUDA core dump or an Intel GPU core; raises StateError(message,
-    json_path) for the first problem."""
+    """Open a dump folder, a .zip or a GPU core dump (formats.py); raises StateError(message, json_path)
+    for the first problem."""
     if os.path.isfile(path) and is_elf_file(path):
-        from .intelcore import is_intel_core, load_intel_core
-        if is_intel_core(path):
-            return load_intel_core(path)
-        return load_core(path)
+        return load_core_file(path)
     files = open_dump_files(Path(path))
     try:
         manifest, problem = read_manifest(files)

@@ -1,0 +1,75 @@
+"""GPU core-dump formats that open like a dump folder: one table, one entry per format.
+
+Each entry names a module that provides `detect(path) -> bool` (cheap: reads the ELF header and, at
+most, the program headers and notes) and `load_core(path) -> GpuState`. `load_state` asks them in
+order; the first that recognises the file opens it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import struct
+from dataclasses import dataclass
+
+from ..errors import StateError
+
+ELF_MAGIC = b"\x7fELF"
+
+
+@dataclass(frozen=True)
+class CoreFormat:
+    name: str       # what the user is told ("ROCm GPU core")
+    module: str     # module with detect(path) and load_core(path)
+    where: str      # how such a file is recognised, for error messages
+
+    def _module(self):
+        return importlib.import_module(self.module)
+
+    def detect(self, path: str | os.PathLike) -> bool:
+        return bool(self._module().detect(path))
+
+    def load(self, path: str | os.PathLike):
+        return self._module().load_core(path)
+
+
+CORE_FORMATS: tuple[CoreFormat, ...] = (
+    CoreFormat("CUDA core dump", "aspace_dap.state.cudacore", "ET_CORE, e_machine 190, OSABI 0x33"),
+    CoreFormat("Intel GPU core", "aspace_dap.state.intelcore", "ET_CORE, e_machine 205 (EM_INTELGT), from coregen",
+               detect_fn="is_intel_core", load_fn="load_intel_core"),
+    CoreFormat("ROCm GPU core", "aspace_dap.state.rocmcore",
+               "ET_CORE with an AMDGPU NT_AMDGPU_CORE_STATE note (gpucore, rocgdb gcore, coremerge)"),
+)
+
+
+def is_elf_file(path: str | os.PathLike) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def detect_format(path: str | os.PathLike) -> CoreFormat | None:
+    for fmt in CORE_FORMATS:
+        if fmt.detect(path):
+            return fmt
+    return None
+
+
+def load_core_file(path: str | os.PathLike):
+    """Open an ELF file as whichever GPU core format recognises it; a clear error otherwise."""
+    fmt = detect_format(path)
+    if fmt is not None:
+        return fmt.load(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError as exc:
+        raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+    what = ""
+    if len(head) >= 20:
+        e_type, e_machine = struct.unpack_from("<HH", head, 16)
+        what = f" (e_type {e_type}, e_machine {e_machine}, OSABI {head[7]:#x})"
+    known = "; ".join(f"{f.name}: {f.where}" for f in CORE_FORMATS)
+    raise StateError(f"an ELF file but not a GPU core dump{what}; known formats: {known}", str(path))

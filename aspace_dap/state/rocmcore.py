@@ -1,0 +1,989 @@
+"""ROCm GPU core dumps: read one (ROCr's `gpucore.<pid>`, a rocgdb `gcore`, a `coremerge`d host core)
+into a GpuState, and write one from a GpuState.
+
+The file is an ELF64 ET_CORE. Its NT_AMDGPU_CORE_STATE note ("AMDGPU", type 33) is the KFD debug
+snapshot: runtime info, one entry per agent (GPU), one per queue; every size comes from the note's
+header. PT_LOAD segments hold memory at its GPU (flat) virtual address. Waves are not in the
+notes: each queue's context-save area, in that memory, holds a control stack and one save record
+per wave (adapters/amdgpu_cwsr.py knows the per-generation layout). The rest is found the way
+ROCdbgapi finds it:
+
+    queue.read_pointer_address - 0x80   -> amd_queue_t: compute_tmpring_size, scratch backing memory
+    ttmp6 / ttmp11 of a wave            -> dispatch packet index in the queue's ring
+    the AQL dispatch packet             -> grid and workgroup sizes, kernel descriptor address
+    ttmp8..10, ttmp11                   -> workgroup id, wave position in the workgroup
+    runtime_info.r_debug                -> r_debug -> link_map: loaded code objects and their bias
+
+Register files and memory are mapped from the core file, not copied. Bytes the core does not
+hold (a segment cut short, a data-less segment of a host core) are unavailable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+import urllib.parse
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AspaceError, StateError
+from .files import DumpFiles, FileSpan
+from .memory import Region, SparseMemory
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
+                    mask_to_lanes)
+from .private import SWIZZLED, PrivateMemory
+from .registers import RegisterFile
+
+ELF_MAGIC = b"\x7fELF"
+ET_CORE = 4
+EM_AMDGPU = 224
+EM_X86_64 = 62
+ELFOSABI_AMDGPU_HSA = 64
+PT_NULL, PT_LOAD, PT_NOTE = 0, 1, 4
+PN_XNUM = 0xFFFF
+NT_AMDGPU_CORE_STATE = 33
+NOTE_NAME = b"AMDGPU"
+NOTE_VERSION = 1
+KFD_QUEUE_TYPE_COMPUTE_AQL = 2
+QUEUE_ID_ERROR = 1 << 30
+QUEUE_ID_INVALID = 1 << 31
+RUNTIME_ENABLED = 1
+R_DEBUG_CONSISTENT = 0
+AMD_QUEUE_FROM_READ_POINTER = 0x80        # amd_queue_t.read_dispatch_id is at offset 0x80
+AQL_PACKET_SIZE = 64
+DEBUG_PROP_TTMPS_ALWAYS_VALID = 1 << 10   # kfd_dbg_device_info_entry.debug_prop
+
+NOTE_HEADER = struct.Struct("<QIIQIIII")  # version, kfd major/minor, runtime size, agents n/size, queues n/size
+RUNTIME_INFO = struct.Struct("<QII")      # r_debug, runtime_state, ttmp_setup
+AGENT_ENTRY = struct.Struct("<7Q16I")     # kfd_dbg_device_info_entry up to debug_prop (120 bytes)
+AGENT_FIELDS = ("exception_status lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit gpu_id "
+                "location_id vendor_id device_id revision_id subsystem_vendor_id subsystem_device_id fw_version "
+                "gfx_target_version simd_count max_waves_per_simd array_count simd_arrays_per_engine num_xcc "
+                "capability debug_prop").split()
+QUEUE_ENTRY = struct.Struct("<5Q6I")      # kfd_queue_snapshot_entry (64 bytes)
+QUEUE_FIELDS = ("exception_status ring_base_address write_pointer_address read_pointer_address "
+                "ctx_save_restore_address queue_id gpu_id ring_size queue_type ctx_save_restore_area_size "
+                "reserved").split()
+AQL_PACKET = struct.Struct("<HH3HH3III2QQQ")
+LINK_MAP = struct.Struct("<5Q")           # l_addr, l_name, l_ld, l_next, l_prev
+R_DEBUG = struct.Struct("<iiQQiiQ")       # r_version (+pad), r_map, r_brk, r_state (+pad), r_ldbase
+
+# KFD exception codes (kfd_ioctl.h kfd_dbg_trap_exception_code); bit (code - 1) of exception_status
+EXCEPTIONS = {
+    1: "wave abort", 2: "wave trap", 3: "wave math error", 4: "wave illegal instruction",
+    5: "wave memory violation", 6: "wave aperture violation", 16: "dispatch dimension invalid",
+    17: "dispatch group segment size invalid", 18: "dispatch code invalid", 19: "reserved packet",
+    20: "unsupported packet", 21: "dispatch workgroup size invalid", 22: "dispatch register invalid",
+    23: "vendor packet unsupported", 30: "queue preemption error", 32: "queue deleted",
+    33: "device memory violation", 34: "device RAS error", 35: "device fatal halt",
+}
+EC_QUEUE_NEW, EC_DEVICE_NEW = 31, 36
+
+
+def _cwsr():
+    # the save-area layouts are architecture knowledge: the AMDGPU adapter package holds them
+    from ..adapters import amdgpu_cwsr
+    return amdgpu_cwsr
+
+
+def _exceptions(status: int) -> list[str]:
+    return [EXCEPTIONS[code] for code in sorted(EXCEPTIONS) if status >> (code - 1) & 1]
+
+
+# ---------------------------------------------------------------------- the ELF container
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    type: int
+    offset: int
+    vaddr: int
+    filesz: int
+    memsz: int
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64)
+    except OSError:
+        return b""
+
+
+def _program_headers(path: Path, head: bytes, file_size: int) -> list[Segment]:
+    """The program headers that lie inside the file (a core cut short loses its tail)."""
+    phoff, = struct.unpack_from("<Q", head, 32)
+    shoff, = struct.unpack_from("<Q", head, 40)
+    phentsize, phnum = struct.unpack_from("<HH", head, 54)
+    if phentsize != 56:
+        raise StateError(f"program header size {phentsize}, an ELF64 core has 56", "ELF header e_phentsize")
+    with open(path, "rb") as f:
+        if phnum == PN_XNUM:  # more than 65534 segments: the real count is section 0's sh_info
+            f.seek(shoff)
+            section0 = f.read(64)
+            if len(section0) < 64:
+                raise StateError("e_phnum is PN_XNUM but section header 0 is not in the file", "ELF header e_phnum")
+            phnum, = struct.unpack_from("<I", section0, 44)
+        if phoff >= file_size or phnum == 0:
+            raise StateError(f"no program headers inside the {file_size}-byte file (e_phoff {phoff:#x}, "
+                             f"e_phnum {phnum})", "ELF header")
+        count = min(phnum, (file_size - phoff) // 56)
+        f.seek(phoff)
+        table = f.read(count * 56)
+    out = []
+    for i in range(count):
+        p_type, _flags, offset, vaddr, _paddr, filesz, memsz, _align = struct.unpack_from("<IIQQQQQQ", table, i * 56)
+        # p_flags and p_align are not checked: ROCr writes section flags and a shift count there
+        out.append(Segment(i, p_type, offset, vaddr, filesz, memsz))
+    return out
+
+
+def _notes(data: bytes, where: str):
+    """(name, type, desc offset in data, desc size) of each note in a PT_NOTE segment."""
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, at)
+        name_at = at + 12
+        desc_at = name_at + ((namesz + 3) & ~3)
+        end = desc_at + ((descsz + 3) & ~3)
+        if desc_at + descsz > len(data):
+            raise StateError(f"note at offset {at:#x} runs past the end of the segment (namesz {namesz}, "
+                             f"descsz {descsz})", where)
+        yield data[name_at:name_at + namesz].rstrip(b"\0"), ntype, desc_at, descsz
+        at = end
+
+
+class CoreElf:
+    """Header, segments and the AMDGPU note of a core file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.file_size = path.stat().st_size
+            head = _read_head(path)
+            if len(head) < 64 or head[:4] != ELF_MAGIC:
+                raise StateError("not an ELF file (or shorter than an ELF header)", str(path))
+            if head[4] != 2 or head[5] != 1:
+                raise StateError("a ROCm GPU core is a little-endian ELF64 file", "ELF header e_ident")
+            self.e_type, self.e_machine = struct.unpack_from("<HH", head, 16)
+            if self.e_type != ET_CORE:
+                raise StateError(f"e_type {self.e_type}: not a core file (ET_CORE is 4)", "ELF header e_type")
+            self.segments = _program_headers(path, head, self.file_size)
+            self.note = self._find_note()
+        except OSError as exc:
+            raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+        self.span = FileSpan(lambda: (path, 0), self.file_size)
+
+    def _read(self, offset: int, size: int) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            return f.read(size)
+
+    def _find_note(self) -> bytes | None:
+        for seg in self.segments:
+            if seg.type != PT_NOTE:
+                continue
+            where = f"program header {seg.index} (PT_NOTE)"
+            data = self._read(seg.offset, min(seg.filesz, max(self.file_size - seg.offset, 0)))
+            if len(data) < seg.filesz:
+                where += f", cut short at {len(data)} of {seg.filesz} bytes"
+            for name, ntype, desc_at, descsz in _notes(data, where):
+                if name == NOTE_NAME and ntype == NT_AMDGPU_CORE_STATE:
+                    return data[desc_at:desc_at + descsz]
+        return None
+
+
+def detect(path: str | os.PathLike) -> bool:
+    """ET_CORE for EM_AMDGPU, or any ET_CORE (a host core) carrying an NT_AMDGPU_CORE_STATE note."""
+    head = _read_head(Path(path))
+    if len(head) < 64 or head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:
+        return False
+    e_type, e_machine = struct.unpack_from("<HH", head, 16)
+    if e_type != ET_CORE:
+        return False
+    if e_machine == EM_AMDGPU:
+        return True
+    try:
+        return CoreElf(Path(path)).note is not None
+    except (StateError, OSError):
+        return False
+
+
+# ---------------------------------------------------------------------- the note
+
+
+@dataclass
+class CoreState:
+    kfd_version: tuple[int, int]
+    runtime: dict[str, int]
+    agents: list[dict[str, int]]
+    queues: list[dict[str, int]]
+
+
+def parse_note(desc: bytes) -> CoreState:
+    """The NT_AMDGPU_CORE_STATE body, version 1 (ROCdbgapi's core driver rules: every size from the
+    header, each block padded to 8 bytes, the body ends where the blocks end)."""
+    where = "NT_AMDGPU_CORE_STATE"
+    if len(desc) < NOTE_HEADER.size:
+        raise StateError(f"note body of {len(desc)} bytes is shorter than its {NOTE_HEADER.size}-byte header", where)
+    version, major, minor, runtime_size, n_agents, agent_size, n_queues, queue_size = NOTE_HEADER.unpack_from(desc)
+    if version != NOTE_VERSION:
+        raise StateError(f"note version {version}; only version {NOTE_VERSION} is known", f"{where} header")
+    if runtime_size < RUNTIME_INFO.size or runtime_size > 1 << 16:
+        raise StateError(f"runtime_info_size {runtime_size}: a kfd_runtime_info is {RUNTIME_INFO.size} bytes",
+                         f"{where} header")
+    if n_agents and (agent_size < AGENT_ENTRY.size or agent_size % 8):
+        raise StateError(f"agent_entry_size {agent_size}: a kfd_dbg_device_info_entry is at least "
+                         f"{AGENT_ENTRY.size} bytes, a multiple of 8", f"{where} header")
+    if n_queues and (queue_size < QUEUE_ENTRY.size or queue_size % 8):
+        raise StateError(f"queue_entry_size {queue_size}: a kfd_queue_snapshot_entry is at least "
+                         f"{QUEUE_ENTRY.size} bytes, a multiple of 8", f"{where} header")
+
+    def padded(n: int) -> int:
+        return (n + 7) & ~7
+
+    runtime_at = NOTE_HEADER.size
+    agents_at = runtime_at + padded(runtime_size)
+    queues_at = agents_at + padded(n_agents * agent_size)
+    end = queues_at + padded(n_queues * queue_size)
+    if end != len(desc):
+        raise StateError(f"the header's sizes add up to {end} bytes but the note body has {len(desc)} "
+                         f"({n_agents} agents x {agent_size}, {n_queues} queues x {queue_size})", f"{where} header")
+    r_debug, runtime_state, ttmp_setup = RUNTIME_INFO.unpack_from(desc, runtime_at)
+    agents = [dict(zip(AGENT_FIELDS, AGENT_ENTRY.unpack_from(desc, agents_at + i * agent_size)))
+              for i in range(n_agents)]
+    queues = [dict(zip(QUEUE_FIELDS, QUEUE_ENTRY.unpack_from(desc, queues_at + i * queue_size)))
+              for i in range(n_queues)]
+    return CoreState((major, minor), dict(r_debug=r_debug, runtime_state=runtime_state, ttmp_setup=ttmp_setup),
+                     agents, queues)
+
+
+# ---------------------------------------------------------------------- files kept open
+
+
+class CoreFiles(DumpFiles):
+    """What a core-backed GpuState keeps: the core itself and code objects copied out of it."""
+
+    def __init__(self, path: Path):
+        self.source = path.resolve()
+        self._tempdir: list[str | None] = [None]
+        self._finalizer = weakref.finalize(self, CoreFiles._cleanup, self._tempdir)
+
+    @staticmethod
+    def _cleanup(holder: list) -> None:
+        if holder[0]:
+            shutil.rmtree(holder[0], ignore_errors=True)
+
+    def write_image(self, name: str, data: bytes) -> Path:
+        if self._tempdir[0] is None:
+            self._tempdir[0] = tempfile.mkdtemp(prefix="aspace-rocmcore-")
+        target = Path(self._tempdir[0]) / name
+        target.write_bytes(data)
+        return target
+
+    def read_manifest(self) -> bytes:
+        raise StateError("a ROCm GPU core has no manifest", str(self.source))
+
+    def size(self, rel: str) -> int | None:
+        return None
+
+    def span(self, rel: str) -> FileSpan:
+        raise StateError("missing", rel)
+
+    def materialise(self, rel: str) -> Path:
+        raise StateError("missing", rel)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class _BytesSpan(FileSpan):
+    """A few bytes copied out of the core (a record split over segments) behind the FileSpan interface."""
+
+    def __init__(self, data: bytes):
+        super().__init__(lambda: (Path(os.devnull), 0), len(data))
+        self._array = np.frombuffer(data, dtype=np.uint8)
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def load_core(path: str | os.PathLike, *, search_paths: list[str] | None = None) -> GpuState:
+    """Open a ROCm GPU core; raises StateError(message, structure) for the first problem."""
+    path = Path(path)
+    files = CoreFiles(path)
+    try:
+        return _Reader(CoreElf(path), files).build()
+    except BaseException:
+        files.close()
+        raise
+
+
+def _slice(memory: SparseMemory, start: int, size: int, space: str, path: str) -> SparseMemory:
+    """[start, start+size) of `memory` as its own space starting at 0 (mapped, not copied)."""
+    regions = []
+    for r in memory.regions:
+        lo, hi = max(r.address, start), min(r.end, start + size)
+        if lo < hi:
+            regions.append(Region(lo - start, hi - lo, r.file, r.file_offset + lo - r.address, span=r.span))
+    return SparseMemory(regions, space, path)
+
+
+@dataclass
+class _QueueWaves:
+    queue: dict[str, int]
+    agent: dict[str, int]
+    records: list = field(default_factory=list)
+
+
+class _Reader:
+    def __init__(self, elf: CoreElf, files: CoreFiles):
+        self.elf = elf
+        self.files = files
+        self.layouts: dict[str, list[tuple[str, int]]] = {}
+        self.missing: list[str] = []
+        self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
+
+    # -- memory
+    def _memory(self) -> SparseMemory:
+        regions = []
+        for seg in self.elf.segments:
+            if seg.type != PT_LOAD or seg.filesz == 0:
+                continue  # a data-less segment (a host core before coremerge): its bytes are unknown
+            if seg.filesz > seg.memsz:
+                raise StateError(f"p_filesz {seg.filesz:#x} exceeds p_memsz {seg.memsz:#x}",
+                                 f"program header {seg.index} (PT_LOAD)")
+            if seg.vaddr + seg.filesz > 1 << 64:
+                raise StateError(f"segment at {seg.vaddr:#x} wraps past the top of the address space",
+                                 f"program header {seg.index} (PT_LOAD)")
+            regions.append(Region(seg.vaddr, seg.filesz, f"program header {seg.index}", seg.offset, span=self.elf.span))
+        regions.sort(key=lambda r: r.address)
+        for a, b in zip(regions, regions[1:]):
+            if b.address < a.end:
+                raise StateError(f"{b.file} (at {b.address:#x}) overlaps {a.file} (ends at {a.end:#x})", b.file)
+        return SparseMemory(regions, "global", "PT_LOAD")
+
+    def read(self, address: int, size: int, what: str) -> bytes:
+        data, valid = self.memory.read(address, size)
+        if not valid.all():
+            missing = address + int(np.argmin(valid))
+            raise StateError(f"{what}: {size} bytes at {address:#x} are not in the core (byte {missing:#x} is "
+                             f"missing). ROCr's gpucore keeps only GPU mappings; open the rocgdb gcore or the "
+                             f"coremerge'd host+GPU core, which hold host memory too", what)
+        return data.tobytes()
+
+    def try_read(self, address: int, size: int) -> bytes | None:
+        data, valid = self.memory.read(address, size)
+        return data.tobytes() if valid.all() else None
+
+    # -- the whole state
+    def build(self) -> GpuState:
+        cwsr = _cwsr()
+        if self.elf.note is None:
+            raise StateError("the core has no NT_AMDGPU_CORE_STATE note (name \"AMDGPU\", type 33); a file cut "
+                             "short before its notes cannot be read", "PT_NOTE")
+        self.note = parse_note(self.elf.note)
+        self.memory = self._memory()
+        if self.note.runtime["runtime_state"] != RUNTIME_ENABLED:
+            raise StateError(f"runtime_state {self.note.runtime['runtime_state']}: the ROCm runtime had not enabled "
+                             f"debugging (1), so the saved waves cannot be trusted", "NT_AMDGPU_CORE_STATE runtime_info")
+        agents = {a["gpu_id"]: a for a in self.note.agents}
+        if not agents:
+            raise StateError("the note lists no agents", "NT_AMDGPU_CORE_STATE agents")
+        processors = {processor_name(a) for a in agents.values()}
+        queues = [q for q in self.note.queues if not q["queue_id"] & QUEUE_ID_INVALID
+                  and q["queue_type"] == KFD_QUEUE_TYPE_COMPUTE_AQL]
+        for i, q in enumerate(queues):
+            if q["gpu_id"] not in agents:
+                raise StateError(f"queue {q['queue_id'] & 0x3FFFFFFF} names gpu_id {q['gpu_id']}, which no agent entry "
+                                 f"has", f"NT_AMDGPU_CORE_STATE queues[{i}]")
+        used = {processor_name(agents[q["gpu_id"]]) for q in queues} or processors
+        if len(used) > 1:
+            raise StateError(f"queues on GPUs of different kinds ({', '.join(sorted(used))}) in one core are not "
+                             f"supported", "NT_AMDGPU_CORE_STATE agents")
+        processor = used.pop()
+        self.family = cwsr.family_for(processor)
+        if self.family is None:
+            raise StateError(f"{processor}: no context-save layout known (supported: {', '.join(cwsr.SUPPORTED)})",
+                             "NT_AMDGPU_CORE_STATE agents gfx_target_version")
+        self.code_objects = self._code_objects()
+        waves_by_queue = [self._queue_records(q, agents[q["gpu_id"]], i) for i, q in enumerate(queues)]
+        dispatches = self._dispatches(waves_by_queue)
+        if not dispatches:
+            raise StateError("no waves are saved in any queue's context-save area", "NT_AMDGPU_CORE_STATE queues")
+        lanes = {w.lanes for d in dispatches for w in d.waves}
+        if len(lanes) > 1:
+            raise StateError("waves of both wave32 and wave64 in one core are not supported", "context-save areas")
+        agent = agents[queues[0]["gpu_id"]] if queues else next(iter(agents.values()))
+        target = Target("amd", processor, lanes.pop(), self._apertures(agent))
+        focus, stop = self._focus(dispatches, queues, list(agents.values()))
+        manifest = {"format": "rocm-core", "producer": "ROCm GPU core", "register_layouts":
+                    {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
+        return GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
+                        target=target, code_objects=[ref for ref, _ in self.code_objects], memory={"global": self.memory},
+                        dispatches=dispatches, focus=focus, stop=stop, files=self.files)
+
+    @staticmethod
+    def _apertures(agent: dict[str, int]) -> dict[str, Aperture]:
+        out = {}
+        for name, base, limit in (("local", agent["lds_base"], agent["lds_limit"]),
+                                  ("private", agent["scratch_base"], agent["scratch_limit"])):
+            if base and limit > base:
+                out[name] = Aperture(base, limit - base + 1)
+        return out
+
+    # -- code objects from the runtime's r_debug
+    def _code_objects(self) -> list[tuple[CodeObjectRef, object]]:
+        address = self.note.runtime["r_debug"]
+        if not address:
+            return []
+        where = "r_debug"
+        version, _, r_map, _, r_state, _, _ = R_DEBUG.unpack(self.read(address, R_DEBUG.size, where))
+        if not 8 <= version <= 10:
+            raise StateError(f"r_version {version}; ROCr writes 8 to 10", where)
+        if r_state != R_DEBUG_CONSISTENT:
+            raise StateError(f"r_state {r_state}: the code-object list was being changed when the core was "
+                             f"written", where)
+        out: list[tuple[CodeObjectRef, object]] = []
+        seen = set()
+        node = r_map
+        while node:
+            if node in seen or len(seen) > 4096:
+                raise StateError(f"link_map list loops back to {node:#x}", "link_map")
+            seen.add(node)
+            l_addr, l_name, _, l_next, _ = LINK_MAP.unpack(self.read(node, LINK_MAP.size, f"link_map at {node:#x}"))
+            uri = self._c_string(l_name, f"link_map at {node:#x} l_name")
+            out.append(self._code_object(len(out), uri, l_addr))
+            node = l_next
+        return out
+
+    def _c_string(self, address: int, what: str, limit: int = 4096) -> str:
+        data, valid = self.memory.read(address, limit)
+        known = data[:int(np.argmin(valid))] if not valid.all() else data
+        end = bytes(known).find(b"\0")
+        if end < 0:
+            raise StateError(f"string at {address:#x} is not in the core or not terminated", what)
+        return bytes(known[:end]).decode("utf-8", "replace")
+
+    def _code_object(self, co_id: int, uri: str, l_addr: int) -> tuple[CodeObjectRef, object]:
+        scheme, location, offset, size = parse_uri(uri)
+        name = f"code-object-{co_id}.co"
+        if scheme == "memory":
+            if size is None or size <= 0 or size > 1 << 32:
+                raise StateError(f"{uri}: a memory:// code object needs a size", "link_map l_name")
+            data = self.read(offset, size, f"code object {uri}")
+            return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
+        path = Path(location)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                data = f.read(size if size else -1)
+        except OSError as exc:
+            # the session says which file to supply; launch's codeObject supplies it
+            self.missing.append(f"{path}: {exc.strerror or exc}")
+            return CodeObjectRef(co_id, path, l_addr, uri), None
+        if size and len(data) < size:
+            self.missing.append(f"{path}: {size} bytes at offset {offset} run past its end")
+            return CodeObjectRef(co_id, path, l_addr, uri), None
+        if offset == 0 and (not size or size == path.stat().st_size):
+            return CodeObjectRef(co_id, path, l_addr, uri), data
+        return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
+
+    def _kernel(self, kernel_object: int) -> tuple[str, int | None]:
+        """The kernel whose descriptor (`name.kd`) is at `kernel_object`, and its code object id."""
+        from ..codeobj import load_code_objects
+
+        for ref, data in self.code_objects:
+            if data is None:
+                continue
+            try:
+                objects = load_code_objects(data, name=ref.manifest_path)
+            except AspaceError:
+                continue
+            for co in objects:
+                for sym in co.symbols.values():
+                    if sym.name.endswith(".kd") and sym.value + ref.load_address == kernel_object:
+                        return sym.name[:-3], ref.id
+        # no loaded code object holds it: the one whose file is missing, if there is exactly one
+        missing = [ref for ref, data in self.code_objects if data is None]
+        return f"kernel descriptor {kernel_object:#x}", (missing[0].id if len(missing) == 1 else None)
+
+    # -- waves
+    def _queue_records(self, queue: dict[str, int], agent: dict[str, int], index: int) -> _QueueWaves:
+        cwsr = _cwsr()
+        out = _QueueWaves(queue, agent)
+        xccs = max(agent["num_xcc"], 1)
+        if xccs > 64:
+            raise StateError(f"num_xcc {agent['num_xcc']} is not a GPU's XCC count", "NT_AMDGPU_CORE_STATE agents")
+        for xcc in range(xccs):
+            base = queue["ctx_save_restore_address"] + xcc * queue["ctx_save_restore_area_size"]
+            where = f"queue {queue['queue_id'] & 0x3FFFFFFF} context-save area (XCC {xcc}) at {base:#x}"
+            header = struct.unpack(cwsr.HEADER, self.read(base, cwsr.HEADER_SIZE, where))
+            cs_offset, cs_size, ws_offset, ws_size = header[:4]
+            area = queue["ctx_save_restore_area_size"]
+            if cs_size % 4 or cs_offset + cs_size > area or ws_offset > area or ws_size > ws_offset:
+                raise StateError(f"header sizes do not fit the {area}-byte area (control stack {cs_offset:#x}+"
+                                 f"{cs_size:#x}, wave state ends {ws_offset:#x} size {ws_size:#x})", where)
+            if cs_offset + cs_size != ws_offset - ws_size:
+                raise StateError("the control stack and the wave save area are not contiguous", where)
+            if not cs_size:
+                continue
+            raw = self.read(base + cs_offset, cs_size, f"{where} control stack")
+            words = list(struct.unpack(f"<{cs_size // 4}I", raw))
+            try:
+                records = cwsr.iterate_control_stack(self.family, words, base + ws_offset)
+            except ValueError as exc:
+                raise StateError(str(exc), f"{where} control stack") from None
+            bottom = base + ws_offset - ws_size
+            if (records[-1].begin if records else base + ws_offset) != bottom:
+                raise StateError("the control stack's waves do not fill the wave save area exactly "
+                                 "(corrupted control stack)", where)
+            out.records += [(xcc, r) for r in records]
+        return out
+
+    def _register_span(self, start: int, size: int) -> FileSpan:
+        for r in self.memory.regions:
+            if r.address <= start < r.end:
+                if start + size <= r.end:
+                    offset = r.file_offset + start - r.address
+                    length = max(0, min(size, self.elf.file_size - offset))
+                    return FileSpan(lambda o=offset: (self.elf.path, o), length)
+                break
+        data, valid = self.memory.read(start, size)
+        known = size if valid.all() else int(np.argmin(valid))
+        return _BytesSpan(data[:known].tobytes())
+
+    def _scratch(self, queue_info: dict, record, xcc: int, where: str) -> PrivateMemory | None:
+        cwsr = _cwsr()
+        if not record.scratch_enabled:
+            return None
+        amd_queue = queue_info.get("amd_queue")
+        if amd_queue is None:
+            return None
+        tmpring, backing = amd_queue
+        agent = queue_info["agent"]
+        engines = agent["array_count"] // max(agent["simd_arrays_per_engine"], 1) // max(agent["num_xcc"], 1)
+        offset, size = cwsr.scratch_slot(self.family, tmpring, record, engines, xcc)
+        if not size or not backing:
+            return None
+        view = _slice(self.memory, backing + offset, size, "private_wave", f"{where}.scratch")
+        return PrivateMemory(SWIZZLED, size, record.lanes, view, 0, f"{where}.scratch")
+
+    def _dispatches(self, queues: list[_QueueWaves]) -> list[Dispatch]:
+        cwsr = _cwsr()
+        runtime = self.note.runtime
+        dispatches: dict[tuple[int, int], dict] = {}
+        used_ids: set[int] = set()
+        next_id = [0]
+        pending: list[tuple[dict, Wave, tuple[int, int, int], SparseMemory | None]] = []
+        for qw in queues:
+            q = qw.queue
+            qname = f"queue {q['queue_id'] & 0x3FFFFFFF}"
+            ttmps_valid = bool(runtime["ttmp_setup"]) or bool(qw.agent["debug_prop"] & DEBUG_PROP_TTMPS_ALWAYS_VALID)
+            info = {"agent": qw.agent, "amd_queue": self._amd_queue(q)}
+            lds_of_group: SparseMemory | None = None
+            for n, (xcc, record) in enumerate(qw.records):
+                where = f"{qname} wave record {n}"
+                if record.first_wave and record.lds_size:
+                    lds_of_group = _slice(self.memory, record.lds_address, record.lds_size, "local", f"{where}.lds")
+                elif record.first_wave:
+                    lds_of_group = None
+                span = self._register_span(record.begin, record.register_bytes)
+                layout = record.layout()
+                registers = RegisterFile(layout, span, f"{where}.registers")
+                if self.family.name == "gfx11":
+                    status = registers.value("status")
+                    if status is not None and status & cwsr.STATUS_GFX11_NO_VGPRS:
+                        layout = record.layout(vgprs_saved=False)  # the wave had released its VGPRs
+                name = f"rocm_{self.family.name}_w{record.lanes}_{len(layout)}_{hash(tuple(layout)) & 0xFFFFFF:06x}"
+                self.layouts.setdefault(name, layout)
+                registers = RegisterFile(layout, span, f"{where}.registers", name)
+                if not ttmps_valid:
+                    raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
+                                     "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
+                ttmp = [registers.value(f"ttmp{i}") for i in range(16)]
+                if any(t is None for t in ttmp[4:12]):
+                    raise StateError("the wave's trap temporaries are not in the core (file cut short?)", where)
+                if self.family.gfx942_ttmps:
+                    packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
+                    wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
+                else:
+                    packet = ttmp[6] & cwsr.TTMP6_PACKET_ID_MASK
+                    wave_id = ttmp[4] | ttmp[5] << 32
+                if wave_id is None or wave_id in used_ids or wave_id >= 1 << 53:
+                    while next_id[0] in used_ids:
+                        next_id[0] += 1
+                    wave_id = next_id[0]
+                used_ids.add(wave_id)
+                key = (id(qw), packet)
+                if key not in dispatches:
+                    dispatches[key] = self._dispatch_entry(q, packet, qname)
+                group = (ttmp[8], ttmp[9], ttmp[10])
+                wave = Wave(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, registers, record.lanes,
+                            np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None, where)
+                self.wave_status[wave_id] = (ttmp[6], registers.value("trapsts") or 0)
+                pending.append((dispatches[key], wave, group, lds_of_group))
+        out = []
+        for number, entry in enumerate(dispatches.values()):
+            groups: dict[tuple[int, int, int], Workgroup] = {}
+            for d, wave, group, lds in pending:
+                if d is not entry:
+                    continue
+                wg = groups.get(group)
+                if wg is None:
+                    wg = groups[group] = Workgroup(group, lds, [], f"{entry['where']} workgroup {group}")
+                wg.waves.append(wave)
+            out.append(Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
+                                list(groups.values()), {}, entry["where"]))
+        return out
+
+    def _amd_queue(self, q: dict[str, int]) -> tuple[int, int] | None:
+        base = q["read_pointer_address"] - AMD_QUEUE_FROM_READ_POINTER
+        data = self.try_read(base + 0x8C, 4 + 16 + 8)   # compute_tmpring_size .. scratch_backing_memory_location
+        if data is None:
+            return None
+        tmpring, = struct.unpack_from("<I", data, 0)
+        backing, = struct.unpack_from("<Q", data, 20)
+        return tmpring, backing
+
+    def _dispatch_entry(self, q: dict[str, int], packet: int, qname: str) -> dict:
+        where = f"{qname} dispatch packet {packet}"
+        ring = q["ring_size"]
+        if not ring or packet * AQL_PACKET_SIZE >= ring:
+            raise StateError(f"packet index {packet} is outside the {ring}-byte ring", where)
+        raw = self.read(q["ring_base_address"] + packet * AQL_PACKET_SIZE, AQL_PACKET_SIZE, where)
+        fields = AQL_PACKET.unpack(raw)
+        workgroup = tuple(fields[2:5])
+        grid = tuple(fields[6:9])
+        kernel_object = fields[11]
+        kernel, co_id = self._kernel(kernel_object)
+        return {"kernel": kernel, "code_object": co_id, "grid": grid, "workgroup": workgroup, "where": where}
+
+    def _focus(self, dispatches: list[Dispatch], queues: list[dict], agents: list[dict]) -> tuple[Focus, Stop]:
+        cwsr = _cwsr()
+        waves = [w for d in dispatches for w in d.waves]
+        reasons = []
+        for q in queues:
+            names = _exceptions(q["exception_status"])
+            if names or q["queue_id"] & QUEUE_ID_ERROR:
+                reasons.append(f"queue {q['queue_id'] & 0x3FFFFFFF}: {', '.join(names) or 'error'}")
+        for a in agents:
+            names = _exceptions(a["exception_status"])
+            if names:
+                reasons.append(f"GPU {a['gpu_id']}: {', '.join(names)}")
+
+        def first_lane(wave: Wave) -> int:
+            active = np.flatnonzero(wave.active_lanes)
+            return int(active[0]) if len(active) else 0
+
+        for wave in waves:
+            trapsts = self.wave_status[wave.id][1]
+            faults = [n for bit, n in ((cwsr.TRAPSTS_MEM_VIOL, "memory violation"),
+                                       (cwsr.TRAPSTS_ILLEGAL_INST, "illegal instruction")) if trapsts & bit]
+            if faults:
+                return Focus(wave.id, first_lane(wave)), Stop("exception", "; ".join(
+                    [f"wave {wave.id}: {', '.join(faults)}"] + reasons))
+        for wave in waves:
+            ttmp6 = self.wave_status[wave.id][0]
+            trap = cwsr.TRAP_IDS.get((ttmp6 >> cwsr.TTMP6_TRAP_ID_SHIFT) & 0xF)
+            if ttmp6 & cwsr.TTMP6_STOPPED and trap:
+                reason = "breakpoint" if trap == "breakpoint" else "exception"
+                return Focus(wave.id, first_lane(wave)), Stop(reason, "; ".join([f"wave {wave.id}: {trap}"] + reasons))
+        if reasons:
+            return Focus(waves[0].id, first_lane(waves[0])), Stop("exception", "; ".join(reasons))
+        return Focus(waves[0].id, first_lane(waves[0])), Stop("pause", "ROCm GPU core: no queue or wave reports "
+                                                              "an exception")
+
+
+def processor_name(agent: dict[str, int]) -> str:
+    return _cwsr().processor_from_target_version(agent["gfx_target_version"])
+
+
+def parse_uri(uri: str) -> tuple[str, str, int, int | None]:
+    """(scheme, path or pid, offset, size) of a loaded code object's URI (ROCgdb solib-rocm)."""
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme not in ("file", "memory"):
+        raise StateError(f"code object URI {uri!r}: only file:// and memory:// are known", "link_map l_name")
+    params = urllib.parse.parse_qs(parsed.fragment)
+    try:
+        offset = int(params.get("offset", ["0"])[0], 0)
+        size = int(params["size"][0], 0) if "size" in params else None
+    except ValueError:
+        raise StateError(f"code object URI {uri!r}: offset and size must be numbers", "link_map l_name") from None
+    if offset < 0 or (size is not None and size < 0):
+        raise StateError(f"code object URI {uri!r}: negative offset or size", "link_map l_name")
+    location = urllib.parse.unquote(parsed.netloc + parsed.path) if parsed.scheme == "file" else parsed.netloc
+    return parsed.scheme, location, offset, size
+
+
+# ---------------------------------------------------------------------- writing
+
+HOST_BASE = 0x7FFD00000000      # r_debug, link_map, names, amd_queue_t, the AQL ring, memory:// images
+SAVE_AREA_BASE = 0x7FFE00000000  # the queue's context-save area
+SCRATCH_BASE = 0x7FFC00000000    # the queue's scratch backing memory
+GPU_ID = 0x1F2E
+QUEUE_ID = 1
+PAGE = 4096
+
+
+def _align(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+class _HostMemory:
+    """A bump allocator for the host-side structures the writer lays out."""
+
+    def __init__(self, base: int):
+        self.base = base
+        self.data = bytearray()
+
+    def put(self, payload: bytes, align: int = 8) -> int:
+        self.data += b"\0" * (-len(self.data) % align)
+        at = self.base + len(self.data)
+        self.data += payload
+        return at
+
+    def patch(self, address: int, payload: bytes) -> None:
+        at = address - self.base
+        self.data[at:at + len(payload)] = payload
+
+
+def _known(memory: SparseMemory | None, address: int, size: int) -> bytes:
+    """The bytes; unknown ones as zeros (a save area or scratch slot has no way to say "unknown")."""
+    if memory is None:
+        return bytes(size)
+    data, valid = memory.read(address, size)
+    data[~valid] = 0
+    return data.tobytes()
+
+
+def _register_index(names: list[str], prefix: str) -> int:
+    numbers = [int(n[len(prefix):]) for n in names if n.startswith(prefix) and n[len(prefix):].isdigit()]
+    return max(numbers) + 1 if numbers else 0
+
+
+def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri: str = "memory",
+                    host_core: bool = False, exception_wave: int | None = None, load_bias: int = 0,
+                    pid: int = 4242) -> Path:
+    """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
+
+    One agent, one AQL queue holding one packet per dispatch, every wave saved in the queue's
+    context-save area (gfx90a/gfx942/gfx1030/gfx1100 records), LDS with each workgroup's first
+    wave, swizzled scratch in the queue's scratch backing memory, and the host structures a rocgdb
+    gcore holds: r_debug, link_map (`memory://` images in the core, or `file://` URIs naming the
+    dump's code-object files), amd_queue_t and the ring. `host_core` writes an x86-64 core (as
+    `coremerge` leaves it) instead of an EM_AMDGPU one. `exception_wave` marks that wave's TRAPSTS
+    and the queue with a memory violation; otherwise a dump stopped at a breakpoint marks its focus
+    wave's ttmp6 with the breakpoint trap. `load_bias` moves the code objects (and each wave's pc,
+    but no other register, so use it only with waves stopped in their kernel).
+
+    A save record holds every register: registers the dump does not have are written as zeros,
+    and so are unknown bytes of LDS and scratch.
+    """
+    cwsr = _cwsr()
+    path = Path(path)
+    target = state.target
+    if target.vendor != "amd":
+        raise StateError(f"a ROCm GPU core holds AMD state, not {target.vendor}", "target.vendor")
+    family = cwsr.family_for(target.processor)
+    if family is None:
+        raise StateError(f"{target.processor}: no context-save layout known (supported: "
+                         f"{', '.join(cwsr.SUPPORTED)})", "target.processor")
+    if code_object_uri not in ("memory", "file"):
+        raise StateError("code_object_uri is 'memory' or 'file'", "code_object_uri")
+    lanes = target.lanes
+    if lanes not in (32, 64) or (lanes == 32 and not family.wave32_capable):
+        raise StateError(f"{lanes}-lane waves do not exist on {target.processor}", "target.lanes")
+    for space in state.memory:
+        if space != "global":
+            raise StateError(f"{space} memory has no place in a ROCm GPU core", f"memory.{space}")
+    host = _HostMemory(HOST_BASE)
+    segments: list[tuple[int, bytes]] = []
+    global_memory = state.memory.get("global")
+    for start, size in (global_memory.ranges() if global_memory is not None else []):
+        data, valid = global_memory.read(start, size)
+        known = size if valid.all() else int(np.argmin(valid))
+        if known:
+            segments.append((start, data[:known].tobytes()))
+
+    # code objects and the runtime's link map
+    from ..codeobj import load_code_objects
+
+    kd_address: dict[tuple[int, str], int] = {}
+    link_nodes = []
+    for ref in state.code_objects:
+        image = ref.path.read_bytes()
+        l_addr = ref.load_address + load_bias
+        if code_object_uri == "memory":
+            at = host.put(image, PAGE)
+            uri = f"memory://{pid}#offset={at:#x}&size={len(image)}"
+        else:
+            uri = f"file://{urllib.parse.quote(str(ref.path.resolve()))}#offset=0&size={len(image)}"
+        for co in load_code_objects(image, name=ref.path.name):
+            for sym in co.symbols.values():
+                if sym.name.endswith(".kd"):
+                    kd_address[(ref.id, sym.name[:-3])] = sym.value + l_addr
+        link_nodes.append((l_addr, host.put(uri.encode() + b"\0")))
+    node_addresses = [host.put(bytes(LINK_MAP.size)) for _ in link_nodes]
+    for i, ((l_addr, name_at), at) in enumerate(zip(link_nodes, node_addresses)):
+        nxt = node_addresses[i + 1] if i + 1 < len(node_addresses) else 0
+        prev = node_addresses[i - 1] if i else 0
+        host.patch(at, LINK_MAP.pack(l_addr, name_at, 0, nxt, prev))
+    r_debug = host.put(R_DEBUG.pack(9, 0, node_addresses[0] if node_addresses else 0, 0, R_DEBUG_CONSISTENT, 0, 0))
+
+    # the queue: ring of dispatch packets and amd_queue_t
+    ring_size = max(_align(len(state.dispatches) * AQL_PACKET_SIZE, PAGE), PAGE)
+    ring = bytearray(ring_size)
+    for n, d in enumerate(state.dispatches):
+        kd = kd_address.get((d.code_object, d.kernel), 0) if d.code_object is not None else 0
+        if not kd:
+            raise StateError(f"kernel {d.kernel} has no descriptor symbol ({d.kernel}.kd) in its code object",
+                             d.path)
+        AQL_PACKET.pack_into(ring, n * AQL_PACKET_SIZE, 2 | (1 << 8), 3, *d.workgroup_size, 0, *d.grid_size,
+                             0, 0, kd, 0, 0, 0)
+    ring_at = host.put(bytes(ring), PAGE)
+    amd_queue_at = host.put(bytes(256), 64)
+
+    waves = state.waves
+    (_, _), unit = cwsr.tmpring_fields(family)
+    wavesize = max([_align(w.private.size, unit) for w in waves if w.private is not None] or [0])
+    for w in waves:
+        if w.private is not None and w.private.layout != SWIZZLED:
+            raise StateError("a ROCm core holds scratch swizzled (the hardware's layout)", w.private.path)
+    slots = len(waves)
+    tmpring = cwsr.tmpring_size(family, slots, wavesize) if wavesize else 0
+    amd_queue = bytearray(256)
+    struct.pack_into("<Q", amd_queue, 56, len(state.dispatches))            # write_dispatch_id
+    struct.pack_into("<Q", amd_queue, 0x80, 0)                              # read_dispatch_id
+    struct.pack_into("<I", amd_queue, 0x8C, tmpring)                        # compute_tmpring_size
+    struct.pack_into("<QQ", amd_queue, 0xA0, SCRATCH_BASE if wavesize else 0, slots * wavesize)
+    host.patch(amd_queue_at, bytes(amd_queue))
+
+    # the context-save area: header, control stack, records (top record = first control-stack wave)
+    words = [0, 0]  # the two PM4 words the handler skips
+    records = []    # (record geometry, bytes below LDS, LDS bytes)
+    scratch = bytearray(slots * wavesize)
+    slot = 0
+    for n_d, d in enumerate(state.dispatches):
+        for wg in d.workgroups:
+            names = sorted({name for w in wg.waves for name in w.registers.names})
+            lds_size = wg.lds.regions[-1].end if wg.lds is not None and wg.lds.regions else 0
+            sgpr_slots = _register_index(names, "s") + family.alias_count
+            state_ = cwsr.state_words(family, lanes=lanes, vgprs=max(_register_index(names, "v"), 1),
+                                      acc_vgprs=_register_index(names, "a"), sgprs=sgpr_slots, lds_size=lds_size)
+            words += list(state_)
+            for i, w in enumerate(wg.waves):
+                scratch_en = w.private is not None
+                word = cwsr.wave_word(family, scoreboard_id=slot, shader_engine=0, first=i == 0,
+                                      last=i == len(wg.waves) - 1, scratch=scratch_en)
+                words.append(word)
+                record = cwsr.WaveRecord(family, word, state_, 0)
+                body = bytearray(record.register_bytes)
+                offsets = {}
+                at = 0
+                for name, size in record.layout():
+                    offsets[name] = (at, size)
+                    at += size
+                for name, size in w.registers.layout:
+                    if name not in offsets or offsets[name][1] != size:
+                        raise StateError(f"register {name} ({size} bytes) has no place in a {target.processor} "
+                                         f"save record", w.registers.path)
+                    data, valid = w.registers.raw(name)
+                    data = data.copy()
+                    data[~valid] = 0
+                    if name == "pc":
+                        data = np.frombuffer(struct.pack("<Q", (int.from_bytes(data.tobytes(), "little")
+                                                                 + load_bias) & (2**64 - 1)), np.uint8)
+                    o, _ = offsets[name]
+                    body[o:o + size] = data.tobytes()
+                ttmp6 = n_d & cwsr.TTMP6_PACKET_ID_MASK
+                ttmp11 = w.index_in_workgroup & cwsr.TTMP11_WAVE_IN_GROUP_MASK
+                if family.gfx942_ttmps:
+                    ttmp6 = 0
+                    ttmp11 |= n_d << cwsr.TTMP11_GFX942_PACKET_SHIFT | cwsr.TTMP11_GFX942_TTMPS_SETUP
+                focus = state.focus is not None and state.focus.wave == w.id
+                if focus and exception_wave is None and state.stop is not None and state.stop.reason == "breakpoint":
+                    ttmp6 |= cwsr.TTMP6_STOPPED | 1 << cwsr.TTMP6_TRAP_ID_SHIFT
+                ttmps = [0] * 16
+                ttmps[4], ttmps[5] = w.id & 0xFFFFFFFF, w.id >> 32
+                ttmps[6], ttmps[8], ttmps[9], ttmps[10], ttmps[11] = ttmp6, *wg.id, ttmp11
+                o, _ = offsets["ttmp0"]
+                body[o:o + 64] = struct.pack("<16I", *ttmps)
+                if exception_wave == w.id:
+                    o, _ = offsets["trapsts"]
+                    struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL)
+                lds = _known(wg.lds, 0, record.lds_size) if i == 0 and record.lds_size else b""
+                records.append((record, bytes(body), lds))
+                if scratch_en:
+                    scratch[slot * wavesize:(slot + 1) * wavesize] = _known(w.private.wave_view, 0, wavesize)
+                slot += 1
+    control_stack = struct.pack(f"<{len(words)}I", *words)
+    gap = family.record_gap
+    # records run downward: the first control-stack wave is at the top, with the gap above it
+    wave_area = b"".join(body + lds + bytes(gap) for record, body, lds in reversed(records))
+    cs_offset = cwsr.HEADER_SIZE
+    ws_offset = cs_offset + len(control_stack) + len(wave_area)
+    header = struct.pack(cwsr.HEADER, cs_offset, len(control_stack), ws_offset, len(wave_area), 0, 0, 0, 0)
+    header += bytes(cwsr.HEADER_SIZE - len(header))
+    save_area = header + control_stack + wave_area
+    area_size = _align(len(save_area), PAGE)
+
+    # the note
+    runtime = RUNTIME_INFO.pack(r_debug, RUNTIME_ENABLED, 1)
+    apertures = target.apertures or {}
+    local, private = apertures.get("local"), apertures.get("private")
+    agent_size = 128  # newer KFDs append capability2 and padding: the reader steps by the header's size
+    agent = AGENT_ENTRY.pack(
+        (1 << (5 - 1)) if exception_wave is not None else 0,
+        local.base if local else 0, local.base + local.size - 1 if local else 0,
+        private.base if private else 0, private.base + private.size - 1 if private else 0,
+        0, (1 << 47) - 1, GPU_ID, 0, 0x1002, 0x740F, 0, 0, 0, 0, cwsr.target_version(target.processor),
+        4, 8, 1, 1, 1, 0, 0) + bytes(agent_size - AGENT_ENTRY.size)
+    queue_status = (1 << (5 - 1)) if exception_wave is not None else 0
+    queue = QUEUE_ENTRY.pack(queue_status, ring_at, amd_queue_at + 56, amd_queue_at + 0x80, SAVE_AREA_BASE,
+                             QUEUE_ID | (QUEUE_ID_ERROR if exception_wave is not None else 0), GPU_ID, ring_size,
+                             KFD_QUEUE_TYPE_COMPUTE_AQL, area_size, 0)
+
+    def padded(b: bytes) -> bytes:
+        return b + bytes(-len(b) % 8)
+
+    desc = (NOTE_HEADER.pack(NOTE_VERSION, 1, 16, len(runtime), 1, agent_size, 1, len(queue))
+            + padded(runtime) + padded(agent) + padded(queue))
+    notes = b""
+    if host_core:  # a host core's own notes come first; the reader must look past them
+        notes += struct.pack("<III", 5, 136, 3) + b"CORE\0\0\0\0" + bytes(136)
+    notes += struct.pack("<III", 7, len(desc), NT_AMDGPU_CORE_STATE) + b"AMDGPU\0\0" + padded(desc)
+
+    segments.append((HOST_BASE, bytes(host.data)))
+    segments.append((SAVE_AREA_BASE, save_area))
+    if wavesize:
+        segments.append((SCRATCH_BASE, bytes(scratch)))
+    _write_elf(path, notes, sorted(segments), EM_X86_64 if host_core else EM_AMDGPU)
+    return path
+
+
+def _write_elf(path: Path, notes: bytes, segments: list[tuple[int, bytes]], machine: int) -> None:
+    count = 1 + len(segments)
+    phoff = 64
+    data_at = _align(phoff + 56 * count, 8)
+    headers = bytearray()
+    body = bytearray()
+    at = data_at
+    headers += struct.pack("<IIQQQQQQ", PT_NOTE, 0, at, 0, 0, len(notes), 0, 4)
+    body += notes
+    for vaddr, payload in segments:
+        body += bytes(-len(body) % 8)
+        at = data_at + len(body)
+        # ROCr's quirks: section flags (SHF_ALLOC | SHF_WRITE) in p_flags, a shift count in p_align
+        headers += struct.pack("<IIQQQQQQ", PT_LOAD, 0x3, at, vaddr, 0, len(payload), len(payload), 4)
+        body += payload
+    osabi = ELFOSABI_AMDGPU_HSA if machine == EM_AMDGPU else 0
+    ident = ELF_MAGIC + bytes([2, 1, 1, osabi, 0]) + bytes(7)
+    header = ident + struct.pack("<HHIQQQIHHHHHH", ET_CORE, machine, 1, 0, phoff, 0, 0, 64, 56, count, 64, 0, 0)
+    path.write_bytes(header + bytes(headers) + bytes(data_at - 64 - len(headers)) + bytes(body))
