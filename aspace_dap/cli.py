@@ -1,4 +1,4 @@
-"""Command line: the DAP server by default, plus `inspect`, `state validate`, `lsp` and `demo`."""
+"""Command line: the DAP server by default, plus `inspect`, `state validate`, `state convert`, `lsp` and `demo`."""
 
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ def _main(argv: list[str]) -> int:
         from .adapters import register_rules
         from .state.cli import validate_command
         return validate_command(args.path, args.json, register_rules)
+    if argv[:2] == ["state", "convert"]:
+        p = argparse.ArgumentParser(prog="aspace-dap state convert",
+                                    description="Write a GPU core dump (ROCm, CUDA, ...) or a dump as a dump folder. "
+                                    "The input is only read.")
+        p.add_argument("core", help="core file (or dump folder / .zip)")
+        p.add_argument("folder", help="new dump folder (must not exist)")
+        args = p.parse_args(argv[2:])
+        from .state.cli import convert_command
+        return convert_command(args.core, args.folder)
     if argv and argv[0] == "lsp":
         p = argparse.ArgumentParser(prog="aspace-dap lsp", description="Language server (LSP over stdin/stdout) "
                                     "showing where each source variable lives, from the code objects in the "

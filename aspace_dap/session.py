@@ -8,7 +8,7 @@ and the adapter how to reach them in the dump.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -149,8 +149,15 @@ class Session:
                     self._programs[co_id] = None  # type: ignore[assignment]
         program = self._programs.get(co_id) if co_id is not None else None
         if program is None:
+            ref = self.state.code_object_by_id(co_id) if co_id is not None else None
             if self._extra is None:
+                if ref is not None:
+                    raise AspaceError(f"wave {wave.id}: code object {ref.path} cannot be read; supply it "
+                                      f"with codeObject")
                 raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject)")
+            if ref is not None and ref.load_address != self._extra.load_address:
+                # the supplied file stands in for the unreadable one, loaded where that one was
+                return replace(self._extra, id=co_id, load_address=ref.load_address)
             return self._extra
         return program
 

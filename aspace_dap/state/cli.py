@@ -1,4 +1,5 @@
-"""`aspace-dap state validate PATH`: print a dump's problems, or a one-line summary."""
+"""`aspace-dap state validate PATH` (a dump's problems, or a one-line summary) and
+`aspace-dap state convert CORE FOLDER` (a core dump written as a dump folder)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,23 @@ def validate_command(path: str, json_output: bool = False, rules_for: RulesFor |
         if ok:
             print(f"ok: {summary}")
     return 0 if ok else 1
+
+
+def convert_command(source: str, folder: str) -> int:
+    """Open `source` (any format load_state knows) and save it as a new dump folder; never touches `source`."""
+    import os
+    import sys
+
+    if os.path.exists(folder):
+        print(f"error: {folder} already exists; name a new folder", file=sys.stderr)
+        return 1
+    try:
+        with load_state(source) as state:
+            out = state.save(folder)
+            summary = state.summary()
+    except AspaceError as exc:
+        where = getattr(exc, "path", "")
+        print(f"error: {exc}" + (f" ({where})" if where and where not in str(exc) else ""), file=sys.stderr)
+        return 1
+    print(f"wrote {out}: {summary}")
+    return 0
