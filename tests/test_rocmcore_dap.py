@@ -1,0 +1,128 @@
+"""ROCm GPU cores through the real server: `launch {"state": "gpucore.N"}` shows what the folder dump shows,
+in every frame of every wave and every lane, LDS memory views included."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dap_client import REPO_ROOT, launched, start_server_subprocess
+
+from aspace_dap.state import load_state
+from aspace_dap.state.rocmcore import write_rocm_core
+
+EXAMPLES = Path(REPO_ROOT) / "examples"
+CASES = [("lds_tiles", "gfx90a.O0"), ("lds_tiles", "gfx90a.O2"), ("lds_tiles", "gfx1030.O0"),
+         ("lds_tiles", "gfx1030.O2"), ("scratch_struct", "gfx90a.O0"), ("scratch_struct", "gfx90a.O2"),
+         ("divergent_call", "gfx90a.O0"), ("divergent_call", "gfx90a.O2")]
+
+
+def everything_shown(c) -> dict:
+    """Thread names, each frame's name and line, and every variable of every frame as all lanes show it."""
+    out = {}
+    for thread in c.request("threads")["threads"]:
+        tid = thread["id"]
+        frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
+        out[(tid, "name")] = thread["name"]
+        out[(tid, "frames")] = [(f["name"], f.get("line")) for f in frames]
+        for depth, frame in enumerate(frames):
+            for scope in c.request("scopes", {"frameId": frame["id"]})["scopes"]:
+                if scope["name"] == "Registers":  # a save record holds registers a dump leaves out
+                    continue
+                for v in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
+                    lanes = c.request("laneValues", {"threadId": tid, "frameId": frame["id"],
+                                                     "expression": v["name"]})["lanes"]
+                    out[(tid, depth, scope["name"], v["name"])] = lanes
+    return out
+
+
+@pytest.fixture(scope="module")
+def cores(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rocm-cores")
+    out = {}
+    for example, dump in CASES:
+        with load_state(EXAMPLES / example / "dumps" / dump) as state:
+            out[(example, dump)] = write_rocm_core(state, folder / f"gpucore.{example}.{dump}")
+    return out
+
+
+@pytest.mark.parametrize("example, dump", CASES)
+def test_core_shows_every_variable_of_every_lane_and_frame_as_the_dump(cores, example, dump):
+    seen = {}
+    for path in (EXAMPLES / example / "dumps" / dump, cores[(example, dump)]):
+        c, _ = launched(path)
+        try:
+            seen[path] = everything_shown(c)
+            c.request("disconnect")
+        finally:
+            c.close()
+    from_dump, from_core = seen.values()
+    assert from_core.keys() == from_dump.keys()
+    for key in from_dump:
+        assert from_core[key] == from_dump[key], key
+    # the comparison saw real values, not only placeholders
+    values = [lane.get("value", "") for key, lanes in from_dump.items() if len(key) == 4 for lane in lanes]
+    assert sum(1 for v in values if v and not v.startswith("<")) > 100
+
+
+def test_lds_memory_views_read_the_workgroups_lds_from_the_core(cores):
+    reference = "local@wg(1,1,0)#0x0"
+    got = {}
+    for path in (EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0", cores[("lds_tiles", "gfx90a.O0")]):
+        c, _ = launched(path)
+        try:
+            got[path] = c.request("readMemory", {"memoryReference": reference, "count": 1152})
+            c.request("disconnect")
+        finally:
+            c.close()
+    from_dump, from_core = got.values()
+    data = base64.b64decode(from_core["data"])
+    assert len(data) == 1152 and not from_core.get("unreadableBytes")
+    assert data == base64.b64decode(from_dump["data"]) and any(data)
+
+
+def test_missing_file_code_object_is_named_and_codeobject_supplies_it(tmp_path):
+    dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
+    staged = tmp_path / "staged" / "lds_tiles.gfx90a.O0.co"
+    staged.parent.mkdir()
+    with load_state(dump) as state:
+        shutil.copy(state.code_objects[0].path, staged)
+        original = state.code_objects[0].path
+        state.code_objects[0].path = staged
+        # loaded at a bias, as the runtime does: pcs and the link map move, the variables must not
+        core = write_rocm_core(state, tmp_path / "gpucore.4242", code_object_uri="file", load_bias=0x7F3A00000000)
+    staged.unlink()
+
+    c, stopped = launched(core)
+    try:
+        said = "".join(e["body"].get("output", "") for e in c.events("output"))
+        assert str(staged) in said
+        answer = c.send("stackTrace", {"threadId": stopped["threadId"]})
+        response = c.wait_response(answer)
+        assert not response["success"] and str(staged) in response["message"] and "codeObject" in response["message"]
+        c.request("disconnect")
+    finally:
+        c.close()
+
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
+        c.wait_event("initialized")
+        seq = c.send("launch", {"state": str(core), "codeObject": str(original)})
+        c.request("configurationDone")
+        assert c.wait_response(seq)["success"]
+        c.wait_event("stopped")
+        from_core = everything_shown(c)
+        c.request("disconnect")
+    finally:
+        c.close()
+    c, _ = launched(dump)
+    try:
+        from_dump = everything_shown(c)
+        c.request("disconnect")
+    finally:
+        c.close()
+    assert from_core == from_dump
