@@ -181,6 +181,8 @@ class CoreElf:
         self.span = FileSpan(lambda: (path, 0), self.file_size)
 
     def _read(self, offset: int, size: int) -> bytes:
+        if offset >= self.file_size or size <= 0:
+            return b""
         with open(self.path, "rb") as f:
             f.seek(offset)
             return f.read(size)
@@ -842,7 +844,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     ring = bytearray(ring_size)
     for n, d in enumerate(state.dispatches):
         kd = kd_address.get((d.code_object, d.kernel), 0) if d.code_object is not None else 0
-        if not kd:
+        if not kd and d.code_object is not None:
             raise StateError(f"kernel {d.kernel} has no descriptor symbol ({d.kernel}.kd) in its code object",
                              d.path)
         AQL_PACKET.pack_into(ring, n * AQL_PACKET_SIZE, 2 | (1 << 8), 3, *d.workgroup_size, 0, *d.grid_size,
@@ -962,9 +964,10 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
 
     segments.append((HOST_BASE, bytes(host.data)))
     segments.append((SAVE_AREA_BASE, save_area))
-    if wavesize:
+    segments.sort()
+    if wavesize:  # last in the file, so a core cut short loses scratch first (as a size limit would)
         segments.append((SCRATCH_BASE, bytes(scratch)))
-    _write_elf(path, notes, sorted(segments), EM_X86_64 if host_core else EM_AMDGPU)
+    _write_elf(path, notes, segments, EM_X86_64 if host_core else EM_AMDGPU)
     return path
 
 
