@@ -166,6 +166,13 @@ class AmdgpuAdapter(TargetAdapter):
     def _vgpr(n, lanes):
         return (VGPR64_0 if lanes == 64 else VGPR32_0) + n
 
+    def load_address_for_descriptor(self, code_object, kernel_descriptor):
+        # the runtime loads code objects page-aligned; a kernel's descriptor is its `name.kd` symbol
+        biases = {kernel_descriptor - sym.value for sym in code_object.symbols.values()
+                  if sym.name.endswith(".kd") and sym.value <= kernel_descriptor
+                  and (kernel_descriptor - sym.value) % 4096 == 0}
+        return biases.pop() if len(biases) == 1 else None
+
     def entry_frame_base(self, dialect):
         # an optimized kernel may drop DW_AT_frame_base; its stack starts at lane scratch offset 0
         from aspace_dap.dwarf.asm import assemble

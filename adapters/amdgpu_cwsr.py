@@ -245,8 +245,10 @@ class WaveRecord:
         return None
 
 
-def iterate_control_stack(family: Family, words: list[int], wave_area_end: int) -> list[WaveRecord]:
-    """The wave records a control stack describes, top record first (ROCdbgapi control_stack_iterate)."""
+def iterate_control_stack(family: Family, words: list[int], wave_area_end: int,
+                          wave_area_begin: int | None = None) -> list[WaveRecord]:
+    """The wave records a control stack describes, top record first (ROCdbgapi control_stack_iterate).
+    With `wave_area_begin`, a record reaching below it stops the walk (a corrupt stack)."""
     records: list[WaveRecord] = []
     state: tuple[int, ...] | None = None
     last_end = wave_area_end
@@ -265,6 +267,8 @@ def iterate_control_stack(family: Family, words: list[int], wave_area_end: int) 
         if state is None:
             raise ValueError(f"control stack word {i}: a wave before any state entry")
         record = WaveRecord(family, word, state, last_end - family.record_gap)
+        if wave_area_begin is not None and record.begin < wave_area_begin:
+            raise ValueError(f"control stack word {i}: wave {len(records)} reaches below the wave save area")
         records.append(record)
         last_end = record.begin
         i += 1

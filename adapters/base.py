@@ -95,6 +95,11 @@ class TargetAdapter(ABC):
         """A variable's location adjusted by what its DIE adds (NVIDIA: the storage kind's space)."""
         return location
 
+    def load_address_for_descriptor(self, code_object, kernel_descriptor: int) -> int | None:
+        """Where `code_object` must be loaded for one of its kernels' descriptors to sit at the runtime
+        address `kernel_descriptor`; None when that cannot be told."""
+        return None
+
     def entry_frame_base(self, dialect: Dialect) -> bytes | None:
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
         return None

@@ -103,7 +103,7 @@ class Session:
         self.adapter = adapter_for(state.target.vendor)
         state.use_register_names(self.adapter.pc_register, self.adapter.exec_register)
         self.source_map = dict(source_map or {})
-        self.warnings: list[str] = []
+        self.warnings: list[str] = list(getattr(state, "warnings", []))
         self._programs: dict[int, Program] = {}
         self._extra: Program | None = None
         if code_object:
@@ -158,6 +158,12 @@ class Session:
             if ref is not None and ref.load_address != self._extra.load_address:
                 # the supplied file stands in for the unreadable one, loaded where that one was
                 return replace(self._extra, id=co_id, load_address=ref.load_address)
+            descriptor = getattr(dispatch, "kernel_descriptor", None)
+            if ref is None and descriptor:
+                # nothing says where it was loaded: the dispatch's kernel descriptor does
+                bias = self.adapter.load_address_for_descriptor(self._extra.code_object, descriptor)
+                if bias is not None and bias != self._extra.load_address:
+                    return replace(self._extra, load_address=bias)
             return self._extra
         return program
 

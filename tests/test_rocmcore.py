@@ -177,10 +177,11 @@ def test_merged_host_core_with_an_offload_bundle_in_memory(tmp_path):
     assert _inspect(path, 1, 5) == _inspect(LDS_O0, 1, 5)
 
 
-def _inspect(path, wave, lane) -> dict:
+def _inspect(path, wave, lane, code_object=None) -> dict:
     out = io.StringIO()
+    extra = ["--code-object", code_object] if code_object else []
     with contextlib.redirect_stdout(out):
-        assert cli_main(["inspect", str(path), "--wave", str(wave), "--lane", str(lane), "--json"]) == 0
+        assert cli_main(["inspect", str(path), "--wave", str(wave), "--lane", str(lane), "--json", *extra]) == 0
     return json.loads(out.getvalue())
 
 
@@ -222,16 +223,24 @@ def test_rocr_quirks_truncation_and_zeroed_headers(core, tmp_path):
         assert not valid.any()
 
 
-def test_pure_gpucore_without_host_memory_says_what_is_missing(core, tmp_path):
-    data = bytearray(core.read_bytes())
-    phnum = struct.unpack_from("<H", data, 56)[0]
-    for i in range(1, phnum):
-        if struct.unpack_from("<Q", data, 64 + 56 * i + 16)[0] == 0x7FFD00000000:  # the host structures
-            data[64 + 56 * i:64 + 56 * (i + 1)] = bytes(56)
-    path = tmp_path / "gpucore.nohost"
-    path.write_bytes(bytes(data))
-    with pytest.raises(StateError, match="r_debug.*not in the core.*gcore.*coremerge"):
-        load_state(path)
+def test_pure_gpucore_loads_and_says_which_code_object_to_supply(tmp_path):
+    # ROCr's own gpucore: GPU mappings only, so no r_debug and no link map
+    with load_state(LDS_O0) as original:
+        path = write_rocm_core(original, tmp_path / "gpucore.77", gpu_only=True, load_bias=0x7F5500000000)
+    with load_state(path) as state:
+        assert state.code_objects == [] and state.dispatches[0].code_object is None
+        assert any("r_debug" in w and "codeObject" in w for w in state.warnings)
+        with pytest.raises(AspaceError, match="codeObject"):
+            Session(state).program_for(state.waves[0])
+        # the dispatch packet's kernel descriptor places the supplied file at the runtime's load address
+        code = str(LDS_O0 / "code" / "lds_tiles.gfx90a.O0.co")
+        program = Session(state, code_object=code).program_for(state.waves[0])
+        assert program.load_address == 0x7F5500000000
+    for wave in (0, 3):
+        from_core, from_dump = _inspect(path, wave, 7, code), _inspect(LDS_O0, wave, 7)
+        for frame in from_dump["frames"]:  # the runtime pc moved with the load address; nothing else did
+            frame["pc"] = f"0x{int(frame['pc'], 16) + 0x7F5500000000:x}"
+        assert from_core == from_dump
 
 
 def test_state_convert_writes_a_dump_and_leaves_the_core_alone(core, tmp_path, capsys):
@@ -344,6 +353,7 @@ def _mutations(data: bytes, rng: random.Random):
         ("save-area header", lambda: (m.save + 4 * rng.randrange(10), u32(odd()))),
         ("control-stack word", lambda: (m.control_stack[0] + 4 * rng.randrange(m.control_stack[1] // 4), u32(odd()))),
         ("host structure", lambda: (m.segments[0x7FFD00000000][0] + 8 * rng.randrange(64), u64(huge()))),
+        ("queue memory", lambda: (m.segments[0x7FFB00000000][0] + 8 * rng.randrange(64), u64(huge()))),
         ("random save-area dword", lambda: (m.save + 4 * rng.randrange(m.segments[SAVE_AREA_BASE][1] // 4),
                                             u32(odd()))),
     ]

@@ -146,9 +146,13 @@ class Workgroup:
 class Dispatch:
     def __init__(self, id: int, kernel: str, code_object: int | None, grid_size: tuple[int, int, int],
                  workgroup_size: tuple[int, int, int], workgroups: list[Workgroup],
-                 memory: dict[str, SparseMemory] | None = None, path: str = ""):
+                 memory: dict[str, SparseMemory] | None = None, path: str = "",
+                 kernel_descriptor: int | None = None):
         self.id = id
         self.kernel = kernel
+        # runtime address of the kernel's descriptor (AMD), when the source knows it: it places a code
+        # object supplied by the user when the state itself names none
+        self.kernel_descriptor = kernel_descriptor
         self.code_object = code_object
         self.grid_size = grid_size
         self.workgroup_size = workgroup_size
@@ -177,7 +181,7 @@ class GpuState:
     def __init__(self, *, root: Path | None, source: Path | None, producer: str, manifest: dict,
                  target: Target, code_objects: list[CodeObjectRef], memory: dict[str, SparseMemory],
                  dispatches: list[Dispatch], focus: Focus | None, stop: Stop | None,
-                 files: "DumpFiles | None" = None):
+                 files: "DumpFiles | None" = None, warnings: list[str] | None = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -189,6 +193,7 @@ class GpuState:
         self.focus = focus
         self.stop = stop
         self._files = files
+        self.warnings = list(warnings or [])  # what the source lacks, said to the user at launch
         self.waves: list[Wave] = [w for d in dispatches for w in d.waves]
         self._waves_by_id = {wave.id: wave for wave in self.waves}
 

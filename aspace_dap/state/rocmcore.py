@@ -26,6 +26,7 @@ import struct
 import tempfile
 import urllib.parse
 import weakref
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,7 @@ R_DEBUG_CONSISTENT = 0
 AMD_QUEUE_FROM_READ_POINTER = 0x80        # amd_queue_t.read_dispatch_id is at offset 0x80
 AQL_PACKET_SIZE = 64
 DEBUG_PROP_TTMPS_ALWAYS_VALID = 1 << 10   # kfd_dbg_device_info_entry.debug_prop
+MAX_CONTROL_STACK = 1 << 22               # far above any GPU's saved waves: a guard against corrupt sizes
 
 NOTE_HEADER = struct.Struct("<QIIQIIII")  # version, kfd major/minor, runtime size, agents n/size, queues n/size
 RUNTIME_INFO = struct.Struct("<QII")      # r_debug, runtime_state, ttmp_setup
@@ -349,7 +351,7 @@ class _Reader:
         self.elf = elf
         self.files = files
         self.layouts: dict[str, list[tuple[str, int]]] = {}
-        self.missing: list[str] = []
+        self.warnings: list[str] = []
         self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
 
     # -- memory
@@ -371,18 +373,31 @@ class _Reader:
                 raise StateError(f"{b.file} (at {b.address:#x}) overlaps {a.file} (ends at {a.end:#x})", b.file)
         return SparseMemory(regions, "global", "PT_LOAD")
 
+    def _known_prefix(self, address: int, size: int) -> int:
+        """How many bytes from `address` the core holds without a gap (nothing is read)."""
+        at, end = address, address + size
+        for r in self.memory.regions:
+            if r.address <= at < r.address + r.available:
+                at = min(end, r.address + r.available)
+                if at == end:
+                    break
+            elif r.address > at:
+                break
+        return at - address
+
     def read(self, address: int, size: int, what: str) -> bytes:
-        data, valid = self.memory.read(address, size)
-        if not valid.all():
-            missing = address + int(np.argmin(valid))
+        known = self._known_prefix(address, size)
+        if known < size:
+            missing = address + known
             raise StateError(f"{what}: {size} bytes at {address:#x} are not in the core (byte {missing:#x} is "
                              f"missing). ROCr's gpucore keeps only GPU mappings; open the rocgdb gcore or the "
                              f"coremerge'd host+GPU core, which hold host memory too", what)
-        return data.tobytes()
+        return self.memory.read(address, size)[0].tobytes()
 
     def try_read(self, address: int, size: int) -> bytes | None:
-        data, valid = self.memory.read(address, size)
-        return data.tobytes() if valid.all() else None
+        if self._known_prefix(address, size) < size:
+            return None
+        return self.memory.read(address, size)[0].tobytes()
 
     # -- the whole state
     def build(self) -> GpuState:
@@ -429,7 +444,7 @@ class _Reader:
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
         return GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
                         target=target, code_objects=[ref for ref, _ in self.code_objects], memory={"global": self.memory},
-                        dispatches=dispatches, focus=focus, stop=stop, files=self.files)
+                        dispatches=dispatches, focus=focus, stop=stop, files=self.files, warnings=self.warnings)
 
     @staticmethod
     def _apertures(agent: dict[str, int]) -> dict[str, Aperture]:
@@ -443,9 +458,13 @@ class _Reader:
     # -- code objects from the runtime's r_debug
     def _code_objects(self) -> list[tuple[CodeObjectRef, object]]:
         address = self.note.runtime["r_debug"]
-        if not address:
-            return []
         where = "r_debug"
+        if not address or self.try_read(address, R_DEBUG.size) is None:
+            # ROCr's own gpucore holds GPU memory only: the runtime's r_debug lives in host memory
+            self.warnings.append(f"the core does not hold the runtime's r_debug (at {address:#x}), so it does not "
+                                 f"say which code objects were loaded: name the kernel's code object with "
+                                 f"codeObject, or open the rocgdb gcore / coremerge'd host+GPU core")
+            return []
         version, _, r_map, _, r_state, _, _ = R_DEBUG.unpack(self.read(address, R_DEBUG.size, where))
         if not 8 <= version <= 10:
             raise StateError(f"r_version {version}; ROCr writes 8 to 10", where)
@@ -488,10 +507,12 @@ class _Reader:
                 data = f.read(size if size else -1)
         except OSError as exc:
             # the session says which file to supply; launch's codeObject supplies it
-            self.missing.append(f"{path}: {exc.strerror or exc}")
+            self.warnings.append(f"code object {uri}: {path} cannot be read ({exc.strerror or exc}); supply it "
+                                 f"with codeObject")
             return CodeObjectRef(co_id, path, l_addr, uri), None
         if size and len(data) < size:
-            self.missing.append(f"{path}: {size} bytes at offset {offset} run past its end")
+            self.warnings.append(f"code object {uri}: {path} is shorter than offset + size; supply the right "
+                                 f"file with codeObject")
             return CodeObjectRef(co_id, path, l_addr, uri), None
         if offset == 0 and (not size or size == path.stat().st_size):
             return CodeObjectRef(co_id, path, l_addr, uri), data
@@ -536,10 +557,12 @@ class _Reader:
                 raise StateError("the control stack and the wave save area are not contiguous", where)
             if not cs_size:
                 continue
+            if cs_size > MAX_CONTROL_STACK:
+                raise StateError(f"control stack of {cs_size} bytes; a queue's is at most {MAX_CONTROL_STACK}", where)
             raw = self.read(base + cs_offset, cs_size, f"{where} control stack")
             words = list(struct.unpack(f"<{cs_size // 4}I", raw))
             try:
-                records = cwsr.iterate_control_stack(self.family, words, base + ws_offset)
+                records = cwsr.iterate_control_stack(self.family, words, base + ws_offset, base + ws_offset - ws_size)
             except ValueError as exc:
                 raise StateError(str(exc), f"{where} control stack") from None
             bottom = base + ws_offset - ws_size
@@ -603,7 +626,7 @@ class _Reader:
                     status = registers.value("status")
                     if status is not None and status & cwsr.STATUS_GFX11_NO_VGPRS:
                         layout = record.layout(vgprs_saved=False)  # the wave had released its VGPRs
-                name = f"rocm_{self.family.name}_w{record.lanes}_{len(layout)}_{hash(tuple(layout)) & 0xFFFFFF:06x}"
+                name = f"rocm_{self.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
                 self.layouts.setdefault(name, layout)
                 registers = RegisterFile(layout, span, f"{where}.registers", name)
                 if not ttmps_valid:
@@ -642,7 +665,7 @@ class _Reader:
                     wg = groups[group] = Workgroup(group, lds, [], f"{entry['where']} workgroup {group}")
                 wg.waves.append(wave)
             out.append(Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
-                                list(groups.values()), {}, entry["where"]))
+                                list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"]))
         return out
 
     def _amd_queue(self, q: dict[str, int]) -> tuple[int, int] | None:
@@ -665,7 +688,8 @@ class _Reader:
         grid = tuple(fields[6:9])
         kernel_object = fields[11]
         kernel, co_id = self._kernel(kernel_object)
-        return {"kernel": kernel, "code_object": co_id, "grid": grid, "workgroup": workgroup, "where": where}
+        return {"kernel": kernel, "code_object": co_id, "grid": grid, "workgroup": workgroup, "where": where,
+                "descriptor": kernel_object}
 
     def _focus(self, dispatches: list[Dispatch], queues: list[dict], agents: list[dict]) -> tuple[Focus, Stop]:
         cwsr = _cwsr()
@@ -726,7 +750,8 @@ def parse_uri(uri: str) -> tuple[str, str, int, int | None]:
 
 # ---------------------------------------------------------------------- writing
 
-HOST_BASE = 0x7FFD00000000      # r_debug, link_map, names, amd_queue_t, the AQL ring, memory:// images
+HOST_BASE = 0x7FFD00000000      # host memory: r_debug, link_map, URIs, memory:// images
+QUEUE_BASE = 0x7FFB00000000     # GPU-mapped system memory (a render-node mapping): the AQL ring, amd_queue_t
 SAVE_AREA_BASE = 0x7FFE00000000  # the queue's context-save area
 SCRATCH_BASE = 0x7FFC00000000    # the queue's scratch backing memory
 GPU_ID = 0x1F2E
@@ -771,8 +796,8 @@ def _register_index(names: list[str], prefix: str) -> int:
 
 
 def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri: str = "memory",
-                    host_core: bool = False, exception_wave: int | None = None, load_bias: int = 0,
-                    pid: int = 4242) -> Path:
+                    host_core: bool = False, gpu_only: bool = False, exception_wave: int | None = None,
+                    load_bias: int = 0, pid: int = 4242) -> Path:
     """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
 
     One agent, one AQL queue holding one packet per dispatch, every wave saved in the queue's
@@ -780,7 +805,8 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     wave, swizzled scratch in the queue's scratch backing memory, and the host structures a rocgdb
     gcore holds: r_debug, link_map (`memory://` images in the core, or `file://` URIs naming the
     dump's code-object files), amd_queue_t and the ring. `host_core` writes an x86-64 core (as
-    `coremerge` leaves it) instead of an EM_AMDGPU one. `exception_wave` marks that wave's TRAPSTS
+    `coremerge` leaves it) instead of an EM_AMDGPU one. `gpu_only` leaves host memory out, as ROCr's
+    own gpucore does (it copies only the render-node mappings). `exception_wave` marks that wave's TRAPSTS
     and the queue with a memory violation; otherwise a dump stopped at a breakpoint marks its focus
     wave's ttmp6 with the breakpoint trap. `load_bias` moves the code objects (and each wave's pc,
     but no other register, so use it only with waves stopped in their kernel).
@@ -806,6 +832,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         if space != "global":
             raise StateError(f"{space} memory has no place in a ROCm GPU core", f"memory.{space}")
     host = _HostMemory(HOST_BASE)
+    queue_memory = _HostMemory(QUEUE_BASE)
     segments: list[tuple[int, bytes]] = []
     global_memory = state.memory.get("global")
     for start, size in (global_memory.ranges() if global_memory is not None else []):
@@ -849,8 +876,8 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
                              d.path)
         AQL_PACKET.pack_into(ring, n * AQL_PACKET_SIZE, 2 | (1 << 8), 3, *d.workgroup_size, 0, *d.grid_size,
                              0, 0, kd, 0, 0, 0)
-    ring_at = host.put(bytes(ring), PAGE)
-    amd_queue_at = host.put(bytes(256), 64)
+    ring_at = queue_memory.put(bytes(ring), PAGE)
+    amd_queue_at = queue_memory.put(bytes(256), 64)
 
     waves = state.waves
     (_, _), unit = cwsr.tmpring_fields(family)
@@ -865,7 +892,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     struct.pack_into("<Q", amd_queue, 0x80, 0)                              # read_dispatch_id
     struct.pack_into("<I", amd_queue, 0x8C, tmpring)                        # compute_tmpring_size
     struct.pack_into("<QQ", amd_queue, 0xA0, SCRATCH_BASE if wavesize else 0, slots * wavesize)
-    host.patch(amd_queue_at, bytes(amd_queue))
+    queue_memory.patch(amd_queue_at, bytes(amd_queue))
 
     # the context-save area: header, control stack, records (top record = first control-stack wave)
     words = [0, 0]  # the two PM4 words the handler skips
@@ -962,7 +989,9 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         notes += struct.pack("<III", 5, 136, 3) + b"CORE\0\0\0\0" + bytes(136)
     notes += struct.pack("<III", 7, len(desc), NT_AMDGPU_CORE_STATE) + b"AMDGPU\0\0" + padded(desc)
 
-    segments.append((HOST_BASE, bytes(host.data)))
+    if not gpu_only:
+        segments.append((HOST_BASE, bytes(host.data)))
+    segments.append((QUEUE_BASE, bytes(queue_memory.data)))
     segments.append((SAVE_AREA_BASE, save_area))
     segments.sort()
     if wavesize:  # last in the file, so a core cut short loses scratch first (as a size limit would)
