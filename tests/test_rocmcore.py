@@ -412,3 +412,13 @@ def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path
         assert time.perf_counter() - start < 1.0, (n, what)
     assert errors > 60, errors       # most mutations hit something the reader must refuse
     assert worst < 1.0
+
+
+def test_state_validate_opens_a_core(core, tmp_path, capsys):
+    assert cli_main(["state", "validate", str(core)]) == 0
+    assert "ok: amd gfx90a, 64 lanes" in capsys.readouterr().out
+    cut = tmp_path / "cut"
+    cut.write_bytes(core.read_bytes()[:300])
+    assert cli_main(["state", "validate", str(cut), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["problems"][0]["path"] == "PT_NOTE" and "NT_AMDGPU_CORE_STATE" in report["problems"][0]["message"]

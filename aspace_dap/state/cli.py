@@ -14,6 +14,20 @@ from .validate import RulesFor, validate_state
 def validate_command(path: str, json_output: bool = False, rules_for: RulesFor | None = None) -> int:
     """Exit status 0 when the dump loads (warnings allowed), 1 when it has errors. `rules_for`
     gives each vendor's register needs (the adapters', supplied by the command line)."""
+    from .formats import is_elf_file
+
+    if is_elf_file(path):  # a GPU core dump: checked by opening it (its readers validate as they go)
+        problems = []
+        summary = None
+        try:
+            with load_state(path) as state:
+                summary = state.summary()
+                problems = [Problem(str(path), w, "warning") for w in state.warnings]
+        except AspaceError as exc:
+            where = getattr(exc, "path", "") or str(path)
+            message = str(exc).removeprefix(f"{where}: ")
+            problems.append(Problem(where, message))
+        return _report(problems, summary, json_output)
     problems = validate_state(path, rules_for)
     summary = None
     if not any(p.is_error for p in problems):
@@ -22,6 +36,10 @@ def validate_command(path: str, json_output: bool = False, rules_for: RulesFor |
                 summary = state.summary()
         except AspaceError as exc:  # e.g. a zip member that cannot be extracted
             problems.append(Problem(getattr(exc, "path", "") or str(path), str(exc)))
+    return _report(problems, summary, json_output)
+
+
+def _report(problems: list[Problem], summary: str | None, json_output: bool) -> int:
     ok = not any(p.is_error for p in problems)
     if json_output:
         print(json.dumps({"ok": ok, "summary": summary,
