@@ -422,3 +422,16 @@ def test_state_validate_opens_a_core(core, tmp_path, capsys):
     assert cli_main(["state", "validate", str(cut), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["problems"][0]["path"] == "PT_NOTE" and "NT_AMDGPU_CORE_STATE" in report["problems"][0]["message"]
+
+
+def test_file_code_object_that_is_a_fifo_is_refused_not_read(tmp_path):
+    import os
+    staged = tmp_path / "kernel.co"
+    with load_state(LDS_O0) as state:
+        staged.write_bytes(state.code_objects[0].path.read_bytes())
+        state.code_objects[0].path = staged
+        path = write_rocm_core(state, tmp_path / "gpucore.fifo", code_object_uri="file")
+    staged.unlink()
+    os.mkfifo(staged)
+    with load_state(path) as core:   # returns at once: a FIFO is never opened
+        assert any(str(staged) in w and "not a regular file" in w for w in core.warnings)

@@ -68,10 +68,11 @@ def test_core_shows_every_variable_of_every_lane_and_frame_as_the_dump(cores, ex
     assert sum(1 for v in values if v and not v.startswith("<")) > 100
 
 
-def test_lds_memory_views_read_the_workgroups_lds_from_the_core(cores):
+@pytest.mark.parametrize("dump", ["gfx90a.O0", "gfx1030.O2"])
+def test_lds_memory_views_read_the_workgroups_lds_from_the_core(cores, dump):
     reference = "local@wg(1,1,0)#0x0"
     got = {}
-    for path in (EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0", cores[("lds_tiles", "gfx90a.O0")]):
+    for path in (EXAMPLES / "lds_tiles" / "dumps" / dump, cores[("lds_tiles", dump)]):
         c, _ = launched(path)
         try:
             got[path] = c.request("readMemory", {"memoryReference": reference, "count": 1152})

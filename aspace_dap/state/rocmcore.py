@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import struct
 import tempfile
 import urllib.parse
@@ -502,10 +503,12 @@ class _Reader:
             return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
         path = Path(location)
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device could block or never end
+                raise OSError("not a regular file")
             with open(path, "rb") as f:
                 f.seek(offset)
                 data = f.read(size if size else -1)
-        except OSError as exc:
+        except (OSError, ValueError, OverflowError) as exc:
             # the session says which file to supply; launch's codeObject supplies it
             self.warnings.append(f"code object {uri}: {path} cannot be read ({exc.strerror or exc}); supply it "
                                  f"with codeObject")
