@@ -105,8 +105,11 @@ def test_target_versions():
 def test_code_object_uris():
     assert parse_uri("file:///opt/app%20dir/a.out#offset=0x1000&size=8192") == ("file", "/opt/app dir/a.out", 4096, 8192)
     assert parse_uri("memory://4242#offset=0x7f0000001000&size=100") == ("memory", "4242", 0x7F0000001000, 100)
+    assert parse_uri("FILE:///a/b.co?offset=16") == ("file", "/a/b.co", 16, None)
     with pytest.raises(StateError, match="only file:// and memory://"):
         parse_uri("http://x#offset=0")
+    with pytest.raises(StateError, match="not positive"):
+        parse_uri("file:///a#offset=0&size=0")
 
 
 # ---------------------------------------------------------------- cores from the example dumps

@@ -735,20 +735,25 @@ def processor_name(agent: dict[str, int]) -> str:
 
 
 def parse_uri(uri: str) -> tuple[str, str, int, int | None]:
-    """(scheme, path or pid, offset, size) of a loaded code object's URI (ROCgdb solib-rocm)."""
-    parsed = urllib.parse.urlsplit(uri)
-    if parsed.scheme not in ("file", "memory"):
-        raise StateError(f"code object URI {uri!r}: only file:// and memory:// are known", "link_map l_name")
-    params = urllib.parse.parse_qs(parsed.fragment)
+    """(scheme, path or pid, offset, size) of a loaded code object's URI, parsed as ROCgdb's solib-rocm
+    does: the path runs to the first '#' or '?', is %-decoded, and `offset=`/`size=` follow, '&'-separated,
+    as C integers (0x for hex); a size of 0 is invalid, none means the rest of the file."""
+    where = "link_map l_name"
+    scheme, sep, rest = uri.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in ("file", "memory"):
+        raise StateError(f"code object URI {uri!r}: only file:// and memory:// are known", where)
+    cut = min((i for i in (rest.find("#"), rest.find("?")) if i >= 0), default=len(rest))
+    location = urllib.parse.unquote(rest[:cut]) if scheme == "file" else rest[:cut]
+    params = dict(token.split("=", 1) for token in rest[cut + 1:].split("&") if "=" in token)
     try:
-        offset = int(params.get("offset", ["0"])[0], 0)
-        size = int(params["size"][0], 0) if "size" in params else None
+        offset = int(params.get("offset", "0"), 0)
+        size = int(params["size"], 0) if "size" in params else None
     except ValueError:
-        raise StateError(f"code object URI {uri!r}: offset and size must be numbers", "link_map l_name") from None
-    if offset < 0 or (size is not None and size < 0):
-        raise StateError(f"code object URI {uri!r}: negative offset or size", "link_map l_name")
-    location = urllib.parse.unquote(parsed.netloc + parsed.path) if parsed.scheme == "file" else parsed.netloc
-    return parsed.scheme, location, offset, size
+        raise StateError(f"code object URI {uri!r}: offset and size must be numbers", where) from None
+    if offset < 0 or (size is not None and size <= 0):
+        raise StateError(f"code object URI {uri!r}: a negative offset or a size that is not positive", where)
+    return scheme, location, offset, size
 
 
 # ---------------------------------------------------------------------- writing
