@@ -36,8 +36,7 @@ import numpy as np
 from ..errors import AspaceError, StateError
 from .files import DumpFiles, FileSpan
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
-                    mask_to_lanes)
+from .model import Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
 from .private import SWIZZLED, PrivateMemory
 from .registers import RegisterFile
 
@@ -644,7 +643,7 @@ class _Reader:
                 else:
                     packet = ttmp[6] & cwsr.TTMP6_PACKET_ID_MASK
                     wave_id = ttmp[4] | ttmp[5] << 32
-                if wave_id is None or wave_id in used_ids or wave_id >= 1 << 53:
+                if wave_id is None or wave_id in used_ids or wave_id >= 1 << 31:  # (thread ids stay int32)
                     while next_id[0] in used_ids:
                         next_id[0] += 1
                     wave_id = next_id[0]
