@@ -30,6 +30,7 @@ test-extension: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_eval.py
 	$(PY) benchmarks/bench_state.py
+	$(PY) benchmarks/bench_cores.py
 	$(PY) benchmarks/bench_index.py
 	$(PY) benchmarks/bench_dap.py
 	$(PY) benchmarks/bench_lsp.py

@@ -17,6 +17,7 @@ register file without copying it. Slots that hold nothing a debugger shows start
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 HEADER = "<6IQI4x"         # control_stack_offset/size, wave_state_offset/size, debugger_memory offset/size,
 HEADER_SIZE = 40           # error_reason (u64), error_event_id (+4 bytes padding)
@@ -27,6 +28,8 @@ IS_STATE = 1 << 31
 
 HWREG_COUNT = 16
 TTMP_COUNT = 16
+HWREG_STATUS = 5           # dword index in the hardware-register block, gfx9 through gfx11
+HWREG_TRAPSTS = 6
 
 # ttmp fields written by the trap handler / SPI (AMDGPUUsage "Trap Handler ABI", ROCdbgapi)
 TTMP6_PACKET_ID_MASK = (1 << 25) - 1       # gfx9 (not gfx942), gfx10, gfx11: dispatch packet index
@@ -114,34 +117,34 @@ class WaveRecord:
     end: int                  # address one past the record's top byte
 
     # -- the wave word
-    @property
+    @cached_property
     def first_wave(self) -> bool:
         return bool(self.wave_word >> self.family.first_wave_bit & 1)
 
-    @property
+    @cached_property
     def last_wave(self) -> bool:
         return bool(self.wave_word >> self.family.last_wave_bit & 1)
 
-    @property
+    @cached_property
     def scratch_enabled(self) -> bool:
         return bool(self.wave_word >> self.family.scratch_en_bit & 1)
 
-    @property
+    @cached_property
     def shader_engine(self) -> int:
         return _bits(self.wave_word, *self.family.se_bits)
 
-    @property
+    @cached_property
     def scoreboard_id(self) -> int:
         return _bits(self.wave_word, *self.family.scoreboard_bits)
 
     # -- the state word(s)
-    @property
+    @cached_property
     def lanes(self) -> int:
         if self.family.wave32_capable:
             return 32 if _bits(self.state[0], 24, 24) else 64
         return 64
 
-    @property
+    @cached_property
     def vgpr_count(self) -> int:
         s = self.state[0]
         if self.family.acc_vgprs:        # architected VGPRs: (accum_offset + 1) * 4
@@ -150,50 +153,50 @@ class WaveRecord:
             return (_bits(s, 0, 5) + 1) * (8 if self.lanes == 32 else 4)
         return (_bits(s, 0, 5) + 1) * 4
 
-    @property
+    @cached_property
     def acc_vgpr_count(self) -> int:
         if not self.family.acc_vgprs:
             return 0
         return max((_bits(self.state[0], 0, 5) + 1) * 8 - self.vgpr_count, 0)
 
-    @property
+    @cached_property
     def shared_vgpr_count(self) -> int:
         return _bits(self.state[0], 26, 29) * 8 if self.family.wave32_capable else 0
 
-    @property
+    @cached_property
     def sgpr_count(self) -> int:
         if self.family.wave32_capable:
             return 128
         return (_bits(self.state[0], 6, 8) + 1) * 16 - 16  # blocks of 16, less the ttmps
 
-    @property
+    @cached_property
     def lds_size(self) -> int:
         """Bytes of LDS the workgroup holds (saved with its first wave only); 128-dword granules."""
         return _bits(self.state[0], *self.family.lds_bits) * 512
 
     # -- geometry, top down from `end`
-    @property
+    @cached_property
     def lds_address(self) -> int:
         return self.end - (self.lds_size if self.first_wave else 0)
 
-    @property
+    @cached_property
     def hwregs_address(self) -> int:
         return self.lds_address - 4 * (HWREG_COUNT + TTMP_COUNT)
 
-    @property
+    @cached_property
     def ttmps_address(self) -> int:
         return self.lds_address - 4 * TTMP_COUNT
 
-    @property
+    @cached_property
     def sgprs_address(self) -> int:
         return self.hwregs_address - 4 * self.sgpr_count
 
-    @property
+    @cached_property
     def begin(self) -> int:
         return (self.sgprs_address - 4 * self.lanes * (self.vgpr_count + self.acc_vgpr_count)
                 - 128 * self.shared_vgpr_count)
 
-    @property
+    @cached_property
     def register_bytes(self) -> int:
         return self.lds_address - self.begin
 

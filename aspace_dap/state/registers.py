@@ -23,6 +23,16 @@ class RegisterFile:
         self.total_size = offset
         self._overlay: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
+    def with_span(self, span: FileSpan | None, path: str = "") -> "RegisterFile":
+        """Another wave's registers in the same layout (offsets computed once, shared)."""
+        other = object.__new__(RegisterFile)
+        other.layout, other.layout_name, other._offsets, other.total_size = (
+            self.layout, self.layout_name, self._offsets, self.total_size)
+        other.path = path
+        other._span = span
+        other._overlay = {}
+        return other
+
     @property
     def names(self) -> list[str]:
         return [name for name, _ in self.layout]

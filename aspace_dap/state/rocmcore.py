@@ -307,6 +307,19 @@ class CoreFiles(DumpFiles):
         self._finalizer()
 
 
+class _SliceSpan(FileSpan):
+    """Part of the core file's mapping (a wave's save record): a view, never a copy."""
+
+    def __init__(self, parent: FileSpan, offset: int, length: int):
+        super().__init__(lambda: (parent.location()[0], parent.location()[1] + offset), length)
+        self._parent = parent
+        self._offset = offset
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._parent.array[self._offset:self._offset + self.length]
+
+
 class _BytesSpan(FileSpan):
     """A few bytes copied out of the core (a record split over segments) behind the FileSpan interface."""
 
@@ -327,6 +340,13 @@ def load_core(path: str | os.PathLike, *, search_paths: list[str] | None = None)
     except BaseException:
         files.close()
         raise
+
+
+def _dwords(span: FileSpan, offset: int, count: int) -> list[int] | None:
+    """`count` little-endian dwords at `offset` of a span; None if the span does not hold them all."""
+    if offset < 0 or offset + 4 * count > span.length:
+        return None
+    return list(struct.unpack(f"<{count}I", span.array[offset:offset + 4 * count].tobytes()))
 
 
 def _slice(memory: SparseMemory, start: int, size: int, space: str, path: str) -> SparseMemory:
@@ -353,6 +373,7 @@ class _Reader:
         self.layouts: dict[str, list[tuple[str, int]]] = {}
         self.warnings: list[str] = []
         self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
+        self.register_templates: dict[tuple, RegisterFile] = {}
 
     # -- memory
     def _memory(self) -> SparseMemory:
@@ -579,8 +600,7 @@ class _Reader:
             if r.address <= start < r.end:
                 if start + size <= r.end:
                     offset = r.file_offset + start - r.address
-                    length = max(0, min(size, self.elf.file_size - offset))
-                    return FileSpan(lambda o=offset: (self.elf.path, o), length)
+                    return _SliceSpan(self.elf.span, offset, max(0, min(size, self.elf.file_size - offset)))
                 break
         data, valid = self.memory.read(start, size)
         known = size if valid.all() else int(np.argmin(valid))
@@ -622,21 +642,17 @@ class _Reader:
                 elif record.first_wave:
                     lds_of_group = None
                 span = self._register_span(record.begin, record.register_bytes)
-                layout = record.layout()
-                registers = RegisterFile(layout, span, f"{where}.registers")
-                if self.family.name == "gfx11":
-                    status = registers.value("status")
-                    if status is not None and status & cwsr.STATUS_GFX11_NO_VGPRS:
-                        layout = record.layout(vgprs_saved=False)  # the wave had released its VGPRs
-                name = f"rocm_{self.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
-                self.layouts.setdefault(name, layout)
-                registers = RegisterFile(layout, span, f"{where}.registers", name)
                 if not ttmps_valid:
                     raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
                                      "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
-                ttmp = [registers.value(f"ttmp{i}") for i in range(16)]
-                if any(t is None for t in ttmp[4:12]):
-                    raise StateError("the wave's trap temporaries are not in the core (file cut short?)", where)
+                hwregs = _dwords(span, record.hwregs_address - record.begin, cwsr.HWREG_COUNT + cwsr.TTMP_COUNT)
+                if hwregs is None:
+                    raise StateError("the wave's hardware and trap registers are not in the core (file cut short?)",
+                                     where)
+                ttmp = hwregs[cwsr.HWREG_COUNT:]
+                # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
+                vgprs_saved = not (self.family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
+                registers = self._registers(record, vgprs_saved, span, f"{where}.registers")
                 if self.family.gfx942_ttmps:
                     packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
                     wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
@@ -654,7 +670,7 @@ class _Reader:
                 group = (ttmp[8], ttmp[9], ttmp[10])
                 wave = Wave(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, registers, record.lanes,
                             np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None, where)
-                self.wave_status[wave_id] = (ttmp[6], registers.value("trapsts") or 0)
+                self.wave_status[wave_id] = (ttmp[6], hwregs[cwsr.HWREG_TRAPSTS])
                 pending.append((dispatches[key], wave, group, lds_of_group))
         out = []
         for number, entry in enumerate(dispatches.values()):
@@ -669,6 +685,17 @@ class _Reader:
             out.append(Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
                                 list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"]))
         return out
+
+    def _registers(self, record, vgprs_saved: bool, span: FileSpan, path: str) -> RegisterFile:
+        """The record's register file; one layout (and its offsets) per record shape."""
+        key = (record.state, record.lanes, vgprs_saved)
+        template = self.register_templates.get(key)
+        if template is None:
+            layout = record.layout(vgprs_saved)
+            name = f"rocm_{self.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
+            self.layouts.setdefault(name, layout)
+            template = self.register_templates[key] = RegisterFile(layout, None, path, name)
+        return template.with_span(span, path)
 
     def _amd_queue(self, q: dict[str, int]) -> tuple[int, int] | None:
         base = q["read_pointer_address"] - AMD_QUEUE_FROM_READ_POINTER
@@ -892,8 +919,14 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     for w in waves:
         if w.private is not None and w.private.layout != SWIZZLED:
             raise StateError("a ROCm core holds scratch swizzled (the hardware's layout)", w.private.path)
-    slots = len(waves)
-    tmpring = cwsr.tmpring_size(family, slots, wavesize) if wavesize else 0
+    # scratch slots: numbered per shader engine (scoreboard id), engines added until every wave has one
+    per_engine_limit = 1 << (family.scoreboard_bits[1] - family.scoreboard_bits[0] + 1)
+    engines = max(1, -(-len(waves) // per_engine_limit))
+    if engines > 1 << (family.se_bits[1] - family.se_bits[0] + 1):
+        raise StateError(f"{len(waves)} waves do not fit one {target.processor} queue's scratch slots", "waves")
+    per_engine = -(-len(waves) // engines)
+    slots = per_engine * engines
+    tmpring = cwsr.tmpring_size(family, slots if family is not cwsr.GFX11 else per_engine, wavesize) if wavesize else 0
     amd_queue = bytearray(256)
     struct.pack_into("<Q", amd_queue, 56, len(state.dispatches))            # write_dispatch_id
     struct.pack_into("<Q", amd_queue, 0x80, 0)                              # read_dispatch_id
@@ -916,7 +949,8 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
             words += list(state_)
             for i, w in enumerate(wg.waves):
                 scratch_en = w.private is not None
-                word = cwsr.wave_word(family, scoreboard_id=slot, shader_engine=0, first=i == 0,
+                word = cwsr.wave_word(family, scoreboard_id=slot % per_engine, shader_engine=slot // per_engine,
+                                      first=i == 0,
                                       last=i == len(wg.waves) - 1, scratch=scratch_en)
                 words.append(word)
                 record = cwsr.WaveRecord(family, word, state_, 0)
@@ -980,7 +1014,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         local.base if local else 0, local.base + local.size - 1 if local else 0,
         private.base if private else 0, private.base + private.size - 1 if private else 0,
         0, (1 << 47) - 1, GPU_ID, 0, 0x1002, 0x740F, 0, 0, 0, 0, cwsr.target_version(target.processor),
-        4, 8, 1, 1, 1, 0, 0) + bytes(agent_size - AGENT_ENTRY.size)
+        4, 8, engines, 1, 1, 0, 0) + bytes(agent_size - AGENT_ENTRY.size)
     queue_status = (1 << (5 - 1)) if exception_wave is not None else 0
     queue = QUEUE_ENTRY.pack(queue_status, ring_at, amd_queue_at + 56, amd_queue_at + 0x80, SAVE_AREA_BASE,
                              QUEUE_ID | (QUEUE_ID_ERROR if exception_wave is not None else 0), GPU_ID, ring_size,
