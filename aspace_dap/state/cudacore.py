@@ -138,11 +138,6 @@ def is_elf_file(path: str | os.PathLike) -> bool:
     return _head(path)[:4] == ELF_MAGIC
 
 
-def detect(path: str | os.PathLike) -> bool:
-    """The format table's test (see formats.py)."""
-    return is_cuda_core(path)
-
-
 def is_cuda_core(path: str | os.PathLike) -> bool:
     """True for a file whose ELF header says CUDA core dump."""
     head = _head(path)

@@ -1,8 +1,9 @@
 """GPU core-dump formats that open like a dump folder: one table, one entry per format.
 
-Each entry names a module that provides `detect(path) -> bool` (cheap: reads the ELF header and, at
-most, the program headers and notes) and `load_core(path) -> GpuState`. `load_state` asks them in
-order; the first that recognises the file opens it.
+Each entry names a module and two of its functions: one that tells whether a file is of that format
+(cheap: the ELF header and, at most, the program headers and notes) and one that opens it as a
+GpuState. `load_state` asks them in order; the first that recognises the file opens it. A new format
+is one more line in CORE_FORMATS.
 """
 
 from __future__ import annotations
@@ -19,22 +20,22 @@ ELF_MAGIC = b"\x7fELF"
 
 @dataclass(frozen=True)
 class CoreFormat:
-    name: str       # what the user is told ("ROCm GPU core")
-    module: str     # module with detect(path) and load_core(path)
-    where: str      # how such a file is recognised, for error messages
-
-    def _module(self):
-        return importlib.import_module(self.module)
+    name: str                 # what the user is told ("ROCm GPU core")
+    module: str               # the reader's module, imported on first use
+    where: str                # how such a file is recognised, for error messages
+    detect_fn: str = "detect"      # module function: path -> bool
+    load_fn: str = "load_core"     # module function: path -> GpuState
 
     def detect(self, path: str | os.PathLike) -> bool:
-        return bool(self._module().detect(path))
+        return bool(getattr(importlib.import_module(self.module), self.detect_fn)(path))
 
     def load(self, path: str | os.PathLike):
-        return self._module().load_core(path)
+        return getattr(importlib.import_module(self.module), self.load_fn)(path)
 
 
 CORE_FORMATS: tuple[CoreFormat, ...] = (
-    CoreFormat("CUDA core dump", "aspace_dap.state.cudacore", "ET_CORE, e_machine 190, OSABI 0x33"),
+    CoreFormat("CUDA core dump", "aspace_dap.state.cudacore", "ET_CORE, e_machine 190, OSABI 0x33",
+               detect_fn="is_cuda_core"),
     CoreFormat("Intel GPU core", "aspace_dap.state.intelcore", "ET_CORE, e_machine 205 (EM_INTELGT), from coregen",
                detect_fn="is_intel_core", load_fn="load_intel_core"),
     CoreFormat("ROCm GPU core", "aspace_dap.state.rocmcore",
