@@ -106,6 +106,7 @@ class Session:
         self.warnings: list[str] = list(getattr(state, "warnings", []))
         self._programs: dict[int, Program] = {}
         self._extra: Program | None = None
+        self._placed: dict[int, Program] = {}  # the launch's codeObject at other load addresses
         if code_object:
             self._extra = self._load_program(-1, code_object, 0)
         self._targets: dict[tuple[int, Dialect], object] = {}
@@ -155,17 +156,24 @@ class Session:
                     raise AspaceError(f"wave {wave.id}: code object {ref.path} cannot be read; supply it "
                                       f"with codeObject")
                 raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject)")
-            if ref is not None and ref.load_address != self._extra.load_address:
-                # the supplied file stands in for the unreadable one, loaded where that one was
-                return replace(self._extra, id=co_id, load_address=ref.load_address)
-            descriptor = getattr(dispatch, "kernel_descriptor", None)
-            if ref is None and descriptor:
-                # nothing says where it was loaded: the dispatch's kernel descriptor does
-                bias = self.adapter.load_address_for_descriptor(self._extra.code_object, descriptor)
-                if bias is not None and bias != self._extra.load_address:
-                    return replace(self._extra, load_address=bias)
-            return self._extra
+            return self._placed_extra(ref, getattr(dispatch, "kernel_descriptor", None))
         return program
+
+    def _placed_extra(self, ref, descriptor: int | None) -> Program:
+        """The launch's codeObject, loaded where the unreadable code object was, or where the dispatch's
+        kernel descriptor says it was when the state names no code object."""
+        bias = self._extra.load_address
+        if ref is not None:
+            bias = ref.load_address
+        elif descriptor:
+            found = self.adapter.load_address_for_descriptor(self._extra.code_object, descriptor)
+            bias = bias if found is None else found
+        if bias == self._extra.load_address:
+            return self._extra
+        placed = self._placed.get(bias)
+        if placed is None:
+            placed = self._placed[bias] = replace(self._extra, load_address=bias)
+        return placed
 
     def programs(self) -> list[Program]:
         for wave in self.state.waves:
