@@ -36,6 +36,7 @@ TTMP6_PACKET_ID_MASK = (1 << 25) - 1       # gfx9 (not gfx942), gfx10, gfx11: di
 TTMP6_TRAP_ID_SHIFT = 25                   # bits 28:25: the s_trap id that stopped the wave
 TTMP6_HALTED = 1 << 29
 TTMP6_STOPPED = 1 << 30
+TTMP6_SPI_TTMPS_DISABLED = 1 << 31         # ROCr ABI 10+: this wave's SPI-written ttmps (ids, packet) are not valid
 TTMP11_WAVE_IN_GROUP_MASK = 0x3F
 TTMP11_GFX942_PACKET_SHIFT = 6             # gfx942: packet index in ttmp11 bits 30:6
 TTMP11_GFX942_TTMPS_SETUP = 1 << 31        # gfx942: ttmp4:5 (wave id) are valid

@@ -438,3 +438,21 @@ def test_file_code_object_that_is_a_fifo_is_refused_not_read(tmp_path):
     os.mkfifo(staged)
     with load_state(path) as core:   # returns at once: a FIFO is never opened
         assert any(str(staged) in w and "not a regular file" in w for w in core.warnings)
+
+
+def test_wave_whose_ttmps_were_not_set_up_is_left_out_with_a_warning(core, tmp_path):
+    data = bytearray(core.read_bytes())
+    m = CoreMap(bytes(data))
+    cs_at, cs_size = m.control_stack
+    words = struct.unpack(f"<{cs_size // 4}I", data[cs_at:cs_at + cs_size])
+    records = cwsr.iterate_control_stack(cwsr.GFX90A, list(words), SAVE_AREA_BASE + struct.unpack_from(
+        "<I", data, m.save + 8)[0])
+    last = records[-1]                       # the bottom record: wave 3 of the workgroup
+    ttmp6_at = m.save + (last.ttmps_address + 24 - SAVE_AREA_BASE)
+    value, = struct.unpack_from("<I", data, ttmp6_at)
+    struct.pack_into("<I", data, ttmp6_at, value | cwsr.TTMP6_SPI_TTMPS_DISABLED)
+    path = tmp_path / "gpucore.partial"
+    path.write_bytes(bytes(data))
+    with load_state(path) as state:
+        assert [w.id for w in state.waves] == [0, 1, 2]
+        assert any("wave record 3: left out" in w for w in state.warnings)

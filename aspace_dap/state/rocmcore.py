@@ -650,6 +650,13 @@ class _Reader:
                     raise StateError("the wave's hardware and trap registers are not in the core (file cut short?)",
                                      where)
                 ttmp = hwregs[cwsr.HWREG_COUNT:]
+                spi_disabled = bool(ttmp[6] & cwsr.TTMP6_SPI_TTMPS_DISABLED)
+                if self.family.gfx942_ttmps:  # gfx942 marks it only once the trap handler set ttmp11[31]
+                    spi_disabled = spi_disabled and bool(ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP)
+                if spi_disabled:
+                    self.warnings.append(f"{where}: left out: its workgroup and dispatch are not recorded "
+                                         f"(ttmp6 bit 31: trap temporaries not set up for this wave)")
+                    continue
                 # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
                 vgprs_saved = not (self.family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
                 registers = self._registers(record, vgprs_saved, span, f"{where}.registers")
