@@ -403,7 +403,8 @@ def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path
     worst = 0.0
     for n, (what, mutated) in zip(range(200), _mutations(data, rng)):
         path.write_bytes(mutated)
-        start = time.perf_counter()
+        # CPU time of this process: the machine's other work must not decide the outcome
+        start, wall = time.process_time(), time.perf_counter()
         try:
             with load_state(path) as state:
                 state.summary()
@@ -411,8 +412,9 @@ def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path
             errors += 1
             assert str(exc) and exc.path, (n, what)
         _exercise(path)
-        worst = max(worst, time.perf_counter() - start)
-        assert time.perf_counter() - start < 1.0, (n, what)
+        worst = max(worst, time.process_time() - start)
+        assert time.process_time() - start < 1.0, (n, what)
+        assert time.perf_counter() - wall < 10.0, (n, what)  # nothing waits on anything
     assert errors > 60, errors       # most mutations hit something the reader must refuse
     assert worst < 1.0
 
