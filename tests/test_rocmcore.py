@@ -180,6 +180,12 @@ def test_merged_host_core_with_an_offload_bundle_in_memory(tmp_path):
     assert _inspect(path, 1, 5) == _inspect(LDS_O0, 1, 5)
 
 
+def _kd_value(code_object: str) -> int:
+    from aspace_dap.codeobj import load_code_objects
+    co = load_code_objects(code_object)[0]
+    return next(sym.value for sym in co.symbols.values() if sym.name.endswith(".kd"))
+
+
 def _inspect(path, wave, lane, code_object=None) -> dict:
     out = io.StringIO()
     extra = ["--code-object", code_object] if code_object else []
@@ -239,6 +245,13 @@ def test_pure_gpucore_loads_and_says_which_code_object_to_supply(tmp_path):
         code = str(LDS_O0 / "code" / "lds_tiles.gfx90a.O0.co")
         program = Session(state, code_object=code).program_for(state.waves[0])
         assert program.load_address == 0x7F5500000000
+    # converted to a dump folder, the kernel descriptor's address goes along and still places the file
+    folder = tmp_path / "converted"
+    assert cli_main(["state", "convert", str(path), str(folder)]) == 0
+    assert json.loads((folder / "manifest.json").read_text())["dispatches"][0]["kernel_descriptor"] == \
+        hex(0x7F5500000000 + _kd_value(code))
+    for wave in (0, 3):
+        assert _inspect(folder, wave, 7, code) == _inspect(path, wave, 7, code)
     for wave in (0, 3):
         from_core, from_dump = _inspect(path, wave, 7, code), _inspect(LDS_O0, wave, 7)
         for frame in from_dump["frames"]:  # the runtime pc moved with the load address; nothing else did

@@ -100,7 +100,8 @@ class _Builder:
                 parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
                 tuple(parse_number(x) for x in entry["grid_size"]),
                 tuple(parse_number(x) for x in entry["workgroup_size"]), workgroups,
-                self.regions(entry.get("memory") or [], f"{here}.memory"), here))
+                self.regions(entry.get("memory") or [], f"{here}.memory"), here,
+                kernel_descriptor=_num(entry.get("kernel_descriptor"))))
         return result
 
     def build(self) -> GpuState:

@@ -126,6 +126,8 @@ def save_state(state: GpuState, path: Path) -> Path:
     for dispatch in state.dispatches:
         builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
                                       dispatch.workgroup_size, dispatch.id)
+        if getattr(dispatch, "kernel_descriptor", None) is not None:
+            builder.entry["kernel_descriptor"] = hex(dispatch.kernel_descriptor)
         for space, memory in dispatch.memory.items():
             for region in memory.regions:
                 for address, size, blob in region_pieces(memory, region):

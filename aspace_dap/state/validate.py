@@ -310,6 +310,7 @@ class ManifestChecker:
                     self.report(f"{here}.id", f"duplicate dispatch id {dispatch_id}")
                 dispatch_ids.add(dispatch_id)
             self.string(dispatch, "kernel", here)
+            self.number(dispatch, "kernel_descriptor", here, required=False)
             co = self.field(dispatch, "code_object", here, required=False)
             if co is not _MISSING and co is not None:
                 co_id = self.number_value(co, f"{here}.code_object")
