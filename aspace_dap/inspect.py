@@ -31,7 +31,8 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
             "lane_state": session.lane_state(wave, lane), "frames": frames}
 
 
-def print_report(report: dict, out=sys.stdout) -> None:
+def print_report(report: dict, out=None) -> None:
+    out = sys.stdout if out is None else out  # looked up per call: stdout may be redirected after import
     print(f"{report['thread']}  lane {report['lane']} ({report['lane_state']})", file=out)
     for f in report["frames"]:
         where = f"{f['file']}:{f['line']}" if f["file"] else "??"
