@@ -471,3 +471,13 @@ def test_wave_whose_ttmps_were_not_set_up_is_left_out_with_a_warning(core, tmp_p
     with load_state(path) as state:
         assert [w.id for w in state.waves] == [0, 1, 2]
         assert any("wave record 3: left out" in w for w in state.warnings)
+
+
+def test_writer_refuses_what_a_rocm_core_cannot_hold(tmp_path):
+    with load_state(EXAMPLES / "cuda" / "dumps" / "lds_tiles.sm_90.G") as state:
+        with pytest.raises(StateError, match="AMD state"):
+            write_rocm_core(state, tmp_path / "x")
+    with load_state(LDS_O0) as state:
+        state.waves[0].registers.layout.append(("s104", 4))     # gfx9 names s0..s101 only
+        with pytest.raises(StateError, match="s104 .*no place in a gfx90a save record"):
+            write_rocm_core(state, tmp_path / "y")

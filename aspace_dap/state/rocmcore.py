@@ -951,8 +951,12 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
             names = sorted({name for w in wg.waves for name in w.registers.names})
             lds_size = wg.lds.regions[-1].end if wg.lds is not None and wg.lds.regions else 0
             sgpr_slots = _register_index(names, "s") + family.alias_count
-            state_ = cwsr.state_words(family, lanes=lanes, vgprs=max(_register_index(names, "v"), 1),
-                                      acc_vgprs=_register_index(names, "a"), sgprs=sgpr_slots, lds_size=lds_size)
+            try:
+                state_ = cwsr.state_words(family, lanes=lanes, vgprs=max(_register_index(names, "v"), 1),
+                                          acc_vgprs=_register_index(names, "a"), sgprs=sgpr_slots, lds_size=lds_size)
+            except ValueError as exc:  # more registers or LDS than a save record can describe
+                raise StateError(f"workgroup {wg.id} does not fit a {target.processor} save record: {exc}",
+                                 wg.path) from None
             words += list(state_)
             for i, w in enumerate(wg.waves):
                 scratch_en = w.private is not None
