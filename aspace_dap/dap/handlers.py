@@ -113,7 +113,78 @@ def _stopped_body(s: Session) -> dict:
 @handlers.request("threads")
 def threads(ctx, args):
     s = _st(ctx).need()
-    return {"threads": [{"id": thread_id(w.id), "name": s.thread_name(w)} for w in s.state.waves]}
+    return {"threads": [{"id": thread_id(w.id), "name": name} for w, name in zip(s.state.waves, s.thread_names())]}
+
+
+GROUP_WAVES_SHOWN = 8  # wave ids per group in the summary; `waveGroups {group}` lists them all
+
+
+@handlers.request("waveGroups", optional={"group": int})
+def wave_groups(ctx, args):
+    """Waves grouped by dispatch and call stack, smallest groups first; `group` asks for one group's every wave."""
+    s = _st(ctx).need()
+    groups = s.wave_groups()
+    wanted = args.get("group")
+    if wanted is not None:
+        if not 0 <= wanted < len(groups):
+            raise AspaceError(f"no wave group {wanted}: there are {len(groups)}")
+        return {"groups": [_group_body(s, wanted, groups[wanted], full=True)], "totalGroups": len(groups),
+                "totalWaves": len(s.state.waves)}
+    return {"groups": [_group_body(s, i, g, full=False) for i, g in enumerate(groups)], "totalGroups": len(groups),
+            "totalWaves": len(s.state.waves)}
+
+
+def _group_body(s: Session, index: int, group, full: bool) -> dict:
+    ids = group.wave_ids if full else group.wave_ids[:GROUP_WAVES_SHOWN]
+    frames = []
+    for f in group.frames:
+        item = {"name": f["name"], "line": f["line"] or 0, "column": f["column"] or 0}
+        if f["file"]:
+            item["source"] = {"name": os.path.basename(f["file"]), "path": f["file"]}
+        frames.append(item)
+    dispatch = group.dispatch
+    return {"id": index, "dispatch": dispatch.id if dispatch is not None else None,
+            "kernel": dispatch.kernel if dispatch is not None else None, "frames": frames,
+            "waveCount": len(group.wave_ids), "activeLanes": group.active_lanes, "lanes": group.valid_lanes,
+            "waveIds": ids.tolist(), "threadIds": [thread_id(w) for w in ids.tolist()],
+            "waveRanges": coalesce_ranges(group.wave_ids), "hasFocus": bool((group.wave_ids == s.focus_wave).any())}
+
+
+def coalesce_ranges(ids, limit: int = 8) -> str:
+    """Sorted wave ids as ranges, like cuda-gdb: `0-3995, 3997`; past `limit` ranges, a count of the rest."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(ids):
+        return ""
+    breaks = np.nonzero(np.diff(ids) != 1)[0]
+    starts = np.concatenate(([ids[0]], ids[breaks + 1])).tolist()
+    ends = np.concatenate((ids[breaks], [ids[-1]])).tolist()
+    parts = [str(a) if a == b else f"{a}-{b}" for a, b in zip(starts[:limit], ends[:limit])]
+    if len(starts) > limit:
+        parts.append(f"... ({len(starts) - limit} more ranges)")
+    return ", ".join(parts)
+
+
+def _where(frames: list[dict]) -> str:
+    out = []
+    for f in frames:
+        place = f"{os.path.basename(f['file'])}:{f['line']}" if f["file"] and f["line"] else None
+        out.append(f"{f['name']} ({place})" if place else f["name"])
+    return " <- ".join(out) or "?"
+
+
+def _info_waves(s: Session) -> str:
+    groups = s.wave_groups()
+    total = len(s.state.waves)
+    lines = [f"{total} waves in {len(groups)} groups (by dispatch and call stack, smallest first):",
+             f"  {'Waves':>7}  {'Active lanes':>15}  Dispatch  Where"]
+    for g in groups:
+        mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
+        dispatch = f"{g.dispatch.id} {g.dispatch.kernel}" if g.dispatch is not None else "-"
+        lines.append(f"{mark} {len(g.wave_ids):>7}  {f'{g.active_lanes}/{g.valid_lanes}':>15}  {dispatch}  "
+                     f"{_where(g.frames)}")
+        lines.append(f"  {'':>7}  waves {coalesce_ranges(g.wave_ids)}")
+    lines.append(f"* focus: {s.thread_name(s.wave())}")
+    return "\n".join(lines)
 
 
 @handlers.request("stackTrace", required={"threadId": int}, optional={"startFrame": int, "levels": int})
@@ -330,7 +401,7 @@ HELP = """aspace-dap REPL commands:
   lane N              focus lane N of the current wave
   wave N              focus wave N
   info lanes          every lane of the focused wave: state, work-item, position
-  info waves          every wave with its active lanes
+  info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
   x/NFU ADDRESS       examine memory: N units, format x/d/u/c, unit b/h/w/g; ADDRESS like local#0x40
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
@@ -374,7 +445,7 @@ def _repl_command(ctx, st, s: Session, text: str) -> str | None:
     if text.strip() == "info lanes":
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
     if text.strip() == "info waves":
-        return "\n".join(("* " if w.id == s.focus_wave else "  ") + s.thread_name(w) for w in s.state.waves)
+        return _info_waves(s)
     m = _REPL_X.match(text)
     if m:
         return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", m[4].strip())

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 import os
+import re
 import shutil
+import stat
 import struct
 import tempfile
 import threading
@@ -42,6 +44,27 @@ def path_problem(rel: object) -> str | None:
     if ".." in parts:
         return "path must stay inside the dump ('..' not allowed)"
     return None
+
+
+# Paths made only of these characters, without '..', pass path_problem; checked in bulk for big dumps.
+PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*")
+
+
+_PLAIN_LINES = re.compile(r"(?:[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*\n)*")
+
+
+def is_plain_path(rel: object) -> bool:
+    """A quick yes for the common path (`regs/wave-7.bin`); False means: ask path_problem."""
+    return type(rel) is str and PLAIN_PATH.fullmatch(rel) is not None and ".." not in rel
+
+
+def all_plain_paths(rels) -> bool:
+    """is_plain_path for every one, in one regex pass (a big dump names 100,000 files)."""
+    rels = list(rels)
+    if not all(type(rel) is str for rel in rels):
+        return False
+    text = "\n".join(rels) + "\n" if rels else ""
+    return _PLAIN_LINES.fullmatch(text) is not None and ".." not in text
 
 
 class FileSpan:
@@ -126,14 +149,36 @@ class DumpFiles(ABC):
     def root(self) -> Path | None:
         return None
 
+    def exists(self, rel: str) -> bool:
+        """The file is there (cheaper than `size` where sizes need a stat)."""
+        return self.size(rel) is not None
+
+    def missing(self, rels) -> list[str]:
+        """Those of `rels` that are not files of the dump."""
+        return [rel for rel in rels if not self.exists(rel)]
+
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        """Up to `length` bytes at `offset` (fewer at the end of the file), without building a span."""
+        return b"".join(self.span(rel).chunks(offset, length))
+
     def close(self) -> None:
         pass
 
 
 class FolderFiles(DumpFiles):
+    # A folder asked about more often than this is listed once instead of stat'ed per file.
+    LIST_AFTER = 64
+
     def __init__(self, folder: Path):
         self.source = folder
         self._root = folder.resolve()
+        # Every file is resolved and checked once (a big dump names 100,000 files):
+        self._files: dict[str, str | None] = {}  # rel -> the real file, None: missing or outside
+        self._sizes: dict[str, int] = {}
+        self._folders: dict[str, str | None] = {}  # folder rel -> its real path, None: outside the dump
+        self._asked: dict[str, int] = {}
+        self._listings: dict[str, tuple[set[str], set[str]]] = {}  # folder rel -> (plain files, others)
+        self._lock = threading.Lock()
 
     @property
     def root(self) -> Path:
@@ -151,24 +196,127 @@ class FolderFiles(DumpFiles):
             return None
         return full
 
-    def size(self, rel: str) -> int | None:
-        full = self._resolve(rel)
-        if full is None or not full.is_file():
+    def _folder(self, folder: str) -> str | None:
+        real = self._folders.get(folder, "")
+        if real == "":
+            full = self._resolve(folder) if folder else self._root
+            real = self._folders[folder] = None if full is None else str(full)
+        return real
+
+    def _file(self, rel: str) -> str | None:
+        """The real path of a regular file inside the dump, or None; cached per path."""
+        try:
+            return self._files[rel]
+        except KeyError:
+            pass
+        with self._lock:
+            found = self._find(rel)
+            self._files[rel] = found
+        return found
+
+    def _find(self, rel: str) -> str | None:
+        if not is_plain_path(rel) and path_problem(rel) is not None:
             return None
-        return full.stat().st_size
+        folder, _, name = rel.rpartition("/")
+        real = self._folder(folder)
+        if real is None or name in ("", ".", ".."):
+            return self._slow_find(rel)
+        listing = self._listings.get(folder)
+        if listing is None:
+            asked = self._asked[folder] = self._asked.get(folder, 0) + 1
+            if asked > self.LIST_AFTER:
+                listing = self._listings[folder] = self._list(real)
+        if listing is not None:
+            plain, others = listing
+            if name in plain:
+                return f"{real}/{name}"
+            return self._slow_find(rel) if name in others else None
+        full = f"{real}/{name}"
+        try:
+            info = os.lstat(full)
+        except OSError:
+            return None
+        if stat.S_ISREG(info.st_mode):
+            self._sizes[rel] = info.st_size
+            return full
+        return self._slow_find(rel)
+
+    @staticmethod
+    def _list(real: str) -> tuple[set[str], set[str]]:
+        plain, others = set(), set()
+        try:
+            with os.scandir(real) as entries:
+                for entry in entries:
+                    (plain if entry.is_file(follow_symlinks=False) else others).add(entry.name)
+        except OSError:
+            pass
+        return plain, others
+
+    def _slow_find(self, rel: str) -> str | None:
+        # symlinks and odd names: resolve the whole path
+        full = self._resolve(rel)
+        return str(full) if full is not None and full.is_file() else None
+
+    def exists(self, rel: str) -> bool:
+        return self._file(rel) is not None
+
+    def missing(self, rels) -> list[str]:
+        # in bulk: list each folder once and compare names as sets
+        rels = set(rels)
+        by_folder: dict[str, int] = {}
+        for folder in [rel.rpartition("/")[0] for rel in rels]:
+            by_folder[folder] = by_folder.get(folder, 0) + 1
+        unsure = rels
+        for folder, count in by_folder.items():
+            if count <= self.LIST_AFTER or not is_plain_path(folder):
+                continue
+            real = self._folder(folder)
+            if real is None:
+                continue
+            with self._lock:
+                listing = self._listings.get(folder)
+                if listing is None:
+                    listing = self._listings[folder] = self._list(real)
+            unsure = unsure - {f"{folder}/{name}" for name in listing[0]}
+        return [rel for rel in unsure if not self.exists(rel)]
+
+    def size(self, rel: str) -> int | None:
+        full = self._file(rel)
+        if full is None:
+            return None
+        size = self._sizes.get(rel)
+        if size is None:
+            try:
+                size = self._sizes[rel] = os.stat(full).st_size
+            except OSError:
+                return None
+        return size
 
     def span(self, rel: str) -> FileSpan:
-        full = self._resolve(rel)
+        full = self._file(rel)
         size = self.size(rel)
         if full is None or size is None:
             raise StateError("missing", rel)
-        return FileSpan(lambda: (full, 0), size)
+        return FileSpan(lambda: (Path(full), 0), size)
+
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        full = self._file(rel)
+        if full is None:
+            raise StateError("missing", rel)
+        try:
+            fd = os.open(full, os.O_RDONLY)
+            try:
+                return os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StateError(f"cannot read {full}: {exc}", rel) from exc
 
     def materialise(self, rel: str) -> Path:
-        full = self._resolve(rel)
-        if full is None or not full.is_file():
+        full = self._file(rel)
+        if full is None:
             raise StateError("missing", rel)
-        return full
+        return Path(full)
 
 
 def _local_header_data_offset(zip_path: Path, info: zipfile.ZipInfo) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -65,7 +66,13 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(lanes, dtype=bool), bitorder="little").tobytes(), "little")
 
 
+_LOAD_LOCK = threading.RLock()  # a lazily built part is built once, even with two threads asking
+
+
 class Wave:
+    """One wave. Its registers, private memory and lane masks may be built on first use
+    (`Wave.deferred`): a dump of 100,000 waves costs only what is looked at."""
+
     # the registers holding the PC and the execution mask: the adapter's names, set for every
     # wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
     pc_register = "pc"
@@ -76,14 +83,50 @@ class Wave:
                  lane_pcs: np.ndarray | None = None, path: str = ""):
         self.id = id
         self.index_in_workgroup = index_in_workgroup
-        self.registers = registers
         self.lanes = lanes
-        self.valid_lanes = valid_lanes
-        self.private = private
-        self.lane_pcs = lane_pcs
         self.path = path
         self.workgroup: Workgroup | None = None
         self.dispatch: Dispatch | None = None
+        self._loader: Callable[[Wave], list] | None = None
+        self._parts: list | None = [registers, valid_lanes, private, lane_pcs]
+
+    @classmethod
+    def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
+                 loader: Callable[["Wave"], list]) -> "Wave":
+        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for."""
+        wave = cls.__new__(cls)
+        wave.id = id
+        wave.index_in_workgroup = index_in_workgroup
+        wave.lanes = lanes
+        wave.path = path
+        wave.workgroup = None
+        wave.dispatch = None
+        wave._loader = loader
+        wave._parts = None
+        return wave
+
+    @property
+    def loaded(self) -> bool:
+        """True once the registers and memories exist as objects (and so may carry writes)."""
+        return self._parts is not None
+
+    def _load(self) -> list:
+        parts = self._parts
+        if parts is None:
+            with _LOAD_LOCK:
+                if self._parts is None:
+                    self._parts = self._loader(self)
+                    self._loader = None
+                parts = self._parts
+        return parts
+
+    registers = property(lambda self: self._load()[0], lambda self, v: self._set(0, v))
+    valid_lanes = property(lambda self: self._load()[1], lambda self, v: self._set(1, v))
+    private = property(lambda self: self._load()[2], lambda self, v: self._set(2, v))
+    lane_pcs = property(lambda self: self._load()[3], lambda self, v: self._set(3, v))
+
+    def _set(self, index: int, value) -> None:
+        self._load()[index] = value
 
     @property
     def exec_mask(self) -> np.ndarray | None:
@@ -132,12 +175,31 @@ class Wave:
 
 
 class Workgroup:
-    def __init__(self, id: tuple[int, int, int], lds: SparseMemory | None, waves: list[Wave], path: str = ""):
+    def __init__(self, id: tuple[int, int, int], lds: SparseMemory | None, waves: list[Wave], path: str = "",
+                 lds_loader: Callable[[], SparseMemory | None] | None = None):
         self.id = id
-        self.lds = lds
+        self._lds = lds
+        self._lds_loader = lds_loader  # builds the LDS on first use (`lds` is then None)
         self.waves = waves
         self.path = path
         self.dispatch: Dispatch | None = None
+
+    @property
+    def lds(self) -> SparseMemory | None:
+        if self._lds_loader is not None:
+            with _LOAD_LOCK:
+                if self._lds_loader is not None:
+                    self._lds = self._lds_loader()
+                    self._lds_loader = None
+        return self._lds
+
+    @lds.setter
+    def lds(self, value: SparseMemory | None) -> None:
+        self._lds, self._lds_loader = value, None
+
+    @property
+    def lds_loaded(self) -> bool:
+        return self._lds_loader is None
 
     def __repr__(self) -> str:
         return f"Workgroup(id={self.id}, {len(self.waves)} waves)"
@@ -177,11 +239,57 @@ class Dispatch:
         return f"Dispatch(id={self.id}, kernel={self.kernel!r})"
 
 
+@dataclass
+class WaveHeads:
+    """Per wave, in `GpuState.waves` order: pc, exec and valid lanes as bit masks (waves of at most 64 lanes)."""
+
+    pc: np.ndarray          # uint64
+    pc_known: np.ndarray    # bool: the dump holds the whole pc
+    exec: np.ndarray        # uint64
+    exec_known: np.ndarray  # bool: the dump holds the whole exec (else every valid lane counts as active)
+    valid: np.ndarray       # uint64
+    lane_pcs: np.ndarray    # bool: the wave has per-lane pcs (lanes may stand elsewhere than pc)
+
+    def copy(self) -> "WaveHeads":
+        return WaveHeads(self.pc.copy(), self.pc_known.copy(), self.exec.copy(), self.exec_known.copy(),
+                         self.valid.copy(), self.lane_pcs.copy())
+
+    @property
+    def active(self) -> np.ndarray:
+        """exec & valid (valid alone where exec is unknown), as masks."""
+        return np.where(self.exec_known, self.exec & self.valid, self.valid)
+
+    @classmethod
+    def of_waves(cls, waves, indices) -> "WaveHeads":
+        """From built wave objects (reads their registers)."""
+        n = len(indices)
+        heads = cls(np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool),
+                    np.zeros(n, np.uint64), np.zeros(n, bool))
+        for row, i in enumerate(indices):
+            wave = waves[i]
+            pc = wave.pc
+            if pc is not None:
+                heads.pc[row], heads.pc_known[row] = pc & 0xFFFF_FFFF_FFFF_FFFF, True
+            exec_mask = wave.exec_mask
+            if exec_mask is not None:
+                heads.exec[row], heads.exec_known[row] = lanes_to_mask(exec_mask), True
+            heads.valid[row] = lanes_to_mask(wave.valid_lanes)
+            heads.lane_pcs[row] = wave.lane_pcs is not None
+        return heads
+
+
+def popcount(masks: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64."""
+    as_bytes = np.ascontiguousarray(masks, dtype=np.uint64).view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(as_bytes, axis=1).sum(axis=1)
+
+
 class GpuState:
     def __init__(self, *, root: Path | None, source: Path | None, producer: str, manifest: dict,
                  target: Target, code_objects: list[CodeObjectRef], memory: dict[str, SparseMemory],
                  dispatches: list[Dispatch], focus: Focus | None, stop: Stop | None,
-                 files: "DumpFiles | None" = None, warnings: list[str] | None = None):
+                 files: "DumpFiles | None" = None, warnings: list[str] | None = None,
+                 read_heads: "Callable[[], WaveHeads] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -196,6 +304,26 @@ class GpuState:
         self.warnings = list(warnings or [])  # what the source lacks, said to the user at launch
         self.waves: list[Wave] = [w for d in dispatches for w in d.waves]
         self._waves_by_id = {wave.id: wave for wave in self.waves}
+        self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
+        self._file_heads: WaveHeads | None = None
+
+    def wave_heads(self) -> "WaveHeads | None":
+        """pc, exec and valid lanes of every wave (in `waves` order) as arrays, for views of the
+        whole dump; None for waves wider than 64 lanes. Waves already built answer from their
+        registers, so writes are seen."""
+        if self.target.lanes > 64:
+            return None
+        if self._file_heads is None:
+            self._file_heads = self._read_heads() if self._read_heads is not None else \
+                WaveHeads.of_waves(self.waves, range(len(self.waves)))
+        heads = self._file_heads
+        built = [i for i, wave in enumerate(self.waves) if wave.loaded]
+        if built:
+            live = WaveHeads.of_waves(self.waves, built)
+            heads = heads.copy()
+            for name in ("pc", "pc_known", "exec", "exec_known", "valid", "lane_pcs"):
+                getattr(heads, name)[built] = getattr(live, name)
+        return heads
 
     def use_register_names(self, pc: str, exec_mask: str | None) -> None:
         """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""
@@ -218,11 +346,11 @@ class GpuState:
     def modified(self) -> bool:
         """True once any overlay write happened (memories, LDS, private, registers)."""
         spaces = list(self.memory.values()) + [m for d in self.dispatches for m in d.memory.values()]
-        for wave in self.waves:
-            if wave.registers.modified or (wave.private and wave.private.wave_view.modified):
+        for wave in self.waves:  # a wave not built yet has no writes
+            if wave.loaded and (wave.registers.modified or (wave.private and wave.private.wave_view.modified)):
                 return True
         for d in self.dispatches:
-            spaces += [wg.lds for wg in d.workgroups if wg.lds is not None]
+            spaces += [wg.lds for wg in d.workgroups if wg.lds_loaded and wg.lds is not None]
         return any(m.modified for m in spaces)
 
     def save(self, path: str | os.PathLike) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,16 @@ from ..errors import StateError
 from .formats import is_elf_file, load_core_file
 from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
-                    mask_to_lanes)
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
+                    Workgroup, mask_to_lanes)
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
 from .validate import check_manifest, read_manifest, register_rules_for
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int else parse_number(value)
 
 
 def _num(value: Any, default: int | None = None) -> int | None:
@@ -29,6 +34,8 @@ class _Builder:
         self.manifest = manifest
         self.files = files
         self.spans: dict[str, FileSpan] = {}
+        self.layouts: dict[str, list[tuple[str, int]]] = {}
+        self.wave_entries: list[dict] = []  # every wave's manifest entry, in GpuState.waves order
         target = manifest["target"]
         self.lanes = parse_number(target["lanes"])
 
@@ -60,9 +67,10 @@ class _Builder:
                               parse_number(e["load_address"]), e["path"])
                 for e in self.manifest["code_objects"]]
 
-    def wave(self, entry: dict, path: str, layouts: dict[str, list[tuple[str, int]]]) -> Wave:
+    def wave_parts(self, entry: dict, path: str, wave: Wave) -> list:
+        """[registers, valid_lanes, private, lane_pcs] of one wave: built the first time the wave is used."""
         regs = entry["registers"]
-        registers = RegisterFile(layouts[regs["layout"]], self.files.span(regs["file"]), f"{path}.registers",
+        registers = RegisterFile(self.layouts[regs["layout"]], self.files.span(regs["file"]), f"{path}.registers",
                                  regs["layout"])
         mask = entry.get("valid_lanes")
         valid = np.ones(self.lanes, dtype=bool) if mask is None else mask_to_lanes(parse_number(mask), self.lanes)
@@ -76,25 +84,30 @@ class _Builder:
         lane_pcs = None
         if entry.get("lane_pcs") is not None:
             lane_pcs = np.array([parse_number(pc) for pc in entry["lane_pcs"]], dtype=np.uint64)
-        return Wave(parse_number(entry["id"]), parse_number(entry["index_in_workgroup"]), registers, self.lanes,
-                    valid, private, lane_pcs, path)
+        return [registers, valid, private, lane_pcs]
+
+    def lds(self, lds: dict, path: str) -> SparseMemory:
+        size = parse_number(lds["size"])
+        return SparseMemory([Region(0, size, lds["file"], 0, span=self.files.span(lds["file"]))], "local", path)
 
     def dispatches(self) -> list[Dispatch]:
-        layouts = {name: [(reg, parse_number(size)) for reg, size in entries]
-                   for name, entries in self.manifest["register_layouts"].items()}
+        self.layouts = {name: [(reg, parse_number(size)) for reg, size in entries]
+                        for name, entries in self.manifest["register_layouts"].items()}
         result = []
+        lanes, deferred = self.lanes, Wave.deferred
         for d, entry in enumerate(self.manifest["dispatches"]):
             here = f"dispatches[{d}]"
             workgroups = []
             for g, wg in enumerate(entry["workgroups"]):
                 wg_path = f"{here}.workgroups[{g}]"
-                lds = None
-                if wg.get("lds") is not None:
-                    size = parse_number(wg["lds"]["size"])
-                    lds = SparseMemory([Region(0, size, wg["lds"]["file"], 0, span=self.files.span(wg["lds"]["file"]))],
-                                       "local", f"{wg_path}.lds")
-                waves = [self.wave(w, f"{wg_path}.waves[{i}]", layouts) for i, w in enumerate(wg["waves"])]
-                workgroups.append(Workgroup(tuple(parse_number(x) for x in wg["id"]), lds, waves, wg_path))
+                lds = wg.get("lds")
+                # waves and LDS are only described here; their files are opened when first used
+                waves = [deferred(_int(w["id"]), _int(w["index_in_workgroup"]), lanes, f"{wg_path}.waves[{i}]",
+                                  partial(self.wave_parts, w, f"{wg_path}.waves[{i}]"))
+                         for i, w in enumerate(wg["waves"])]
+                workgroups.append(Workgroup(tuple(_int(x) for x in wg["id"]), None, waves, wg_path,
+                                            lds_loader=None if lds is None else partial(self.lds, lds, f"{wg_path}.lds")))
+                self.wave_entries.extend(wg["waves"])
             co = entry.get("code_object")
             result.append(Dispatch(
                 parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
@@ -104,6 +117,42 @@ class _Builder:
                 kernel_descriptor=_num(entry.get("kernel_descriptor"))))
         return result
 
+    def read_heads(self) -> WaveHeads:
+        """pc, exec and valid lanes of every wave from the files, without building the waves."""
+        n, lanes = len(self.wave_entries), self.lanes
+        heads = WaveHeads(np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool),
+                          np.full(n, (1 << lanes) - 1, np.uint64), np.zeros(n, bool))
+        places: dict[str, tuple] = {}  # layout -> (first byte, length, pc slice, exec slice)
+        for name, layout in self.layouts.items():
+            offsets, at = {}, 0
+            for reg, size in layout:
+                offsets.setdefault(reg, (at, size))
+                at += size
+            wanted = [offsets.get("pc"), offsets.get("exec")]
+            if wanted[1] is not None and wanted[1][1] * 8 < lanes:
+                wanted[1] = None  # an exec narrower than the wave says nothing about its upper lanes
+            present = [w for w in wanted if w is not None]
+            first = min((o for o, _ in present), default=0)
+            last = max((o + size for o, size in present), default=0)
+            places[name] = (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
+        read, limit = self.files.read_range, (1 << 64) - 1
+        for i, entry in enumerate(self.wave_entries):
+            regs = entry["registers"]
+            first, length, pc_at, exec_at = places[regs["layout"]]
+            data = read(regs["file"], first, length) if length else b""
+            if pc_at is not None and pc_at[0] + pc_at[1] <= len(data):
+                heads.pc[i] = int.from_bytes(data[pc_at[0]:pc_at[0] + pc_at[1]], "little") & limit
+                heads.pc_known[i] = True
+            if exec_at is not None and exec_at[0] + exec_at[1] <= len(data):
+                heads.exec[i] = int.from_bytes(data[exec_at[0]:exec_at[0] + exec_at[1]], "little") & ((1 << lanes) - 1)
+                heads.exec_known[i] = True
+            mask = entry.get("valid_lanes")
+            if mask is not None:
+                heads.valid[i] = parse_number(mask) & ((1 << lanes) - 1)
+            if entry.get("lane_pcs") is not None:
+                heads.lane_pcs[i] = True
+        return heads
+
     def build(self) -> GpuState:
         focus = self.manifest.get("focus")
         stop = self.manifest.get("stop")
@@ -112,7 +161,7 @@ class _Builder:
             root=root, source=self.files.source, producer=self.manifest["producer"], manifest=self.manifest,
             target=self.target(), code_objects=self.code_objects(),
             memory=self.regions(self.manifest.get("memory") or [], "memory"),
-            dispatches=self.dispatches(),
+            dispatches=self.dispatches(), read_heads=self.read_heads,
             focus=None if focus is None else Focus(parse_number(focus["wave"]), parse_number(focus["lane"])),
             stop=None if stop is None else Stop(stop["reason"], stop.get("description") or ""),
             files=self.files)
@@ -128,7 +177,8 @@ def load_state(path: str | os.PathLike) -> GpuState:
         manifest, problem = read_manifest(files)
         if problem is not None:
             raise StateError(problem.message, problem.path)
-        for problem in check_manifest(manifest, files, require_registers=False):
+        # opening needs the files to exist; their lengths only matter once read (short = unavailable tail)
+        for problem in check_manifest(manifest, files, require_registers=False, sizes=False):
             if problem.is_error:
                 raise StateError(problem.message, problem.path)
         state = _Builder(manifest, files).build()

@@ -11,7 +11,9 @@ import os
 from typing import Any, Callable, Protocol
 
 from ..errors import StateError
-from .files import DumpFiles, open_dump_files, path_problem
+import numpy as np
+
+from .files import DumpFiles, all_plain_paths, open_dump_files, path_problem
 from .numbers import MAX_U64, parse_number
 from .private import LAYOUTS, PER_LANE, SWIZZLED
 from .problems import ERROR, WARNING, Problem
@@ -58,11 +60,12 @@ def _join(path: str, key: str) -> str:
 
 class ManifestChecker:
     def __init__(self, manifest: Any, files: DumpFiles | None, rules_for: RulesFor | None = None,
-                 require_registers: bool = True):
+                 require_registers: bool = True, sizes: bool = True):
         self.manifest = manifest
         self.files = files
         self.rules_for = rules_for if rules_for is not None else _registered_rules
         self.require_registers = require_registers
+        self.sizes = sizes  # False: check that files exist, not their lengths (short files are only warnings)
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
@@ -153,6 +156,10 @@ class ManifestChecker:
             self.report(here, why)
             return
         if self.files is None:
+            return
+        if not self.sizes:
+            if not self.files.exists(rel):
+                self.report(here, "missing")
             return
         size = self.files.size(rel)
         if size is None:
@@ -324,8 +331,90 @@ class ManifestChecker:
             value = self.field(dispatch, "workgroups", here)
             workgroups = None if value is _MISSING else self.array(value, f"{here}.workgroups")
             workgroup_ids: set[tuple] = set()
+            if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size):
+                continue
             for g, workgroup in enumerate(workgroups or []):
                 self.check_workgroup(workgroup, f"{here}.workgroups[{g}]", workgroup_size, workgroup_ids)
+
+    def plain_workgroups(self, workgroups: list, workgroup_size) -> bool:
+        """A dispatch's workgroups and waves checked in bulk, for dumps of many thousand waves.
+
+        True when all of them are plainly well formed (plain numbers and paths, files present and
+        long enough, nothing the walk below would report); False leaves it to that walk, which
+        names each problem. Nothing is reported here.
+        """
+        lanes = self.lanes
+        if lanes is None or workgroup_size is None or self.vendor is None:
+            return False
+        if not all(type(wg) is dict for wg in workgroups):
+            return False
+        ids = [wg.get("id") for wg in workgroups]
+        if not all(type(i) is list and len(i) == 3 and type(i[0]) is int and type(i[1]) is int
+                   and type(i[2]) is int for i in ids):
+            return False
+        if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
+            return False
+        wave_lists = [wg.get("waves") for wg in workgroups]
+        if not all(type(w) is list for w in wave_lists):
+            return False
+        waves = [w for listed in wave_lists for w in listed]
+        if not all(type(w) is dict for w in waves):
+            return False
+        if any(w.get("lane_pcs") is not None or w.get("valid_lanes") is not None for w in waves):
+            return False
+        wave_ids = [w.get("id") for w in waves]
+        if not (all(type(i) is int for i in wave_ids) and _plain_numbers(wave_ids)):
+            return False
+        unique_ids = set(wave_ids)
+        if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
+            return False
+        indexes = [w.get("index_in_workgroup") for w in waves]
+        items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
+        if not (all(type(i) is int for i in indexes) and _plain_numbers(indexes)
+                and (not indexes or max(indexes) * lanes < items)):
+            return False
+        needed: dict[str, int | None] = {}  # file -> bytes it must hold
+        for lds in (wg.get("lds") for wg in workgroups):
+            if lds is None:
+                continue
+            if type(lds) is not dict or not _plain_size(lds.get("size")):
+                return False
+            _need(needed, lds.get("file"), lds["size"])
+        registers = [w.get("registers") for w in waves]
+        if not all(type(r) is dict for r in registers):
+            return False
+        layout_names = [r.get("layout") for r in registers]
+        if not all(type(name) is str for name in layout_names):
+            return False
+        layouts = set(layout_names)
+        if "" in layouts or not layouts <= self.layout_sizes.keys():
+            return False
+        for r in registers:
+            _need(needed, r.get("file"), self.layout_sizes[r["layout"]])
+        for p in (w.get("private") for w in waves):
+            if p is None:
+                continue
+            if type(p) is not dict or not _plain_size(p.get("size")) or p.get("layout") not in _LAYOUT_SET:
+                return False
+            base = p.get("base")
+            if base is not None and not _plain_size(base):
+                return False
+            size = p["size"]
+            if size % (4 * lanes if p["layout"] == SWIZZLED else lanes):
+                return False
+            _need(needed, p.get("file"), size)
+        if not all_plain_paths(needed):
+            return False
+        if self.files is not None:
+            if self.sizes:
+                for rel, size in needed.items():
+                    have = self.files.size(rel)
+                    if have is None or (size is not None and have < size):
+                        return False
+            elif self.files.missing(needed):
+                return False
+        self.wave_ids.update(unique_ids)
+        return True
 
     def check_workgroup(self, workgroup: Any, here: str, workgroup_size, workgroup_ids: set) -> None:
         if self.obj(workgroup, here) is None:
@@ -416,6 +505,28 @@ class ManifestChecker:
             self.string(stop, "description", "stop", required=False, nonempty=False)
 
 
+_LAYOUT_SET = frozenset(LAYOUTS)
+
+
+def _need(needed: dict, rel: Any, size: int) -> None:
+    if type(rel) is not str:
+        rel = None  # not a path: is_plain_path(None) sends the dump to the full walk
+    needed[rel] = max(size, needed.get(rel) or 0)
+
+
+def _plain_size(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_U64
+
+
+def _plain_numbers(values: list) -> bool:
+    """Plain ints (already checked) all within 0..2**63: one numpy pass."""
+    try:
+        array = np.array(values, dtype=np.int64)
+    except (OverflowError, ValueError, TypeError):
+        return False
+    return array.size == 0 or int(array.min()) >= 0
+
+
 def error_message(exc: StateError) -> str:
     """The message of a StateError without its "path: " prefix."""
     text = str(exc)
@@ -424,12 +535,13 @@ def error_message(exc: StateError) -> str:
 
 
 def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: RulesFor | None = None,
-                   require_registers: bool = True) -> list[Problem]:
-    """Problems of an already parsed manifest; with `files`, also checks the files it names. The
-    register rules (`rules_for`, else the registered ones) check each vendor's register sizes and,
-    with `require_registers`, that every layout holds the registers the debugger needs to open a
-    wave (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
-    return ManifestChecker(manifest, files, rules_for, require_registers).check()
+                   require_registers: bool = True, sizes: bool = True) -> list[Problem]:
+    """Problems of an already parsed manifest; with `files`, also checks the files it names (with
+    `sizes=False` only that they exist: the short-file warnings are left out). The register rules
+    (`rules_for`, else the registered ones) check each vendor's register sizes and, with
+    `require_registers`, that every layout holds the registers the debugger needs to open a wave
+    (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
+    return ManifestChecker(manifest, files, rules_for, require_registers, sizes).check()
 
 
 def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:

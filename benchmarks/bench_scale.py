@@ -1,0 +1,128 @@
+"""Device-scale dumps: how long until the user sees something, and how much memory it takes.
+
+Run: .venv/bin/python benchmarks/bench_scale.py [--waves 1000,10000,40000,100000] [--runs 3]
+
+For each size a dump is generated into a temporary folder (gen_waves.py: the
+lds_tiles gfx90a -O0 workgroup of 4 waves repeated) and the real server is
+spawned over stdio: spawn -> initialize -> launch -> threads -> stackTrace ->
+scopes -> variables of the last wave is "first locals"; then `threads` and
+`waveGroups` are timed again on the open dump, and the server's peak RSS is read
+from /proc before it exits. `json.load` of the same manifest (in this process)
+is the yardstick. Each number is the median of --runs runs.
+Targets: 40,000 waves: first locals under 2 s and under 10x json.load;
+100,000 waves: peak RSS under 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from bench_dap import StdioClient  # noqa: E402
+from gen_waves import write_waves_dump  # noqa: E402
+
+FIRST_LOCALS_TARGET_S = 2.0
+JSON_RATIO_TARGET = 10.0
+RSS_TARGET_MIB = 1024
+
+
+def _peak_rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def one_run(dump: Path) -> dict:
+    start = time.perf_counter()
+    client = StdioClient()
+    client.request("initialize", {"adapterID": "aspace-bench", "supportsInvalidatedEvent": True})
+    seq = client.send("launch", {"state": str(dump)})
+    client.request("configurationDone")
+    client.response(seq)
+    threads = client.request("threads")["threads"]
+    last = threads[-1]["id"]
+    frames = client.request("stackTrace", {"threadId": last})["stackFrames"]
+    scopes = client.request("scopes", {"frameId": frames[0]["id"]})["scopes"]
+    local = next(s for s in scopes if s["name"] == "Locals")
+    shown = client.request("variables", {"variablesReference": local["variablesReference"]})["variables"]
+    first_locals = time.perf_counter() - start
+    t0 = time.perf_counter()
+    client.request("threads")
+    threads_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    groups = client.request("waveGroups")["groups"]
+    groups_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    client.request("waveGroups")
+    groups_again_s = time.perf_counter() - t0
+    rss = _peak_rss_mib(client._proc.pid)
+    client.close()
+    return {"first": first_locals, "threads": threads_s, "groups": groups_s, "groups_again": groups_again_s,
+            "rss": rss, "count": len(threads), "locals": len(shown), "group_count": len(groups)}
+
+
+def json_load_s(manifest: Path, runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        with open(manifest, "rb") as f:
+            json.load(f)
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--waves", default="1000,10000,40000,100000",
+                        help="comma-separated wave counts (multiples of 4)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.waves.split(",")]
+    print(f"{'waves':>8}{'manifest':>10}{'json.load':>11}{'first locals':>14}{'ratio':>7}{'threads':>10}"
+          f"{'waveGroups':>12}{'(again)':>9}{'peak RSS':>10}  targets")
+    failed = False
+    for waves in sizes:
+        with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
+            dump = write_waves_dump(Path(tmp) / "dump", max(1, waves // 4))
+            manifest = dump / "manifest.json"
+            runs = [one_run(dump) for _ in range(args.runs)]
+            load = json_load_s(manifest, max(3, args.runs))
+            size_mb = manifest.stat().st_size / 1e6
+        med = {k: statistics.median(r[k] for r in runs) for k in ("first", "threads", "groups", "groups_again")}
+        rss = max((r["rss"] or 0) for r in runs)
+        ratio = med["first"] / load
+        notes = []
+        if waves == 40_000:
+            ok = med["first"] < FIRST_LOCALS_TARGET_S and ratio < JSON_RATIO_TARGET
+            failed |= not ok
+            notes.append(f"first < {FIRST_LOCALS_TARGET_S:g} s and < {JSON_RATIO_TARGET:g}x: "
+                         f"{'ok' if ok else 'MISSED'}")
+        if waves >= 100_000:
+            ok = rss < RSS_TARGET_MIB
+            failed |= not ok
+            notes.append(f"RSS < {RSS_TARGET_MIB} MiB: {'ok' if ok else 'MISSED'}")
+        print(f"{runs[0]['count']:>8}{size_mb:>8.1f}MB{load * 1e3:>9.0f}ms{med['first'] * 1e3:>12.0f}ms"
+              f"{ratio:>6.1f}x{med['threads'] * 1e3:>8.0f}ms{med['groups'] * 1e3:>10.0f}ms"
+              f"{med['groups_again'] * 1e3:>7.0f}ms{rss:>7.0f}MiB  {'; '.join(notes)}", flush=True)
+    print(f"\nfirst locals = spawn -> initialize -> launch -> threads -> stackTrace -> scopes -> variables "
+          f"of the last wave; median of {args.runs} runs")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
