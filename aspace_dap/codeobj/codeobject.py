@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import bisect
 import io
 import struct
@@ -98,6 +100,34 @@ _STT = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON
 _STB = {0: "LOCAL", 1: "GLOBAL", 2: "WEAK"}
 
 
+_TYPES = [_STT.get(i) or str(i) for i in range(16)]
+_BINDS = [_STB.get(i) or str(i) for i in range(16)]
+
+
+class _SymbolTable(Mapping):
+    """Symbols by name, from raw (value, size, st_info) rows; each Symbol is built on first access."""
+
+    def __init__(self, rows: dict[str, tuple[int, int, int]]):
+        self._rows = rows
+        self._made: dict[str, Symbol] = {}
+
+    def __getitem__(self, name: str) -> Symbol:
+        symbol = self._made.get(name)
+        if symbol is None:
+            value, size, info = self._rows[name]
+            symbol = self._made[name] = Symbol(name, value, size, _TYPES[info & 0xF], _BINDS[info >> 4])
+        return symbol
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, name) -> bool:
+        return name in self._rows
+
+
 class CodeObject:
     """A device ELF. Everything except DWARF is parsed eagerly so bad input fails at load."""
 
@@ -125,16 +155,7 @@ class CodeObject:
             self.metadata: dict[str, Any] = self._read_metadata()
         except ELF_PARSE_ERRORS as exc:
             raise CodeObjectError(f"{name}: malformed ELF: {exc}") from exc
-        self._by_address = sorted(
-            (s for s in self.symbols.values() if s.type in ("FUNC", "OBJECT")),
-            key=lambda s: (s.value, s.type != "FUNC"),
-        )
-        self._starts = [s.value for s in self._by_address]
-        self._max_end = []
-        running = 0
-        for sym in self._by_address:
-            running = max(running, sym.value + max(sym.size, 1))
-            self._max_end.append(running)
+        self._by_address: list[Symbol] | None = None  # sorted on the first symbol_at
         self.kernels: list[KernelInfo] = self._read_kernels()
         self._dwarf = None
 
@@ -198,8 +219,22 @@ class CodeObject:
         return text["sh_addr"], text["sh_addr"] + text["sh_size"]
 
     # Symbols
+    def _sort_symbols(self) -> None:
+        self._by_address = sorted(
+            (s for s in self.symbols.values() if s.type in ("FUNC", "OBJECT")),
+            key=lambda s: (s.value, s.type != "FUNC"),
+        )
+        self._starts = [s.value for s in self._by_address]
+        self._max_end = []
+        running = 0
+        for sym in self._by_address:
+            running = max(running, sym.value + max(sym.size, 1))
+            self._max_end.append(running)
+
     def symbol_at(self, address: int) -> Symbol | None:
         """The function or object symbol covering `address` (functions win ties)."""
+        if self._by_address is None:
+            self._sort_symbols()
         index = bisect.bisect_right(self._starts, address) - 1
         while index >= 0 and self._max_end[index] > address:
             candidate = self._by_address[index]
@@ -270,13 +305,14 @@ class CodeObject:
                 )
         return symbols
 
-    def _read_symbols_fast(self) -> dict[str, Symbol]:
+    def _read_symbols_fast(self) -> Mapping[str, Symbol]:
         """ELF64 little-endian symbol tables read as one numpy record array each.
 
         Big code objects carry tens of thousands of symbols; pyelftools parses
         them one object at a time, which costs a second on 20,000 entries.
+        The Symbol objects are made when asked for.
         """
-        symbols: dict[str, Symbol] = {}
+        rows: dict[str, tuple[int, int, int]] = {}
         for section in self.elf.iter_sections():
             if not isinstance(section, SymbolTableSection):
                 continue
@@ -289,17 +325,19 @@ class CodeObject:
             if str_off + str_size > len(self.data):
                 raise CodeObjectError(f"{self.name}: string table of {section.name} is truncated")
             strings = self.data[str_off:str_off + str_size]
-            for name_off, info, value, sym_size in zip(table["name"].tolist(), table["info"].tolist(),
-                                                       table["value"].tolist(), table["size"].tolist()):
-                if not name_off or name_off >= len(strings):
-                    continue
-                end = strings.find(b"\0", name_off)
-                name = strings[name_off:end if end >= 0 else len(strings)].decode("utf-8", "replace")
-                if not name or name in symbols:
-                    continue  # .dynsym repeats .symtab entries
-                symbols[name] = Symbol(name, value, sym_size, _STT.get(info & 0xF, str(info & 0xF)),
-                                       _STB.get(info >> 4, str(info >> 4)))
-        return symbols
+            # names end at the next NUL: found for all symbols at once
+            nuls = np.flatnonzero(np.frombuffer(strings, np.uint8) == 0)
+            starts = table["name"].astype(np.int64)
+            keep = (starts != 0) & (starts < len(strings))
+            starts = starts[keep]
+            at = np.searchsorted(nuls, starts)
+            ends = np.where(at < len(nuls), nuls[np.minimum(at, len(nuls) - 1)] if len(nuls) else 0, len(strings))
+            names = [strings[a:b].decode("utf-8", "replace") for a, b in zip(starts.tolist(), ends.tolist())]
+            for name, row in zip(names, zip(table["value"][keep].tolist(), table["size"][keep].tolist(),
+                                            table["info"][keep].tolist())):
+                if name and name not in rows:  # .dynsym repeats .symtab entries
+                    rows[name] = row
+        return _SymbolTable(rows)
 
     def _read_metadata(self) -> dict[str, Any]:
         if self.e_machine != EM_AMDGPU:
