@@ -66,6 +66,11 @@ def big_dump(tmp_path_factory) -> Path:
                             odd_pc=first_pc_of_line(30))
 
 
+@pytest.fixture(scope="module")
+def small_dump(tmp_path_factory) -> Path:
+    return write_waves_dump(tmp_path_factory.mktemp("waves") / "dump", 100)
+
+
 def test_wave_heads_and_thread_names_match_the_waves_built_one_by_one():
     dumps = [EXAMPLE, REPO / "examples/lds_tiles/dumps/gfx1030.O0",
              REPO / "examples/cuda/dumps/divergent_call.sm_90.G"]
@@ -102,15 +107,15 @@ def _problems(manifest, files, bulk: bool, sizes: bool = True):
 
 
 @pytest.mark.parametrize("breakage", ["none", "missing file", "duplicate id", "hex id", "short file", "bad layout"])
-def test_bulk_validation_reports_what_the_full_walk_reports(big_dump, tmp_path, breakage):
+def test_bulk_validation_reports_what_the_full_walk_reports(small_dump, tmp_path, breakage):
     dump = tmp_path / "dump"
-    shutil.copytree(big_dump, dump, copy_function=os.link)
+    shutil.copytree(small_dump, dump, copy_function=os.link)
     manifest = json.loads((dump / "manifest.json").read_text())
     waves = [w for wg in manifest["dispatches"][0]["workgroups"] for w in wg["waves"]]
     if breakage == "missing file":
-        os.unlink(dump / waves[2500]["registers"]["file"])
+        os.unlink(dump / waves[250]["registers"]["file"])
     elif breakage == "duplicate id":
-        waves[3000]["id"] = 17
+        waves[300]["id"] = 17
     elif breakage == "hex id":
         waves[10]["id"] = "0xa"
     elif breakage == "short file":

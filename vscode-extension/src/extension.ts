@@ -9,6 +9,7 @@ import { GpuDebugController } from './controller';
 import { registerLaneCommands } from './laneCommands';
 import { LaneValuesPanels } from './laneValuesPanel';
 import { createLanesView } from './lanesView';
+import { createWavesView } from './wavesView';
 import { DEBUG_TYPE, PICK_STATE_COMMAND } from './launchConfig';
 import { registerMemoryCommands } from './memoryCommands';
 import { createLaneStatusBar } from './statusBar';
@@ -40,6 +41,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(PICK_STATE_COMMAND, pickStateDump),
     createLaneStatusBar(controller),
     createLanesView(controller),
+    createWavesView(controller, log),
     registerLaneCommands(controller, panels),
     registerMemoryCommands(controller),
   );
