@@ -161,6 +161,10 @@ class DumpFiles(ABC):
         """Up to `length` bytes at `offset` (fewer at the end of the file), without building a span."""
         return b"".join(self.span(rel).chunks(offset, length))
 
+    def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
+        """read_range of many files (the pc and exec of every wave)."""
+        return [self.read_range(rel, offset, length) for rel in rels]
+
     def close(self) -> None:
         pass
 
@@ -311,6 +315,29 @@ class FolderFiles(DumpFiles):
                 os.close(fd)
         except OSError as exc:
             raise StateError(f"cannot read {full}: {exc}", rel) from exc
+
+    def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
+        out = []
+        listings, folders, known = self._listings, self._folders, self._files
+        for rel in rels:
+            full = known.get(rel)
+            if full is None:
+                # a listed folder answers without a lookup per file
+                folder, _, name = rel.rpartition("/")
+                listing = listings.get(folder)
+                real = folders.get(folder)
+                full = f"{real}/{name}" if listing is not None and real and name in listing[0] else self._file(rel)
+            if full is None:
+                raise StateError("missing", rel)
+            try:
+                fd = os.open(full, os.O_RDONLY)
+                try:
+                    out.append(os.pread(fd, length, offset))
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise StateError(f"cannot read {full}: {exc}", rel) from exc
+        return out
 
     def materialise(self, rel: str) -> Path:
         full = self._file(rel)

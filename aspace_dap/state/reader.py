@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -135,17 +137,23 @@ class _Builder:
             first = min((o for o, _ in present), default=0)
             last = max((o + size for o, size in present), default=0)
             places[name] = (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
-        read, limit = self.files.read_range, (1 << 64) - 1
+        limit, lane_bits = (1 << 64) - 1, (1 << lanes) - 1
+        by_layout: dict[str, list[int]] = {}
         for i, entry in enumerate(self.wave_entries):
-            regs = entry["registers"]
-            first, length, pc_at, exec_at = places[regs["layout"]]
-            data = read(regs["file"], first, length) if length else b""
-            if pc_at is not None and pc_at[0] + pc_at[1] <= len(data):
-                heads.pc[i] = int.from_bytes(data[pc_at[0]:pc_at[0] + pc_at[1]], "little") & limit
-                heads.pc_known[i] = True
-            if exec_at is not None and exec_at[0] + exec_at[1] <= len(data):
-                heads.exec[i] = int.from_bytes(data[exec_at[0]:exec_at[0] + exec_at[1]], "little") & ((1 << lanes) - 1)
-                heads.exec_known[i] = True
+            by_layout.setdefault(entry["registers"]["layout"], []).append(i)
+        for layout, rows in by_layout.items():
+            first, length, pc_at, exec_at = places[layout]
+            if not length:
+                continue
+            chunks = self.files.read_ranges([self.wave_entries[i]["registers"]["file"] for i in rows], first, length)
+            for i, data in zip(rows, chunks):
+                if pc_at is not None and pc_at[0] + pc_at[1] <= len(data):
+                    heads.pc[i] = int.from_bytes(data[pc_at[0]:pc_at[0] + pc_at[1]], "little") & limit
+                    heads.pc_known[i] = True
+                if exec_at is not None and exec_at[0] + exec_at[1] <= len(data):
+                    heads.exec[i] = int.from_bytes(data[exec_at[0]:exec_at[0] + exec_at[1]], "little") & lane_bits
+                    heads.exec_known[i] = True
+        for i, entry in enumerate(self.wave_entries):
             mask = entry.get("valid_lanes")
             if mask is not None:
                 heads.valid[i] = parse_number(mask) & ((1 << lanes) - 1)
@@ -173,19 +181,41 @@ def load_state(path: str | os.PathLike) -> GpuState:
     if os.path.isfile(path) and is_elf_file(path):
         return load_core_file(path)
     files = open_dump_files(Path(path))
+    with _no_collection():
+        try:
+            return _load(files)
+        except BaseException:
+            files.close()
+            raise
+
+
+@contextmanager
+def _no_collection():
+    """A big manifest is a million small objects without cycles: the cyclic collector would walk
+    them again and again while they are made, which costs more than the parsing. Pause it while
+    loading, then move what was made straight to the oldest generation (freeze + unfreeze), so
+    the young collections that follow do not walk it either."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        manifest, problem = read_manifest(files)
-        if problem is not None:
+        yield
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
+
+
+def _load(files: DumpFiles) -> GpuState:
+    manifest, problem = read_manifest(files)
+    if problem is not None:
+        raise StateError(problem.message, problem.path)
+    # opening needs the files to exist; their lengths only matter once read (short = unavailable tail)
+    for problem in check_manifest(manifest, files, require_registers=False, sizes=False):
+        if problem.is_error:
             raise StateError(problem.message, problem.path)
-        # opening needs the files to exist; their lengths only matter once read (short = unavailable tail)
-        for problem in check_manifest(manifest, files, require_registers=False, sizes=False):
-            if problem.is_error:
-                raise StateError(problem.message, problem.path)
-        state = _Builder(manifest, files).build()
-        rules = register_rules_for(state.target.vendor)
-        if rules is not None:  # the vendor's names for the PC and execution-mask registers
-            state.use_register_names(rules.pc_register, rules.exec_register)
-        return state
-    except BaseException:
-        files.close()
-        raise
+    state = _Builder(manifest, files).build()
+    rules = register_rules_for(state.target.vendor)
+    if rules is not None:  # the vendor's names for the PC and execution-mask registers
+        state.use_register_names(rules.pc_register, rules.exec_register)
+    return state

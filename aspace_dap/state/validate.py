@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from operator import itemgetter
 from typing import Any, Callable, Protocol
 
 from ..errors import StateError
@@ -344,74 +345,81 @@ class ManifestChecker:
         names each problem. Nothing is reported here.
         """
         lanes = self.lanes
-        if lanes is None or workgroup_size is None or self.vendor is None:
+        if lanes is None or workgroup_size is None:
             return False
-        if not all(type(wg) is dict for wg in workgroups):
+        try:
+            # one pass per field, in C where possible; a missing key or a non-object ends the bulk check
+            ids = list(map(_ID, workgroups))
+            wave_lists = list(map(_WAVES, workgroups))
+            if not (_all_type(wave_lists, list) and _all_type(ids, list)):
+                return False
+            waves = [w for listed in wave_lists for w in listed]
+            if not _all_type(waves, dict):
+                return False
+            rows = list(map(_WAVE_FIELDS, waves))
+            registers = list(map(_REGISTERS, waves))
+        except (KeyError, TypeError):
             return False
-        ids = [wg.get("id") for wg in workgroups]
-        if not all(type(i) is list and len(i) == 3 and type(i[0]) is int and type(i[1]) is int
-                   and type(i[2]) is int for i in ids):
+        if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
             return False
         if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
             return False
-        wave_lists = [wg.get("waves") for wg in workgroups]
-        if not all(type(w) is list for w in wave_lists):
+        wave_ids, indexes, valid, lane_pcs, privates = zip(*rows) if rows else ((),) * 5
+        if valid.count(None) != len(valid) or lane_pcs.count(None) != len(lane_pcs):
             return False
-        waves = [w for listed in wave_lists for w in listed]
-        if not all(type(w) is dict for w in waves):
-            return False
-        if any(w.get("lane_pcs") is not None or w.get("valid_lanes") is not None for w in waves):
-            return False
-        wave_ids = [w.get("id") for w in waves]
-        if not (all(type(i) is int for i in wave_ids) and _plain_numbers(wave_ids)):
+        if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
             return False
         unique_ids = set(wave_ids)
         if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
             return False
-        indexes = [w.get("index_in_workgroup") for w in waves]
         items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
-        if not (all(type(i) is int for i in indexes) and _plain_numbers(indexes)
-                and (not indexes or max(indexes) * lanes < items)):
+        if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
             return False
-        needed: dict[str, int | None] = {}  # file -> bytes it must hold
-        for lds in (wg.get("lds") for wg in workgroups):
-            if lds is None:
-                continue
-            if type(lds) is not dict or not _plain_size(lds.get("size")):
-                return False
-            _need(needed, lds.get("file"), lds["size"])
-        registers = [w.get("registers") for w in waves]
-        if not all(type(r) is dict for r in registers):
+        needed: dict[Any, int] = {}  # file -> bytes it must hold, when sizes are checked
+        lds = [wg.get("lds") for wg in workgroups]
+        lds = [x for x in lds if x is not None]
+        if not _all_type(lds, dict):
             return False
-        layout_names = [r.get("layout") for r in registers]
-        if not all(type(name) is str for name in layout_names):
+        try:
+            lds_rows = list(map(_SIZE_FILE, lds))
+            if not _all_type(registers, dict):
+                return False
+            register_rows = list(map(_LAYOUT_FILE, registers))
+            privates = [p for p in privates if p is not None]
+            if not _all_type(privates, dict):
+                return False
+            private_rows = list(map(_PRIVATE_FIELDS, privates))
+        except (KeyError, TypeError):
             return False
-        layouts = set(layout_names)
-        if "" in layouts or not layouts <= self.layout_sizes.keys():
+        if not _all_type([row[0] for row in register_rows], str):
             return False
-        for r in registers:
-            _need(needed, r.get("file"), self.layout_sizes[r["layout"]])
-        for p in (w.get("private") for w in waves):
-            if p is None:
-                continue
-            if type(p) is not dict or not _plain_size(p.get("size")) or p.get("layout") not in _LAYOUT_SET:
+        layout_names = {row[0] for row in register_rows}
+        if "" in layout_names or not layout_names <= self.layout_sizes.keys():
+            return False
+        sizes = [row[0] for row in lds_rows] + [row[1] for row in private_rows]
+        if not (_all_type(sizes, int) and _plain_numbers(sizes) and max(sizes, default=0) <= MAX_U64):
+            return False
+        if [p.get("base") for p in privates].count(None) != len(privates):
+            return False
+        for layout, size in {(row[0], row[1]) for row in private_rows}:
+            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
                 return False
-            base = p.get("base")
-            if base is not None and not _plain_size(base):
-                return False
-            size = p["size"]
-            if size % (4 * lanes if p["layout"] == SWIZZLED else lanes):
-                return False
-            _need(needed, p.get("file"), size)
-        if not all_plain_paths(needed):
+        rels = [row[1] for row in lds_rows] + [row[1] for row in register_rows] + [row[2] for row in private_rows]
+        if not all_plain_paths(rels):
             return False
         if self.files is not None:
             if self.sizes:
+                for size, rel in lds_rows:
+                    _need(needed, rel, size)
+                for layout, rel in register_rows:
+                    _need(needed, rel, self.layout_sizes[layout])
+                for _, size, rel in private_rows:
+                    _need(needed, rel, size)
                 for rel, size in needed.items():
                     have = self.files.size(rel)
-                    if have is None or (size is not None and have < size):
+                    if have is None or have < size:
                         return False
-            elif self.files.missing(needed):
+            elif self.files.missing(rels):
                 return False
         self.wave_ids.update(unique_ids)
         return True
@@ -506,11 +514,22 @@ class ManifestChecker:
 
 
 _LAYOUT_SET = frozenset(LAYOUTS)
+_ID = itemgetter("id")
+_WAVES = itemgetter("waves")
+_REGISTERS = itemgetter("registers")
+_WAVE_FIELDS = lambda w: (w["id"], w["index_in_workgroup"], w.get("valid_lanes"), w.get("lane_pcs"),  # noqa: E731
+                          w.get("private"))
+_SIZE_FILE = itemgetter("size", "file")
+_LAYOUT_FILE = itemgetter("layout", "file")
+_PRIVATE_FIELDS = itemgetter("layout", "size", "file")
 
 
-def _need(needed: dict, rel: Any, size: int) -> None:
-    if type(rel) is not str:
-        rel = None  # not a path: is_plain_path(None) sends the dump to the full walk
+def _all_type(values, kind: type) -> bool:
+    """Every value is exactly of `kind` (bool is not an int here)."""
+    return not values or set(map(type, values)) == {kind}
+
+
+def _need(needed: dict, rel: str, size: int) -> None:
     needed[rel] = max(size, needed.get(rel) or 0)
 
 
