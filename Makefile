@@ -28,12 +28,14 @@ test-extension: $(STAMP)
 	$(MAKE) -C vscode-extension test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
 
 bench: $(STAMP)
+	$(PY) -m compileall -q aspace_dap adapters  # byte-code caches, as an installed package has them
 	$(PY) benchmarks/bench_eval.py
 	$(PY) benchmarks/bench_state.py
 	$(PY) benchmarks/bench_cores.py
 	$(PY) benchmarks/bench_index.py
 	$(PY) benchmarks/bench_dap.py
 	$(PY) benchmarks/bench_lsp.py
+	$(PY) benchmarks/bench_scale.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -62,6 +62,7 @@ class Frame:
     column: int | None = None
     caller_state: object | None = None  # unwound registers for frames above the innermost call
     contexts: dict = field(default_factory=dict, repr=False, compare=False)  # FrameContext per dialect, built once
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # reads of this frame: see Session.remembered
 
     @property
     def name(self) -> str:
@@ -137,6 +138,7 @@ class Session:
         self._has_active_lane_expr: dict[tuple[int, int], bool] = {}
         self._kernel_stacks: dict[tuple, list] = {}
         self._wave_ids: np.ndarray | None = None
+        self.write_epoch = 0  # bumped by every write to the dump's overlay; frame memos older than it are stale
         if not state.waves:
             raise StateError("the dump has no waves", "dispatches")
         focus = state.focus
@@ -523,10 +525,24 @@ class Session:
 
     # ------------------------------------------------------------------ variables
 
+    def note_write(self) -> None:
+        """Something in the overlay changed: every remembered read is stale."""
+        self.write_epoch += 1
+
+    def remembered(self, frame: Frame, key, compute):
+        """compute() once per frame and key until the next write (a client asks for the same
+        scopes and variables again and again: after each focus change, hover or step of the UI)."""
+        hit = frame.memo.get(key)
+        if hit is not None and hit[0] == self.write_epoch:
+            return hit[1]
+        value = compute()
+        frame.memo[key] = (self.write_epoch, value)
+        return value
+
     def variables(self, frame: Frame) -> list[VariableInfo]:
         if frame.info is None or frame.program.index is None:
             return []
-        return frame.program.index.variables(frame.info, frame.pc)
+        return self.remembered(frame, "variables", lambda: frame.program.index.variables(frame.info, frame.pc))
 
     def globals(self, frame: Frame) -> list[VariableInfo]:
         if frame.info is None or frame.program.index is None:
@@ -688,6 +704,7 @@ class Session:
         return start, bytes(got.data[0]), got.valid[0]
 
     def write_memory(self, text: str, offset: int, data: bytes) -> int:
+        self.note_write()
         ref, space, target, lane = self.resolve_memref(text)
         target.write_memory(space, np.array([lane]), np.array([ref.address + offset], np.uint64),
                             np.frombuffer(data, np.uint8)[None, :])

@@ -291,17 +291,10 @@ def variables(ctx, args):
     start = _not_negative(args, "start")
     count = min(_not_negative(args, "count") or PAGE_LIMIT, PAGE_LIMIT)
     if isinstance(handle, ScopeHandle):
-        out = []
-        for var in handle.variables[start:start + count]:
-            read = s.read_variable(handle.frame, var)
-            obj = read.obj_for(handle.frame.lane)
-            name = var.name or "?"
-            if obj is None:
-                out.append({"name": name, "value": read.errors.get(handle.frame.lane, "<unavailable>"),
-                            "type": var.type.display_name() if var.type else "", "variablesReference": 0})
-                continue
-            out.append(_object_var(st, s, name, obj, handle.frame, hex_, evaluate_name=name))
-        return {"variables": out}
+        frame = handle.frame
+        return {"variables": [s.remembered(frame, ("variable", id(var), hex_),
+                                           lambda var=var: _scope_variable(st, s, frame, var, hex_))
+                              for var in handle.variables[start:start + count]]}
     if isinstance(handle, ObjectHandle):
         return {"variables": _children(st, s, handle, start, count, hex_)}
     if isinstance(handle, RegistersHandle):
@@ -317,6 +310,16 @@ def variables(ctx, args):
                         "presentationHint": {"attributes": [] if s.active_lanes(wave)[lane] else ["readOnly"]}})
         return {"variables": out}
     raise AspaceError(f"unknown variablesReference {args['variablesReference']}")
+
+
+def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
+    read = s.read_variable(frame, var)
+    obj = read.obj_for(frame.lane)
+    name = var.name or "?"
+    if obj is None:
+        return {"name": name, "value": read.errors.get(frame.lane, "<unavailable>"),
+                "type": var.type.display_name() if var.type else "", "variablesReference": 0}
+    return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
 
 
 def _object_var(st, s: Session, name: str, obj: Obj, frame: Frame, hex_: bool, evaluate_name: str | None = None) -> dict:
@@ -640,6 +643,7 @@ def set_variable(ctx, args):
         raise AspaceError("the new value is not fully known")
     if obj.location is None:
         raise AspaceError("this value has no storage to change")
+    s.note_write()
     write_bytes(obj.location, obj.target, np.asarray(data))
     fresh = evaluate_expression(s, target_name, frame=frame, lanes=[frame.lane])
     return {"value": format_obj(fresh, 0), "type": fresh.type.display_name()}

@@ -23,6 +23,14 @@ from .registers import RegisterFile
 from .validate import check_manifest, read_manifest, register_rules_for
 
 
+def _little_endian(columns: np.ndarray) -> np.ndarray:
+    """Rows of up to 8 little-endian bytes as uint64 (wider values keep their low 8 bytes)."""
+    padded = np.zeros((len(columns), 8), np.uint8)
+    width = min(columns.shape[1], 8)
+    padded[:, :width] = columns[:, :width]
+    return padded.view("<u8").reshape(-1)
+
+
 def _int(value: Any) -> int:
     return value if type(value) is int else parse_number(value)
 
@@ -146,19 +154,32 @@ class _Builder:
             if not length:
                 continue
             chunks = self.files.read_ranges([self.wave_entries[i]["registers"]["file"] for i in rows], first, length)
-            for i, data in zip(rows, chunks):
-                if pc_at is not None and pc_at[0] + pc_at[1] <= len(data):
-                    heads.pc[i] = int.from_bytes(data[pc_at[0]:pc_at[0] + pc_at[1]], "little") & limit
-                    heads.pc_known[i] = True
-                if exec_at is not None and exec_at[0] + exec_at[1] <= len(data):
-                    heads.exec[i] = int.from_bytes(data[exec_at[0]:exec_at[0] + exec_at[1]], "little") & lane_bits
-                    heads.exec_known[i] = True
-        for i, entry in enumerate(self.wave_entries):
-            mask = entry.get("valid_lanes")
-            if mask is not None:
-                heads.valid[i] = parse_number(mask) & ((1 << lanes) - 1)
-            if entry.get("lane_pcs") is not None:
-                heads.lane_pcs[i] = True
+            table = np.zeros((len(rows), length), np.uint8)  # the bytes each file holds; short files leave zeros
+            held = np.zeros(len(rows), np.int64)
+            whole = b"".join(chunks)
+            if len(whole) == len(rows) * length:
+                table[:] = np.frombuffer(whole, np.uint8).reshape(len(rows), length)
+                held[:] = length
+            else:
+                for r, data in enumerate(chunks):
+                    table[r, :len(data)] = np.frombuffer(data, np.uint8)
+                    held[r] = len(data)
+            rows = np.array(rows, dtype=np.int64)
+            for at, values, known, bits in ((pc_at, heads.pc, heads.pc_known, limit),
+                                            (exec_at, heads.exec, heads.exec_known, lane_bits)):
+                if at is None:
+                    continue
+                start, size = at
+                ok = held >= start + size
+                values[rows[ok]] = _little_endian(table[ok, start:start + size]) & np.uint64(bits)
+                known[rows[ok]] = True
+        masks = [entry.get("valid_lanes") for entry in self.wave_entries]
+        if masks.count(None) != n:
+            for i, mask in enumerate(masks):
+                if mask is not None:
+                    heads.valid[i] = parse_number(mask) & lane_bits
+        per_lane = [entry.get("lane_pcs") is not None for entry in self.wave_entries]
+        heads.lane_pcs[:] = per_lane
         return heads
 
     def build(self) -> GpuState:
