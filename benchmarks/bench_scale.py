@@ -35,6 +35,31 @@ from gen_waves import write_waves_dump  # noqa: E402
 FIRST_LOCALS_TARGET_S = 2.0
 JSON_RATIO_TARGET = 10.0
 RSS_TARGET_MIB = 1024
+BIG_CODE_OBJECT_TARGET_S = 0.4
+
+
+def big_code_object_dump(folder: Path, dies: int) -> Path:
+    """One wave stopped in the last function of a generated code object with `dies` DIEs
+    (the bench_index.py / bench_lsp.py input)."""
+    import numpy as np
+    from elftools.elf.elffile import ELFFile
+
+    from bench_index import last_function_pc
+    from gen_big_code_object import write_code_object
+
+    from aspace_dap.state import StateWriter
+
+    data, _, _ = write_code_object(dies, 100)
+    code_object = folder / f"generated-{dies}.co"
+    code_object.write_bytes(data)
+    with open(code_object, "rb") as f:
+        pc = last_function_pc(ELFFile(f))
+    writer = StateWriter("amd", "gfx90a", 64)
+    co = writer.add_code_object(str(code_object))
+    wg = writer.add_dispatch("kernel", co, (64, 1, 1), (64, 1, 1)).add_workgroup((0, 0, 0), lds=bytes(4096))
+    wg.add_wave(0, 0, {"pc": np.uint64(pc), "exec": np.uint64(2**64 - 1), "s33": np.uint32(0),
+                       "v0": np.arange(64, dtype=np.uint32).tobytes()}, private=np.zeros((64, 256), np.uint8))
+    return writer.write(folder / "dump")
 
 
 def _peak_rss_mib(pid: int) -> float | None:
@@ -47,7 +72,7 @@ def _peak_rss_mib(pid: int) -> float | None:
     return None
 
 
-def one_run(dump: Path) -> dict:
+def one_run(dump: Path, groups: bool = True) -> dict:
     start = time.perf_counter()
     client = StdioClient()
     client.request("initialize", {"adapterID": "aspace-bench", "supportsInvalidatedEvent": True})
@@ -61,6 +86,9 @@ def one_run(dump: Path) -> dict:
     local = next(s for s in scopes if s["name"] == "Locals")
     shown = client.request("variables", {"variablesReference": local["variablesReference"]})["variables"]
     first_locals = time.perf_counter() - start
+    if not groups:
+        client.close()
+        return {"first": first_locals}
     t0 = time.perf_counter()
     client.request("threads")
     threads_s = time.perf_counter() - t0
@@ -91,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--waves", default="1000,10000,40000,100000",
                         help="comma-separated wave counts (multiples of 4)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dies", type=int, default=200_000, help="DIEs of the generated code object (0: skip)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.waves.split(",")]
     print(f"{'waves':>8}{'manifest':>10}{'json.load':>11}{'first locals':>14}{'ratio':>7}{'threads':>10}"
@@ -119,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{runs[0]['count']:>8}{size_mb:>8.1f}MB{load * 1e3:>9.0f}ms{med['first'] * 1e3:>12.0f}ms"
               f"{ratio:>6.1f}x{med['threads'] * 1e3:>8.0f}ms{med['groups'] * 1e3:>10.0f}ms"
               f"{med['groups_again'] * 1e3:>7.0f}ms{rss:>7.0f}MiB  {'; '.join(notes)}", flush=True)
+    if args.dies:
+        with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
+            dump = big_code_object_dump(Path(tmp), args.dies)
+            first = statistics.median(one_run(dump, groups=False)["first"] for _ in range(max(3, args.runs)))
+        ok = first < BIG_CODE_OBJECT_TARGET_S
+        failed |= not ok
+        print(f"\n{args.dies:,}-DIE code object, one wave: first locals {first * 1e3:.0f}ms "
+              f"(target < {BIG_CODE_OBJECT_TARGET_S * 1e3:.0f} ms: {'ok' if ok else 'MISSED'})")
     print(f"\nfirst locals = spawn -> initialize -> launch -> threads -> stackTrace -> scopes -> variables "
           f"of the last wave; median of {args.runs} runs")
     return 1 if failed else 0
