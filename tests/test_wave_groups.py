@@ -180,3 +180,23 @@ def test_wave_groups_put_the_odd_waves_first_and_setfocus_follows(big_dump):
         c.request("disconnect")
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("dump", ["divergent_call/dumps/gfx90a.O0", "cuda/dumps/divergent_call.sm_90.G",
+                                  "opencl/dumps/lds_tiles.tgllp"])
+def test_every_wave_is_in_the_group_of_its_own_stack(dump):
+    """Waves stopped in a called function are grouped by their unwound callers too."""
+    session = Session(load_state(REPO / "examples" / dump))
+    groups = session.wave_groups()
+    assert sorted(w for g in groups for w in g.wave_ids.tolist()) == sorted(w.id for w in session.state.waves)
+    assert [len(g.wave_ids) for g in groups] == sorted(len(g.wave_ids) for g in groups)
+    check = Session(load_state(REPO / "examples" / dump))
+    for group in groups:
+        for wave_id in group.wave_ids.tolist():
+            wave = check.state.wave_by_id(wave_id)
+            active = [int(i) for i, on in enumerate(check.active_lanes(wave)) if on]
+            frames = check.frames(wave_id, active[0] if active else 0)
+            assert [(f["name"], f["file"], f["line"]) for f in group.frames] == \
+                [(f.name, f.file, f.line) for f in frames]
+        assert group.active_lanes == sum(int(check.active_lanes(check.state.wave_by_id(w)).sum())
+                                         for w in group.wave_ids.tolist())
