@@ -16,7 +16,7 @@ from ..session import Frame, Session
 from ..values.format import format_obj
 from ..values.objects import Obj
 from .dispatch import HandlerTable, Reply
-from .protocol import Base64Text
+from .protocol import Base64Bytes
 from .refs import Handles, ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle, thread_id, wave_of_thread
 
 handlers = HandlerTable()
@@ -602,7 +602,7 @@ def read_memory(ctx, args):
         good_after = np.nonzero(valid)[0]
         skip = int(good_after[0]) if len(good_after) else count
         return {"address": f"0x{start:x}", "unreadableBytes": skip}
-    body = {"address": f"0x{start:x}", "data": Base64Text(base64.b64encode(data[:first_bad]).decode("ascii"))}
+    body = {"address": f"0x{start:x}", "data": Base64Bytes(base64.b64encode(data[:first_bad]))}
     if first_bad < count:
         body["unreadableBytes"] = count - first_bad
     return body

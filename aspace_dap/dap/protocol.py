@@ -288,40 +288,67 @@ class DapConnection:
         msg = {"seq": self._next_seq, **msg}
         try:
             # ASCII output keeps lone surrogates (from undecodable names) valid on the wire.
-            payload = _dumps_with_base64(msg)
+            parts = _dumps_with_base64(msg)
         except (TypeError, ValueError) as exc:
             raise OutgoingMessageError(f"{msg.get('command') or msg.get('event')}: {exc}") from exc
         if self.outgoing_hook is not None:
-            self.outgoing_hook(msg)
+            self.outgoing_hook(_as_text(msg))
         # Only a message that was really produced uses up a seq number.
         self._next_seq += 1
-        data = payload.encode("ascii")
-        return b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+        # one copy of a megabyte-sized body, into the framed message
+        return b"".join([b"Content-Length: %d\r\n\r\n" % sum(map(len, parts)), *parts])
 
 
 class Base64Text(str):
-    """Base64 text (readMemory data): only [A-Za-z0-9+/=], so JSON needs no escaping of it.
+    """Base64 text: only [A-Za-z0-9+/=], so JSON needs no escaping of it."""
 
-    Megabytes of memory views go out this way; splicing the text in instead of
-    running it through the JSON encoder keeps readMemory close to the cost of base64.
+
+class Base64Bytes:
+    """Base64 as the bytes base64.b64encode returned (readMemory data).
+
+    Megabytes of memory views go out this way: the bytes are spliced into the
+    encoded message instead of becoming a str and running through the JSON
+    encoder, which keeps readMemory close to the cost of base64 itself.
     """
 
+    __slots__ = ("data",)
 
-def _dumps_with_base64(msg: dict[str, Any]) -> str:
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.data.decode("ascii")
+
+
+def _as_text(msg: dict[str, Any]) -> dict[str, Any]:
+    """The message as plain JSON values (Base64Bytes as str), for hooks that inspect it."""
     body = msg.get("body")
-    spliced = {}
+    if isinstance(body, dict) and any(isinstance(v, Base64Bytes) for v in body.values()):
+        return dict(msg, body={k: str(v) if isinstance(v, Base64Bytes) else v for k, v in body.items()})
+    return msg
+
+
+def _dumps_with_base64(msg: dict[str, Any]) -> list[bytes]:
+    """The message's JSON as ASCII byte strings to concatenate."""
+    body = msg.get("body")
+    spliced: dict[str, bytes] = {}
     if isinstance(body, dict):
         for key, value in body.items():
-            if isinstance(value, Base64Text) and len(value) > 4096:
-                spliced[key] = value
+            if isinstance(value, Base64Bytes):
+                spliced[key] = value.data
+            elif isinstance(value, Base64Text) and len(value) > 4096:
+                spliced[key] = value.encode("ascii")
     if not spliced:
-        return json.dumps(msg, allow_nan=False, separators=(",", ":"))
+        return [json.dumps(msg, allow_nan=False, separators=(",", ":")).encode("ascii")]
     marks = {key: f"\x00b64:{key}\x00" for key in spliced}
     shallow = dict(msg, body={k: (marks[k] if k in marks else v) for k, v in body.items()})
-    payload = json.dumps(shallow, allow_nan=False, separators=(",", ":"))
-    for key, value in spliced.items():
-        payload = payload.replace(json.dumps(marks[key]), f'"{value}"', 1)
-    return payload
+    rest = json.dumps(shallow, allow_nan=False, separators=(",", ":"))
+    parts = []
+    for key, data in spliced.items():  # in body order, as json.dumps wrote them
+        before, _, rest = rest.partition(json.dumps(marks[key]))
+        parts += [before.encode("ascii"), b'"', data, b'"']
+    parts.append(rest.encode("ascii"))
+    return parts
 
 
 def parse_message(body: bytes) -> Message | ProtocolProblem:
