@@ -100,7 +100,7 @@ def test_waves_are_built_only_when_used(big_dump):
 
 
 def _problems(manifest, files, bulk: bool, sizes: bool = True):
-    checker = ManifestChecker(manifest, files, sizes)
+    checker = ManifestChecker(manifest, files, sizes=sizes)
     if not bulk:
         checker.plain_workgroups = lambda *a: False
     return [(p.path, p.message, p.severity) for p in checker.check()]

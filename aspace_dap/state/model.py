@@ -289,7 +289,7 @@ class GpuState:
                  target: Target, code_objects: list[CodeObjectRef], memory: dict[str, SparseMemory],
                  dispatches: list[Dispatch], focus: Focus | None, stop: Stop | None,
                  files: "DumpFiles | None" = None, warnings: list[str] | None = None,
-                 read_heads: "Callable[[], WaveHeads] | None" = None):
+                 read_heads: "Callable[[str, str | None], WaveHeads] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -314,8 +314,9 @@ class GpuState:
         if self.target.lanes > 64:
             return None
         if self._file_heads is None:
-            self._file_heads = self._read_heads() if self._read_heads is not None else \
-                WaveHeads.of_waves(self.waves, range(len(self.waves)))
+            first = self.waves[0] if self.waves else Wave  # every wave names its pc and mask alike
+            self._file_heads = self._read_heads(first.pc_register, first.exec_register) \
+                if self._read_heads is not None else WaveHeads.of_waves(self.waves, range(len(self.waves)))
         heads = self._file_heads
         built = [i for i, wave in enumerate(self.waves) if wave.loaded]
         if built:
@@ -329,6 +330,7 @@ class GpuState:
         """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""
         for wave in self.waves:
             wave.pc_register, wave.exec_register = pc, exec_mask
+        self._file_heads = None
 
     def wave_by_id(self, wave_id: int) -> Wave:
         wave = self._waves_by_id.get(int(wave_id))

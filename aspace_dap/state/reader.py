@@ -127,8 +127,9 @@ class _Builder:
                 kernel_descriptor=_num(entry.get("kernel_descriptor"))))
         return result
 
-    def read_heads(self) -> WaveHeads:
-        """pc, exec and valid lanes of every wave from the files, without building the waves."""
+    def read_heads(self, pc_name: str = "pc", exec_name: str | None = "exec") -> WaveHeads:
+        """pc, execution mask and valid lanes of every wave from the files, without building the waves
+        (`pc_name` and `exec_name`: the registers holding them, as the vendor names them)."""
         n, lanes = len(self.wave_entries), self.lanes
         heads = WaveHeads(np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool),
                           np.full(n, (1 << lanes) - 1, np.uint64), np.zeros(n, bool))
@@ -138,7 +139,7 @@ class _Builder:
             for reg, size in layout:
                 offsets.setdefault(reg, (at, size))
                 at += size
-            wanted = [offsets.get("pc"), offsets.get("exec")]
+            wanted = [offsets.get(pc_name), offsets.get(exec_name) if exec_name else None]
             if wanted[1] is not None and wanted[1][1] * 8 < lanes:
                 wanted[1] = None  # an exec narrower than the wave says nothing about its upper lanes
             present = [w for w in wanted if w is not None]
