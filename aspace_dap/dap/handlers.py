@@ -292,7 +292,7 @@ def variables(ctx, args):
     count = min(_not_negative(args, "count") or PAGE_LIMIT, PAGE_LIMIT)
     if isinstance(handle, ScopeHandle):
         frame = handle.frame
-        return {"variables": [s.remembered(frame, ("variable", id(var), hex_),
+        return {"variables": [s.remembered(frame, ("variable", var, hex_),
                                            lambda var=var: _scope_variable(st, s, frame, var, hex_))
                               for var in handle.variables[start:start + count]]}
     if isinstance(handle, ObjectHandle):
