@@ -118,6 +118,25 @@ def test_set_variable_and_write_memory_change_the_overlay(dap):
         assert "aspace-gpustate" in f.read()
 
 
+def test_variables_asked_again_follow_every_write(dap):
+    """A frame remembers its variables between requests; a write must not leave them stale."""
+    def pick(ref):
+        shown = dap.request("variables", {"variablesReference": ref})["variables"]
+        return next(v["value"] for v in shown if v["name"] == "pick")
+
+    def locals_ref():
+        scopes = dap.request("scopes", {"frameId": top_frame(dap)})["scopes"]
+        return next(s["variablesReference"] for s in scopes if s["name"] == "Locals")
+
+    ref = locals_ref()
+    assert pick(ref) == pick(ref) == "789"
+    dap.request("setVariable", {"variablesReference": ref, "name": "pick", "value": "pick + 2"})
+    assert pick(ref) == "791"  # the same scope, asked again after the write
+    mem = "private_lane@wave0.lane5#0x10c"
+    dap.request("writeMemory", {"memoryReference": mem, "data": base64.b64encode((789).to_bytes(4, "little")).decode()})
+    assert pick(locals_ref()) == "789"
+
+
 def test_read_memory_reports_unreadable_bytes(dap):
     spaces = {s["name"]: s for s in dap.request("memorySpaces", {"threadId": dap.tid})["spaces"]}
     lane = spaces["private_lane"]
