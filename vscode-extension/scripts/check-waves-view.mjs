@@ -11,7 +11,7 @@
 //   node scripts/check-waves-view.mjs [OUT_DIR]
 
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -62,6 +62,8 @@ const userData = join(root, 'user');
 const extensions = join(root, 'extensions');
 const dump = join(workspace, 'waves-dump');
 mkdirSync(workspace, { recursive: true });
+// the source, where the DWARF's relative path finds it
+cpSync(join(repo, 'examples', 'lds_tiles', 'lds_tiles.hip'), join(workspace, 'examples', 'lds_tiles', 'lds_tiles.hip'));
 execFileSync(python, [join(repo, 'benchmarks', 'gen_waves.py'), dump, '--workgroups', '1000', '--odd', '3',
   '--odd-pc', `0x${firstPcOfLine(30).toString(16)}`], { cwd: repo, stdio: 'inherit' });
 mkdirSync(join(workspace, '.vscode'), { recursive: true });
@@ -163,13 +165,22 @@ async function main() {
     const chosen = waves.locator('.monaco-list-row', { hasText: /^Wave 3998/ }).first();
     await chosen.waitFor({ timeout: 30000 });
     await chosen.click();
-    const top = pane(page, 'Call Stack').locator('.monaco-list-row', { hasText: 'transpose_tiles' });
-    let frameText = '';
-    for (let i = 0; i < 60 && !/lds_tiles\.hip\s*30:/.test(frameText); i++) {
+    // VS Code shows the chosen wave's top frame: the editor's cursor goes to its line, and the
+    // Variables view shows the locals in scope there (row_sum and k live in the row-sum loop)
+    const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
+    let where = '';
+    for (let i = 0; i < 60 && !/^Ln 30,/.test(where); i++) {
       await sleep(500);
-      frameText = (await top.allTextContents()).join(' | ');
+      where = ((await cursor.textContent().catch(() => '')) ?? '').trim();
     }
-    if (!/lds_tiles\.hip\s*30:/.test(frameText)) throw new Error(`the Call Stack shows "${frameText}" after choosing wave 3998`);
+    const frameText = (await pane(page, 'Call Stack').locator('.monaco-list-row.focused, .monaco-list-row.selected')
+      .allTextContents()).join(' | ');
+    if (!/^Ln 30,/.test(where)) throw new Error(`the editor is at "${where}" after choosing wave 3998 (Call Stack: ${frameText})`);
+    await setPaneExpanded(page, 'Variables', true);
+    const locals = pane(page, 'Variables').locator('.monaco-list-row', { hasText: /^Locals/ }).first();
+    await locals.waitFor({ timeout: 30000 });
+    if ((await locals.getAttribute('aria-expanded')) === 'false') await locals.click();
+    await pane(page, 'Variables').locator('.monaco-list-row', { hasText: /^row_sum/ }).first().waitFor({ timeout: 30000 });
     const marked = (await waves.locator('.monaco-list-row', { hasText: '◀ focus' }).first().textContent()).trim();
     if (!marked.startsWith('Wave 3998')) throw new Error(`GPU Waves marks "${marked}" as the focus`);
     console.log(`GPU Waves: first row "${firstText}"; after choosing wave 3998 the Call Stack shows "${frameText}"`);
