@@ -15,7 +15,8 @@ import numpy as np
 from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
 from aspace_dap.errors import EvaluationError, UnavailableError
 
-from .amdgpu_prologue import scan
+from .amdgpu_isa import ALL, isa_generation, stack_offsets_per_lane
+from .amdgpu_prologue import CALLEE_SAVED_VGPRS, scan
 from .base import CallerState, TargetAdapter, WaveTarget
 
 GLOBAL = AddressSpace(0, "global", 8, "device")
@@ -108,59 +109,99 @@ class AmdgpuAdapter(TargetAdapter):
         return None
 
     def unwind(self, code_object, target, function_low, pc, lane):
-        """Caller registers from the AMDGPU calling convention and the callee's prologue.
+        """Caller registers from the AMDGPU calling convention and the callee's code.
 
         On entry the return address is in s[30:31] and the caller's stack pointer in s32;
-        SGPR4-31 and VGPR0-31 are the callee's to clobber. The prologue scan says where
-        s30, s31, s33 and the CSR VGPRs it spilled went (see amdgpu_prologue).
+        SGPR4-31 and VGPR0-31 are the callee's to clobber. The scan of the callee's code
+        (amdgpu_prologue) says where s30, s31, s33 and the VGPRs it saved went, and which
+        callee-saved registers it overwrote before the stopped PC: those are unavailable.
         """
-        if function_low is None or pc < function_low or pc - function_low > 1 << 20:
+        processor = target.state.target.processor
+        gen = isa_generation(processor)
+        if gen is None or code_object is None or function_low is None or pc < function_low:
             return None
-        code = code_object.read_memory(function_low, pc - function_low + 8) if code_object else None
+        size = next((sym.size for sym in code_object.symbols.values()
+                     if sym.type == "FUNC" and sym.value == function_low and sym.size), None)
+        if size is None or pc - function_low >= size:
+            return None  # without the function's extent its loops cannot be followed
+        code = code_object.read_memory(function_low, size)
         if code is None:
             return None
-        saved = scan(code, 0, pc - function_low)
+        saved = scan(code, pc - function_low, gen, target.lanes == 64)
         if not saved.decoded:
             return None
         lanes = np.array([lane])
+        upstream = Dialect(vendor_ops="amd")
 
-        def sgpr(n):
-            regno = SGPR0 + n
-            if n in saved.sgpr_in_lane:
-                vgpr, vlane = saved.sgpr_in_lane[n]
-                info = self.register_info(self._vgpr(vgpr, target.lanes), target.lanes, Dialect(vendor_ops="amd"))
-                got = target.read_register(info.regno, np.array([vlane])) if info.per_lane else None
-                if got is None:
-                    got = target.read_register(info.regno, lanes)
-                    data, valid = got.data[0, 4 * vlane:4 * vlane + 4], got.valid[0, 4 * vlane:4 * vlane + 4]
-                else:
-                    data, valid = got.data[0], got.valid[0]
+        def read_place(place):
+            if place[0] == "s":
+                got = target.read_register(SGPR0 + place[1] if place[1] < 64 else SGPR64 + place[1] - 64, lanes)
+                data, valid = got.data[0, :4], got.valid[0, :4]
             else:
-                got = target.read_register(regno, lanes)
+                _, vgpr, vlane = place
+                info = self.register_info(self._vgpr(vgpr, target.lanes), target.lanes, upstream)
+                got = target.read_register(info.regno, np.array([vlane]))
                 data, valid = got.data[0, :4], got.valid[0, :4]
             return int.from_bytes(bytes(data), "little") if valid.all() else None
 
-        lo, hi = sgpr(30), sgpr(31)
+        def caller_sgpr(n):
+            if n in saved.sgprs_lost:
+                return None
+            return read_place(saved.sgpr_home.get(n, ("s", n)))
+
+        lo, hi = caller_sgpr(30), caller_sgpr(31)
         if lo is None or hi is None:
             return None
-        s33 = sgpr(33)
-        s32_now = sgpr(32)
-        entry_sp = s33 if saved.frame_pointer_set else s32_now
-        values = {SGPR0 + 30: lo, SGPR0 + 31: hi}
-        if s33 is not None:
-            values[SGPR0 + 33] = s33
+        entry_sp = caller_sgpr(32)
+        if entry_sp is None and saved.entry_sp is not None:
+            reg, delta = saved.entry_sp
+            now = read_place(("s", reg))
+            entry_sp = None if now is None else (now - delta) & 0xFFFFFFFF
+        values = {}
+        clobbered = {SGPR0 + n for n in range(4, 32)}  # includes s30/s31: the return address, spent
         if entry_sp is not None:
             values[SGPR0 + 32] = entry_sp
-        shift = 6 if target.lanes == 64 else 5
-        in_memory = {}
-        for vgpr, (soffset, offset) in saved.vgpr_in_scratch.items():
-            base = entry_sp if soffset == 32 and not saved.frame_pointer_set else (s33 if soffset == 33 else entry_sp)
-            if base is not None:
-                in_memory[self._vgpr(vgpr, target.lanes)] = (base >> shift) + offset
-        clobbered = {SGPR0 + n for n in range(4, 30)} | {self._vgpr(v, target.lanes) for v in range(32)}
-        clobbered -= set(in_memory)
-        return CallerState(pc=(hi << 32) | lo, how="prologue analysis", values=values,
-                           saved_in_memory=in_memory, clobbered=frozenset(clobbered))
+        else:
+            clobbered.add(SGPR0 + 32)
+        for n in range(33, 106):
+            regno = SGPR0 + n if n < 64 else SGPR64 + n - 64
+            if n in saved.sgprs_lost:
+                clobbered.add(regno)
+            elif n in saved.sgpr_home:
+                value = caller_sgpr(n)
+                if value is None:
+                    clobbered.add(regno)
+                else:
+                    values[regno] = value
+        per_lane_stack = stack_offsets_per_lane(processor)
+        shift = 0 if per_lane_stack else (6 if target.lanes == 64 else 5)
+        in_memory, masks = {}, {}
+        exec_now = self._exec(target)
+        for vgpr, save in saved.vgpr_saved.items():
+            if entry_sp is None or (save.lanes == "entry" and exec_now is None):
+                continue
+            regno = self._vgpr(vgpr, target.lanes)
+            in_memory[regno] = (((entry_sp + save.sp_delta) & 0xFFFFFFFF) >> shift) + save.offset
+            if save.lanes == "entry":  # lanes active now were active on entry; others are unknown
+                masks[regno] = exec_now
+        written = saved.vgprs_written
+        for v in range(256):
+            regno = self._vgpr(v, target.lanes)
+            if regno in in_memory:
+                continue
+            if v < CALLEE_SAVED_VGPRS or written == ALL or v in written:
+                clobbered.add(regno)
+        agpr0 = AGPR64_0 if target.lanes == 64 else AGPR32_0
+        clobbered |= {agpr0 + n for n in range(256)}  # the scan does not follow accumulation registers
+        return CallerState(pc=(hi << 32) | lo, how="prologue analysis", values=values, saved_in_memory=in_memory,
+                           saved_lanes=masks, clobbered=frozenset(clobbered))
+
+    def _exec(self, target):
+        regno = EXEC_64 if target.lanes == 64 else EXEC_32
+        got = target.read_register(regno, np.array([0]))
+        if not got.valid.all():
+            return None
+        return int.from_bytes(bytes(got.data[0, :target.lanes // 8]), "little")
 
     @staticmethod
     def _vgpr(n, lanes):
@@ -204,9 +245,11 @@ class AmdgpuWaveTarget(WaveTarget):
 
     def frame_base_address(self, regno, value):
         if regno in FRAME_REGS:
-            # the stack and frame pointers hold a wave-scaled scratch offset: one lane's bytes are
-            # interleaved with the others', so a lane address is the offset divided by the wave size
-            shift = np.uint64(6 if self.lanes == 64 else 5)
+            # MUBUF stacks: the stack and frame pointers hold a wave-scaled scratch offset (one
+            # lane's bytes are interleaved with the others'), so a lane address is the offset
+            # divided by the wave size; flat-scratch stacks (gfx940+, GFX11) hold lane offsets
+            per_lane = stack_offsets_per_lane(self.state.target.processor)
+            shift = np.uint64(0 if per_lane else 6 if self.lanes == 64 else 5)
             return PRIVATE_LANE, (value >> shift) & np.uint64(0xFFFFFFFF)
         return GLOBAL, value
 

@@ -258,14 +258,17 @@ class CallerState:
     """Registers of a caller frame, as far as they can be recovered.
 
     `values`: scalar registers known by value; `saved_in_memory`: vector registers the
-    callee stored, at a lane address in `memory_space`; `clobbered`: registers the
-    calling convention lets the callee destroy (shown as unavailable, never guessed).
+    callee stored, at a lane address in `memory_space` (`saved_lanes`: when a save covers
+    only some lanes, a bit mask of them; the others read as unavailable); `clobbered`:
+    registers the calling convention lets the callee destroy, or that it overwrote without a
+    save (shown as unavailable, never guessed).
     """
 
     pc: int
     how: str  # "cfi" or "prologue analysis": shown to the user beside the frame
     values: dict[int, int] = field(default_factory=dict)
     saved_in_memory: dict[int, int] = field(default_factory=dict)
+    saved_lanes: dict[int, int] = field(default_factory=dict)
     memory_space: str = "private_lane"
     clobbered: frozenset[int] = frozenset()
 
@@ -289,11 +292,18 @@ class CallerFrameTarget:
             return MemoryRead(np.broadcast_to(row, (g, info.size)), np.ones((g, info.size), bool))
         if regno in st.saved_in_memory:
             space = self._base.adapter.space_by_name(st.memory_space)
+            mask = st.saved_lanes.get(regno)
             if info.per_lane:
-                return self._base.read_memory(space, lanes, np.full(g, st.saved_in_memory[regno], np.uint64), 4)
+                got = self._base.read_memory(space, lanes, np.full(g, st.saved_in_memory[regno], np.uint64), 4)
+                if mask is not None:
+                    got = MemoryRead(got.data, got.valid & (((np.uint64(mask) >> np.asarray(lanes, np.uint64)) & np.uint64(1)) == 1)[:, None])
+                return got
             everyone = np.arange(self._base.lanes)
             got = self._base.read_memory(space, everyone, np.full(len(everyone), st.saved_in_memory[regno], np.uint64), 4)
-            return MemoryRead(got.data.reshape(1, -1), got.valid.reshape(1, -1))
+            valid = got.valid
+            if mask is not None:
+                valid = valid & (((np.uint64(mask) >> everyone.astype(np.uint64)) & np.uint64(1)) == 1)[:, None]
+            return MemoryRead(got.data.reshape(1, -1), valid.reshape(1, -1))
         if regno in st.clobbered:
             return MemoryRead(np.zeros((g, info.size), np.uint8), np.zeros((g, info.size), bool))
         return self._base.read_register(regno, lanes)

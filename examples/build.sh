@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Rebuilds every example code object plus the disassembly and DWARF dumps kept next to them.
-# Needs hipcc (HIP_PLATFORM=amd) and the LLVM 15 tools; CI only uses the committed outputs.
+#
+#   examples/build.sh            # both compilers
+#   examples/build.sh hipcc      # Debian's hipcc (HIP 5.2, clang 15) with the LLVM 15 tools
+#   examples/build.sh clang19    # Debian's clang++-19 with the LLVM 19 tools
+#
+# CI only uses the committed outputs.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -9,21 +14,28 @@ export HIP_PLATFORM=amd
 HIPCC=${HIPCC:-hipcc}
 OBJDUMP=${OBJDUMP:-llvm-objdump-15}
 DWARFDUMP=${DWARFDUMP:-llvm-dwarfdump-15}
+CLANG19=${CLANG19:-clang++-19}
+OBJDUMP19=${OBJDUMP19:-llvm-objdump-19}
+DWARFDUMP19=${DWARFDUMP19:-llvm-dwarfdump-19}
+COMPILERS=("$@")
+[ ${#COMPILERS[@]} -gt 0 ] || COMPILERS=(hipcc clang19)
 
-for tool in "$HIPCC" "$OBJDUMP" "$DWARFDUMP"; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "build.sh: '$tool' not found; install hipcc and LLVM 15 tools or set HIPCC/OBJDUMP/DWARFDUMP" >&2
-        exit 1
-    fi
-done
+need() {
+    for tool in "$@"; do
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            echo "build.sh: '$tool' not found; install it or set HIPCC/OBJDUMP/DWARFDUMP/CLANG19/OBJDUMP19/DWARFDUMP19" >&2
+            exit 1
+        fi
+    done
+}
 
 # -ffile-prefix-map keeps the build directory out of the DWARF so rebuilds are reproducible.
 COMMON=(-g -ffile-prefix-map="$PWD"=examples)
 
 describe() {
-    local co=$1
-    "$OBJDUMP" -d --line-numbers "$co" > "$co.s.txt"
-    "$DWARFDUMP" --debug-info --debug-loclists --debug-line "$co" > "$co.dwarf.txt"
+    local co=$1 objdump=${2:-$OBJDUMP} dwarfdump=${3:-$DWARFDUMP}
+    "$objdump" -d --line-numbers "$co" > "$co.s.txt"
+    "$dwarfdump" --debug-info --debug-loclists --debug-line "$co" > "$co.dwarf.txt"
 }
 
 # device_object NAME ARCH OPT: plain ELF code object NAME/NAME.ARCH.OPT.co
@@ -36,21 +48,60 @@ device_object() {
     describe "$out"
 }
 
-for name in lds_tiles scratch_struct divergent_call; do
-    device_object "$name" gfx90a O0
-    device_object "$name" gfx90a O2
+build_hipcc() {
+    need "$HIPCC" "$OBJDUMP" "$DWARFDUMP"
+    for name in lds_tiles scratch_struct divergent_call; do
+        device_object "$name" gfx90a O0
+        device_object "$name" gfx90a O2
+    done
+    device_object lds_tiles gfx1030 O0
+    device_object lds_tiles gfx1030 O2
+
+    # Offload bundle holding the device code (no host entry content).
+    echo "building lds_tiles/lds_tiles.bundle.o"
+    "$HIPCC" --offload-arch=gfx90a -O0 "${COMMON[@]}" --cuda-device-only \
+        -c lds_tiles/lds_tiles.hip -o lds_tiles/lds_tiles.bundle.o
+
+    # Host object whose .hip_fatbin section holds the bundle.
+    echo "building divergent_call/divergent_call.host.o"
+    "$HIPCC" --offload-arch=gfx90a -O2 "${COMMON[@]}" \
+        -c divergent_call/divergent_call.hip -o divergent_call/divergent_call.host.o
+}
+
+# clang19_object NAME ARCH OPT: NAME/NAME.clang19.ARCH.OPT.co. Debian's ROCm device libraries
+# and HIP headers stop at gfx90a/gfx1030; gfx942 and gfx1100 are built without them, against
+# the builtins-only header in hip_builtins/.
+clang19_object() {
+    local name=$1 arch=$2 opt=$3
+    local out="$name/$name.clang19.$arch.$opt.co"
+    local libs=(--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode)
+    case $arch in
+        gfx942|gfx1100) libs=(-nogpuinc -nogpulib -Ihip_builtins) ;;
+    esac
+    echo "building $out"
+    "$CLANG19" -x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" "${libs[@]}" --cuda-device-only \
+        --no-gpu-bundle-output -c "$name/$name.hip" -o "$out"
+    describe "$out" "$OBJDUMP19" "$DWARFDUMP19"
+}
+
+build_clang19() {
+    need "$CLANG19" "$OBJDUMP19" "$DWARFDUMP19"
+    for arch in gfx90a gfx1030 gfx942 gfx1100; do
+        clang19_object divergent_call "$arch" O0
+        clang19_object divergent_call "$arch" O2
+    done
+    for name in lds_tiles scratch_struct; do
+        clang19_object "$name" gfx90a O0
+        clang19_object "$name" gfx90a O2
+    done
+}
+
+for compiler in "${COMPILERS[@]}"; do
+    case $compiler in
+        hipcc) build_hipcc ;;
+        clang19) build_clang19 ;;
+        *) echo "build.sh: unknown compiler '$compiler' (hipcc or clang19)" >&2; exit 1 ;;
+    esac
 done
-device_object lds_tiles gfx1030 O0
-device_object lds_tiles gfx1030 O2
-
-# Offload bundle holding the device code (no host entry content).
-echo "building lds_tiles/lds_tiles.bundle.o"
-"$HIPCC" --offload-arch=gfx90a -O0 "${COMMON[@]}" --cuda-device-only \
-    -c lds_tiles/lds_tiles.hip -o lds_tiles/lds_tiles.bundle.o
-
-# Host object whose .hip_fatbin section holds the bundle.
-echo "building divergent_call/divergent_call.host.o"
-"$HIPCC" --offload-arch=gfx90a -O2 "${COMMON[@]}" \
-    -c divergent_call/divergent_call.hip -o divergent_call/divergent_call.host.o
 
 echo "done"
