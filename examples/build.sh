@@ -79,7 +79,8 @@ clang19_object() {
         gfx942|gfx1100) libs=(-nogpuinc -nogpulib -Ihip_builtins) ;;
     esac
     echo "building $out"
-    "$CLANG19" -x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" "${libs[@]}" --cuda-device-only \
+    # -cuid fixes the compilation-unit id clang otherwise draws at random (a __hip_cuid_ symbol)
+    "$CLANG19" -x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" "${libs[@]}" -cuid="$name" --cuda-device-only \
         --no-gpu-bundle-output -c "$name/$name.hip" -o "$out"
     describe "$out" "$OBJDUMP19" "$DWARFDUMP19"
 }
