@@ -50,12 +50,13 @@ def settle_acc(x: float, lane: int, iterations: int) -> float:
     return acc
 
 
-def work_item(lane: int) -> dict:
-    """The kernel's and settle's variables for one lane at the -O0 stop (iteration O0_ITERATION)."""
-    tid = WAVE * LANES + lane
+def work_item(lane: int, lanes: int = LANES, wave: int = WAVE) -> dict:
+    """The kernel's and settle's variables for one lane at the -O0 stop (iteration O0_ITERATION).
+    `lane = threadIdx.x % warpSize`: the wave lane, since a block starts at a wave boundary."""
+    tid = wave * lanes + lane
     gid = GROUP * BLOCK + tid
     x = input_value(gid) if gid < N else 0.0
-    item = {"gid": gid, "lane": tid % 64, "x": x, "odd": bool(lane & 1)}
+    item = {"gid": gid, "lane": tid % lanes, "x": x, "odd": bool(lane & 1)}
     if item["odd"]:
         steps = item["lane"] % 5 + 1
         done = min(O0_ITERATION, steps)  # iterations this lane has completed
@@ -177,17 +178,65 @@ def spec_o2() -> DumpSpec:
     return _dump("O2", wave, 0, "function breakpoint on settle: line 11, before the loop")
 
 
-def _dump(opt: str, wave: WaveSpec, private_per_lane: int, stop: str) -> DumpSpec:
+def _dump(opt: str, wave: WaveSpec, private_per_lane: int, stop: str, build: str = "gfx90a",
+          processor: str = "gfx90a", lanes: int = LANES) -> DumpSpec:
     kernargs = u64(IN_ADDR) + u64(OUT_ADDR) + u32(N)
     data = b"".join(struct.pack("<f", input_value(g)) for g in range(N))
     total = (N + BLOCK - 1) // BLOCK * BLOCK
     return DumpSpec(
-        name=f"gfx90a.{opt}", code_object=HERE / f"divergent_call.gfx90a.{opt}.co", processor="gfx90a",
-        lanes=LANES, kernel="_Z9divergentPKfPfi", grid_size=(total, 1, 1), workgroup_size=(BLOCK, 1, 1),
+        name=f"{build}.{opt}", code_object=HERE / f"divergent_call.{build}.{opt}.co", processor=processor,
+        lanes=lanes, kernel="_Z9divergentPKfPfi", grid_size=(total, 1, 1), workgroup_size=(BLOCK, 1, 1),
         workgroup_id=(GROUP, 0, 0), waves=[wave], private_per_lane=private_per_lane,
         memory=[(KERNARG, kernargs, len(kernargs)), (IN_ADDR, data, len(data)), (OUT_ADDR, b"", N * 4)],
         focus=(0, 7), stop=("breakpoint" if opt == "O0" else "function breakpoint", stop))
 
 
+# clang-19 -O0, from each object's disassembly (divergent_call.clang19.<arch>.O0.co.s.txt):
+# the kernel's `s_mov_b32 s33, 0; s_mov_b32 s32, K` (K = kernel_sp), the `s_swappc_b64 s[30:31]`
+# at line 25 (return = the next instruction), settle's prologue `s_mov_b32 sC, s33` (copy),
+# `s_mov_b32 s33, s32`, `s_add_i32 s32, s32, F` (frame), and line 12's first instruction (stop).
+# gfx90a and gfx1030 keep MUBUF stacks (s32/s33 scaled by the wave size); gfx942 and gfx1100
+# use flat scratch (`scratch_store ... s33 offset:N`): s32/s33 are per-lane byte offsets.
+CLANG19_O0 = {
+    "gfx90a": dict(lanes=64, wave=1, kernel_sp=0x1400, frame=0x800, copy="s11", ret=0x4A18, stop=0x3BFC,
+                   per_lane=False),
+    "gfx942": dict(lanes=64, wave=1, kernel_sp=0x50, frame=0x20, copy="s7", ret=0x2B34, stop=0x1DE4,
+                   per_lane=True),
+    "gfx1030": dict(lanes=32, wave=3, kernel_sp=0x1800, frame=0x880, copy="s16", ret=0x460C, stop=0x3888,
+                    per_lane=False),
+    "gfx1100": dict(lanes=32, wave=3, kernel_sp=0xB0, frame=0x44, copy="s12", ret=0x295C, stop=0x1D40,
+                    per_lane=True),
+}
+
+
+def spec_clang19_o0(arch: str) -> DumpSpec:
+    """settle at line 12, third iteration, as clang-19 -O0 builds it: the kernel's frame pointer
+    (0) is in the SGPR settle's prologue copied it to; everything else lives in scratch."""
+    c = CLANG19_O0[arch]
+    lanes, wave = c["lanes"], c["wave"]
+    items = [work_item(lane, lanes, wave) for lane in range(lanes)]
+    active = [lane for lane in range(lanes) if items[lane]["odd"] and items[lane]["active"]]
+    settle_fp = c["kernel_sp"]
+    regs = {"pc": u64(c["stop"]), "exec": (u64 if lanes == 64 else u32)(mask(active)),
+            "s32": u32(settle_fp + c["frame"]), "s33": u32(settle_fp), c["copy"]: u32(0)}
+    regs.update(sgpr_pair("s30", c["ret"]))
+
+    def odd_only(key):
+        return [items[lane][key] if items[lane]["odd"] else None for lane in range(lanes)]
+
+    settle = FrameSpec(c["stop"], {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
+                                   "acc": odd_only("acc"), "i": odd_only("i")})
+    kernel = FrameSpec(c["ret"] - 1, {
+        "in": [IN_ADDR] * lanes, "out": [OUT_ADDR] * lanes, "n": [N] * lanes,
+        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
+        "result": [None if it["odd"] else it["result"] for it in items],
+        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    wave_spec = WaveSpec(id=0, index_in_workgroup=wave, registers=regs, frames=[settle, kernel])
+    scale = 1 if c["per_lane"] else lanes
+    private = (c["kernel_sp"] + c["frame"]) // scale
+    return _dump("O0", wave_spec, private, "line 12: acc = acc * 0.5f + (float)(lane + i), third iteration",
+                 build=f"clang19.{arch}", processor=arch, lanes=lanes)
+
+
 def specs() -> list[DumpSpec]:
-    return [spec_o0(), spec_o2()]
+    return [spec_o0(), spec_o2(), *(spec_clang19_o0(arch) for arch in CLANG19_O0)]
