@@ -3,6 +3,7 @@
 #
 #   examples/build.sh            # both compilers
 #   examples/build.sh hipcc      # Debian's hipcc (HIP 5.2, clang 15) with the LLVM 15 tools
+#   examples/build.sh clang15    # Debian's clang++-15 for gfx940/gfx1030/gfx1100 (divergent_call)
 #   examples/build.sh clang19    # Debian's clang++-19 with the LLVM 19 tools
 #
 # CI only uses the committed outputs.
@@ -14,11 +15,12 @@ export HIP_PLATFORM=amd
 HIPCC=${HIPCC:-hipcc}
 OBJDUMP=${OBJDUMP:-llvm-objdump-15}
 DWARFDUMP=${DWARFDUMP:-llvm-dwarfdump-15}
+CLANG15=${CLANG15:-clang++-15}
 CLANG19=${CLANG19:-clang++-19}
 OBJDUMP19=${OBJDUMP19:-llvm-objdump-19}
 DWARFDUMP19=${DWARFDUMP19:-llvm-dwarfdump-19}
 COMPILERS=("$@")
-[ ${#COMPILERS[@]} -gt 0 ] || COMPILERS=(hipcc clang19)
+[ ${#COMPILERS[@]} -gt 0 ] || COMPILERS=(hipcc clang15 clang19)
 
 need() {
     for tool in "$@"; do
@@ -68,40 +70,57 @@ build_hipcc() {
         -c divergent_call/divergent_call.hip -o divergent_call/divergent_call.host.o
 }
 
-# clang19_object NAME ARCH OPT: NAME/NAME.clang19.ARCH.OPT.co. Debian's ROCm device libraries
-# and HIP headers stop at gfx90a/gfx1030; gfx942 and gfx1100 are built without them, against
-# the builtins-only header in hip_builtins/.
-clang19_object() {
-    local name=$1 arch=$2 opt=$3
-    local out="$name/$name.clang19.$arch.$opt.co"
+# clang_object VERSION NAME ARCH OPT: NAME/NAME.clangVERSION.ARCH.OPT.co with Debian's clang++-VERSION.
+# Debian's ROCm device libraries and HIP headers stop at gfx90a/gfx1030 (and clang-15 knows
+# gfx940 but not gfx942); the other targets are built without them, against the builtins-only
+# header in hip_builtins/.
+clang_object() {
+    local version=$1 name=$2 arch=$3 opt=$4
+    local out="$name/$name.clang$version.$arch.$opt.co"
     local libs=(--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode)
+    local clang=$CLANG19 objdump=$OBJDUMP19 dwarfdump=$DWARFDUMP19 cuid=(-cuid="$name")
+    if [ "$version" = 15 ]; then
+        clang=$CLANG15 objdump=$OBJDUMP dwarfdump=$DWARFDUMP cuid=()
+        libs=()
+    fi
     case $arch in
-        gfx942|gfx1100) libs=(-nogpuinc -nogpulib -Ihip_builtins) ;;
+        gfx940|gfx942|gfx1100) libs=() ;;
     esac
+    [ ${#libs[@]} -gt 0 ] || libs=(-nogpuinc -nogpulib -Ihip_builtins)
     echo "building $out"
-    # -cuid fixes the compilation-unit id clang otherwise draws at random (a __hip_cuid_ symbol)
-    "$CLANG19" -x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" "${libs[@]}" -cuid="$name" --cuda-device-only \
+    # -cuid fixes the compilation-unit id clang-19 otherwise draws at random (a __hip_cuid_ symbol)
+    "$clang" -x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" "${libs[@]}" "${cuid[@]}" --cuda-device-only \
         --no-gpu-bundle-output -c "$name/$name.hip" -o "$out"
-    describe "$out" "$OBJDUMP19" "$DWARFDUMP19"
+    describe "$out" "$objdump" "$dwarfdump"
 }
 
 build_clang19() {
     need "$CLANG19" "$OBJDUMP19" "$DWARFDUMP19"
     for arch in gfx90a gfx1030 gfx942 gfx1100; do
-        clang19_object divergent_call "$arch" O0
-        clang19_object divergent_call "$arch" O2
+        clang_object 19 divergent_call "$arch" O0
+        clang_object 19 divergent_call "$arch" O2
     done
     for name in lds_tiles scratch_struct; do
-        clang19_object "$name" gfx90a O0
-        clang19_object "$name" gfx90a O2
+        clang_object 19 "$name" gfx90a O0
+        clang_object 19 "$name" gfx90a O2
+    done
+}
+
+# clang-15's prologues on the targets hipcc does not build here (for the unwinder's tests)
+build_clang15() {
+    need "$CLANG15" "$OBJDUMP" "$DWARFDUMP"
+    for arch in gfx1030 gfx940 gfx1100; do
+        clang_object 15 divergent_call "$arch" O0
+        clang_object 15 divergent_call "$arch" O2
     done
 }
 
 for compiler in "${COMPILERS[@]}"; do
     case $compiler in
         hipcc) build_hipcc ;;
+        clang15) build_clang15 ;;
         clang19) build_clang19 ;;
-        *) echo "build.sh: unknown compiler '$compiler' (hipcc or clang19)" >&2; exit 1 ;;
+        *) echo "build.sh: unknown compiler '$compiler' (hipcc, clang15 or clang19)" >&2; exit 1 ;;
     esac
 done
 

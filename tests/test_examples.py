@@ -476,3 +476,97 @@ def test_divergent_call_two_frames(open_dump, opt):
         assert got == want, lane
         got = {v.name: _shown(session, caller, v, lane) for v in session.variables(caller) if not v.shadowed}
         assert got == dc_kernel_expected(opt, lane), lane
+
+
+# --- divergent_call, clang-19 -O0 for four targets -----------------------------------------
+# From each object's disassembly (examples/divergent_call/divergent_call.clang19.<arch>.O0.co.s.txt):
+# the first instruction of line 12 in settle, and the instruction after the kernel's
+# `s_swappc_b64 s[30:31]` at line 25. wave32 targets dump wave 3 (threadIdx.x 96..127): lanes 0..7
+# have gid < n. Registers and scratch come from the ISA (see the example README); the
+# expectations below come from the source and the inputs only.
+DC19 = {"gfx90a": (64, 1, 0x3BFC, 0x4A18), "gfx942": (64, 1, 0x1DE4, 0x2B34),
+        "gfx1030": (32, 3, 0x3888, 0x460C), "gfx1100": (32, 3, 0x1D40, 0x295C)}
+
+
+def dc19_lane(lane: int, lanes: int, wave: int) -> dict:
+    tid = wave * lanes + lane
+    gid = DC_GROUP * DC_BLOCK + tid
+    x = ((gid % 13) - 6) * 0.25 if gid < DC_N else 0.0
+    item = {"gid": gid, "lane": tid % lanes, "x": x, "odd": tid % lanes % 2 == 1}  # warpSize = lanes
+    if item["odd"]:
+        item["steps"] = item["lane"] % 5 + 1
+        done = min(DC_ITERATION, item["steps"])
+        acc = x
+        for i in range(done):
+            acc = acc * 0.5 + (item["lane"] + i)
+        item.update(done=done, acc=acc)
+    else:
+        result = -x
+        for i in range(item["lane"] % 7):
+            result += i * x
+        item["result"] = result
+    return item
+
+
+def dc19_expected(lane: int, lanes: int, wave: int) -> tuple[dict, dict]:
+    """(settle's variables, divergent's variables) for one lane, as a debugger must show them."""
+    it = dc19_lane(lane, lanes, wave)
+    if it["odd"]:
+        settle = {"x": show_float(it["x"]), "lane": str(it["lane"]), "steps": str(it["steps"]),
+                  "acc": show_float(it["acc"]), "i": str(it["done"])}
+    else:  # never called settle: its frame slots hold scratch nobody wrote (zero in the dump)
+        settle = dict.fromkeys(["x", "lane", "steps", "acc", "i"], "0")
+    kernel = {"in": f"(const float *) 0x{DC_IN:x}", "out": f"(float *) 0x{DC_OUT:x}", "n": str(DC_N),
+              "gid": str(it["gid"]), "lane": str(it["lane"]), "x": show_float(it["x"]),
+              "result": show_float(it["result"]) if not it["odd"] else "0",
+              "steps": str(it["steps"]) if it["odd"] else "0"}
+    return settle, kernel
+
+
+@pytest.mark.parametrize("arch", sorted(DC19))
+def test_divergent_call_clang19_frames(open_dump, arch):
+    """Both frames, every lane: the caller's frame pointer comes back from settle's SGPR copy."""
+    lanes, wave_index, stop, ret = DC19[arch]
+    view = open_dump("divergent_call", f"clang19.{arch}.O0")
+    (wave,) = view.state.dispatches[0].waves
+    assert view.state.target.lanes == lanes and wave.index_in_workgroup == wave_index
+    assert wave.pc == stop and view.index.line_for_pc(stop).line == 12
+    items = [dc19_lane(lane, lanes, wave_index) for lane in range(lanes)]
+    assert list(wave.exec_mask) == [it["odd"] and it["steps"] > DC_ITERATION for it in items]
+    session = Session(view.state)
+    for lane in range(lanes):
+        frames = session.frames(wave.id, lane)
+        assert [f.name for f in frames] == ["settle", "divergent"], (lane, session.warnings)
+        inner, caller = frames
+        assert caller.runtime_pc == ret and caller.line == 25 and caller.caller_state.how == "prologue analysis"
+        settle, kernel = dc19_expected(lane, lanes, wave_index)
+        got = {v.name: _shown(session, inner, v, lane) for v in session.variables(inner) if not v.shadowed}
+        assert got == settle, (arch, lane)
+        got = {v.name: _shown(session, caller, v, lane) for v in session.variables(caller) if not v.shadowed}
+        assert got == kernel, (arch, lane)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+def test_divergent_call_clang19_over_dap(arch):
+    """The same caller frame through the real server, for a few lanes of a per-lane-stack target."""
+    from dap_client import launched
+
+    lanes, wave_index, _, ret = DC19[arch]
+    c, stopped = launched(EXAMPLES / "divergent_call" / "dumps" / f"clang19.{arch}.O0")
+    try:
+        tid = stopped["threadId"]
+        for lane in (7, 2, 9):
+            c.request("setFocus", {"threadId": tid, "lane": lane})
+            frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
+            assert [f["name"].split("(")[0].strip() for f in frames][:2] == ["settle", "divergent"], frames
+            assert frames[1]["line"] == 25
+            shown = {}
+            for scope in c.request("scopes", {"frameId": frames[1]["id"]})["scopes"]:
+                if scope.get("expensive"):
+                    continue
+                for v in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
+                    shown[v["name"]] = v["value"]
+            _, kernel = dc19_expected(lane, lanes, wave_index)
+            assert {k: shown.get(k) for k in kernel} == kernel, (arch, lane, shown)
+    finally:
+        c.close()
