@@ -71,7 +71,8 @@ class Opcodes:
     vop3_wide: dict = None  # opcode -> registers written
 
 
-GFX11_VOP3_WIDE: dict = {}  # filled below
+GFX11_VOP3_WIDE = {**dict.fromkeys([0x214, 0x228, 0x238, 0x23A, 0x23B, 0x2FD, 0x2FE, 0x2FF, 0x327, 0x328, 0x329,
+                                     0x32A, 0x32B, 0x32F, 0x33C, 0x33D, 0x33E], 2), 0x23D: 4}
 
 GFX9 = Opcodes(
     s_mov_b32=0x00, s_mov_b64=0x01, or_saveexec=(0x21,), xor_saveexec=(0x22,), s_setpc=0x1D, s_swappc=0x1E,
@@ -281,7 +282,11 @@ def sgpr_writes(ins: Instruction, gen: int, wave64: bool):
         dwords = 1 << (op & 7) if op in (0, 1, 2, 3, 4, 8, 9, 10, 11, 12) else 16
         return set(range(dst, dst + dwords))
     if k == "vopc":
-        return {106, 107, EXEC_LO, EXEC_HI}  # vcc, or exec for v_cmpx
+        out = {106, 107, EXEC_LO, EXEC_HI}  # vcc, or exec for v_cmpx
+        if w & 0x1FF == 0xF9 and ins.w1 >> 15 & 1:  # SDWA with an explicit SGPR destination
+            sdst = (ins.w1 >> 8) & 0x7F
+            out |= {sdst, sdst + 1}
+        return out
     if k == "vop1" and (w >> 9) & 0xFF == 0x02:  # v_readfirstlane_b32
         return {(w >> 17) & 0xFF}
     if k == "vop2":
