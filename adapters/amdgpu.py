@@ -248,7 +248,7 @@ class AmdgpuWaveTarget(WaveTarget):
             # MUBUF stacks: the stack and frame pointers hold a wave-scaled scratch offset (one
             # lane's bytes are interleaved with the others'), so a lane address is the offset
             # divided by the wave size; flat-scratch stacks (gfx940+, GFX11) hold lane offsets
-            per_lane = stack_offsets_per_lane(self.state.target.processor)
+            per_lane = self.state is not None and stack_offsets_per_lane(self.state.target.processor)
             shift = np.uint64(0 if per_lane else 6 if self.lanes == 64 else 5)
             return PRIVATE_LANE, (value >> shift) & np.uint64(0xFFFFFFFF)
         return GLOBAL, value

@@ -308,9 +308,9 @@ SS_PLACES = {
 }
 
 
-@pytest.mark.parametrize("opt", ["O0", "O2"])
-def test_scratch_struct_dump(open_dump, opt):
-    view = open_dump("scratch_struct", f"gfx90a.{opt}")
+@pytest.mark.parametrize("build,opt", [("gfx90a", "O0"), ("gfx90a", "O2"), ("clang19.gfx90a", "O0")])
+def test_scratch_struct_dump(open_dump, build, opt):
+    view = open_dump("scratch_struct", f"{build}.{opt}")
     view.isa_frame_base_zero = opt == "O2"
     (wave,) = view.state.dispatches[0].waves
     gids = SS_GROUP * SS_BLOCK + np.arange(64)

@@ -122,7 +122,7 @@ def hints_by_line(hints) -> dict[int, list[str]]:
 
 @pytest.fixture(scope="module")
 def scratch_o2():
-    client = LspProcess(ROOT, {"codeObjects": ["examples/scratch_struct/*.O2.co"], "scratchBudget": 64})
+    client = LspProcess(ROOT, {"codeObjects": ["examples/scratch_struct/scratch_struct.gfx90a.O2.co"], "scratchBudget": 64})
     yield client
     client.close()
 

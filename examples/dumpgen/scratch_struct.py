@@ -20,7 +20,7 @@ STATE_ADDR = 0x7F0000100000
 PROBE_ADDR = 0x7F0000200000
 OUT_ADDR = 0x7F0000300000
 HERE = Path(__file__).resolve().parent.parent / "scratch_struct"
-STOP_PC = {"O0": 0x4C68, "O2": 0x2480}
+STOP_PC = {"O0": 0x4C68, "O2": 0x2480, "clang19.O0": 0x5AF4}  # clang-19: first instruction of line 55
 FRAME_BYTES = {"O0": 320, "O2": 176}  # -O0: s32 = 0x5000 wave-scaled; -O2: history ends at 80 + 96
 
 
@@ -63,8 +63,10 @@ def work_item(gid: int, tid: int) -> dict:
     return v
 
 
-def spec(opt: str) -> DumpSpec:
-    lanes, pc = 64, STOP_PC[opt]
+def spec(opt: str, build: str = "gfx90a") -> DumpSpec:
+    """hipcc's gfx90a build, or (build "clang19.gfx90a") clang-19's, whose -O0 kernel also starts
+    with `s_mov_b32 s33, 0; s_mov_b32 s32, 0x5000`."""
+    lanes, pc = 64, STOP_PC[opt if build == "gfx90a" else f"clang19.{opt}"]
     items = [work_item(GROUP * BLOCK + t, t) for t in range(BLOCK)]
     names = sorted({k for item in items for k in item})
     values = {name: [item.get(name) for item in items] for name in names}
@@ -92,7 +94,7 @@ def spec(opt: str) -> DumpSpec:
     state = b"".join(struct.pack("<f", state_input(i)) for i in range(N * 6))
     probe = b"".join(u32(probe_input(g)) for g in range(N))
     return DumpSpec(
-        name=f"gfx90a.{opt}", code_object=HERE / f"scratch_struct.gfx90a.{opt}.co", processor="gfx90a",
+        name=f"{build}.{opt}", code_object=HERE / f"scratch_struct.{build}.{opt}.co", processor="gfx90a",
         lanes=lanes, kernel="_Z9integratePKfPKiPfif", grid_size=(total, 1, 1), workgroup_size=(BLOCK, 1, 1),
         workgroup_id=(GROUP, 0, 0), waves=waves, private_per_lane=FRAME_BYTES[opt],
         memory=[(KERNARG, kernargs, len(kernargs)), (STATE_ADDR, state, len(state)),
@@ -101,4 +103,4 @@ def spec(opt: str) -> DumpSpec:
 
 
 def specs() -> list[DumpSpec]:
-    return [spec("O0"), spec("O2")]
+    return [spec("O0"), spec("O2"), spec("O0", "clang19.gfx90a")]
