@@ -124,6 +124,10 @@ class _Places:
 
 def _clobber(places: _Places, ins, gen, wave64, written_s: set, written_v: set) -> bool:
     """Apply an instruction's possible register writes; True if it may write every VGPR."""
+    if control(ins, gen)[0] == "call":  # the called function may clobber SGPR4-31 and VGPR0-31
+        places.drop(lambda p: (p[0] == "s" and 4 <= p[1] < 32) or (p[0] == "v" and p[1] < CALLEE_SAVED_VGPRS))
+        written_s.update(range(4, 32))
+        written_v.update(range(CALLEE_SAVED_VGPRS))
     s = sgpr_writes(ins, gen, wave64)
     if s is ALL:
         places.drop(lambda p: p[0] == "s")
