@@ -120,15 +120,8 @@ class AmdgpuAdapter(TargetAdapter):
         gen = isa_generation(processor)
         if gen is None or code_object is None or function_low is None or pc < function_low:
             return None
-        size = next((sym.size for sym in code_object.symbols.values()
-                     if sym.type == "FUNC" and sym.value == function_low and sym.size), None)
-        if size is None or pc - function_low >= size:
-            return None  # without the function's extent its loops cannot be followed
-        code = code_object.read_memory(function_low, size)
-        if code is None:
-            return None
-        saved = scan(code, pc - function_low, gen, target.lanes == 64)
-        if not saved.decoded:
+        saved = self._scan(code_object, function_low, pc, gen, target.lanes == 64)
+        if saved is None or not saved.decoded:
             return None
         lanes = np.array([lane])
         upstream = Dialect(vendor_ops="amd")
@@ -195,6 +188,23 @@ class AmdgpuAdapter(TargetAdapter):
         clobbered |= {agpr0 + n for n in range(256)}  # the scan does not follow accumulation registers
         return CallerState(pc=(hi << 32) | lo, how="prologue analysis", values=values, saved_in_memory=in_memory,
                            saved_lanes=masks, clobbered=frozenset(clobbered))
+
+    def _scan(self, code_object, function_low, pc, gen, wave64):
+        """The prologue scan of one function for one stop, kept: every lane unwinds the same way."""
+        cache = self.__dict__.setdefault("_scans", {})
+        key = (id(code_object), function_low, pc, wave64)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is code_object:
+            return hit[1]
+        size = next((sym.size for sym in code_object.symbols.values()
+                     if sym.type == "FUNC" and sym.value == function_low and sym.size), None)
+        code = code_object.read_memory(function_low, size) if size and pc - function_low < size else None
+        # without the function's extent its loops cannot be followed: no caller frame
+        saved = scan(code, pc - function_low, gen, wave64) if code is not None else None
+        if len(cache) > 256:
+            cache.clear()
+        cache[key] = (code_object, saved)
+        return saved
 
     def _exec(self, target):
         regno = EXEC_64 if target.lanes == 64 else EXEC_32

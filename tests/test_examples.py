@@ -29,6 +29,7 @@ from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.values.format import format_obj
 from aspace_dap.values.objects import Obj
+from dap_client import launched
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 OPTIMIZED_OUT = "<optimized out>"
@@ -549,8 +550,6 @@ def test_divergent_call_clang19_frames(open_dump, arch):
 @pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
 def test_divergent_call_clang19_over_dap(arch):
     """The same caller frame through the real server, for a few lanes of a per-lane-stack target."""
-    from dap_client import launched
-
     lanes, wave_index, _, ret = DC19[arch]
     c, stopped = launched(EXAMPLES / "divergent_call" / "dumps" / f"clang19.{arch}.O0")
     try:
