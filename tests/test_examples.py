@@ -569,3 +569,29 @@ def test_divergent_call_clang19_over_dap(arch):
             assert {k: shown.get(k) for k in kernel} == kernel, (arch, lane, shown)
     finally:
         c.close()
+
+
+def test_lds_tiles_clang19_dump(open_dump):
+    """clang-19 -O0 lds_tiles, every lane of every wave, through the session. Its DWARF gives
+    both __shared__ arrays LDS address 0 (the ISA puts row_sums at 0x440): until their offsets
+    are recovered from the ISA the arrays may read as unavailable, but never as the other's bytes."""
+    view = open_dump("lds_tiles", "clang19.gfx90a.O0")
+    expected, sums = lds_tiles_expected("O0", "gfx90a")
+    tile, _ = lds_tiles_block()
+    true_lds = {"tile": show_array([show_floats(row) for row in tile]), "row_sums": show_floats(sums)}
+    session = Session(view.state)
+    waves = view.state.dispatches[0].waves
+    assert len(waves) == 4
+    for wave in waves:
+        assert view.index.line_for_pc(wave.pc).line == 38 and wave.pc == 0x52A8
+        for lane in np.nonzero(wave.valid_lanes)[0]:
+            (frame,) = session.frames(wave.id, int(lane))
+            got = {v.name: _shown(session, frame, v, int(lane)) for v in session.variables(frame) if not v.shadowed}
+            want = expected(wave, int(lane))
+            for name in ("tile", "row_sums"):
+                assert got[name] == true_lds[name] or got[name].startswith("<unavailable"), (name, got[name])
+                got.pop(name), want.pop(name)
+            assert got == want, (wave.id, int(lane))
+    lds = view.state.dispatches[0].workgroups[0].lds
+    data, valid = lds.read(TILE * (TILE + 1) * 4, 4 * TILE)
+    assert valid.all() and list(np.frombuffer(data.tobytes(), "<f4")) == sums

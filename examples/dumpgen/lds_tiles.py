@@ -25,7 +25,8 @@ PRIVATE_APERTURE_HI = 0x20000  # the dump's private aperture 0x2000000000000, hi
 HERE = Path(__file__).resolve().parent.parent / "lds_tiles"
 
 STOP_PC = {("gfx90a", "O0"): 0x4530, ("gfx90a", "O2"): 0x1A9C,
-           ("gfx1030", "O0"): 0x4224, ("gfx1030", "O2"): 0x1AAC}
+           ("gfx1030", "O0"): 0x4224, ("gfx1030", "O2"): 0x1AAC,
+           ("clang19.gfx90a", "O0"): 0x52A8}  # clang-19: line 38's first instruction
 ROW_SUMS_LDS = TILE * (TILE + 1) * 4  # the ISA's `ds_write_b32 ... offset:1088`
 ROW_SUMS_NOTE = ("the code object's .debug_addr holds 0 for both LDS variables; "
                  "the ISA keeps row_sums at LDS 0x440, right after tile")
@@ -74,29 +75,36 @@ def _values(wave_threads) -> dict[str, list]:
     return {name: [t[name] for t in wave_threads] for name in wave_threads[0]}
 
 
-def spec(processor: str, opt: str) -> DumpSpec:
+def spec(processor: str, opt: str, build: str | None = None) -> DumpSpec:
+    """hipcc's build for `processor`, or another (`build` "clang19.gfx90a"): clang-19's -O0 kernel
+    also sets `s33 = 0; s32 = 0x2400` and keeps every scalar variable in scratch; it reaches LDS
+    through flat addresses, tile at `src_shared_base` + 0 and row_sums at + 0x440 (as hipcc's)."""
+    build = build or processor
     lanes = 64 if processor == "gfx90a" else 32
-    pc = STOP_PC[processor, opt]
+    pc = STOP_PC[build, opt]
     waves = []
     for index, threads in enumerate(kernel_model(lanes)):
         active = _mask(t["out_row"] < COLS and t["out_col"] < ROWS for t in threads)
         full = (1 << lanes) - 1
         exec_bytes = lanes // 8
         regs = {"pc": u64(pc), "exec": active.to_bytes(exec_bytes, "little")}
-        if opt == "O0":
+        if opt == "O0" and build != processor:
+            regs.update({"s32": u32(0x2400), "s33": u32(0)})
+        elif opt == "O0":
             regs.update(_o0_registers(processor, lanes, threads))
         else:
             regs.update(_o2_registers(processor, lanes, threads, active, full))
         waves.append(WaveSpec(id=index, index_in_workgroup=index, registers=regs,
                               frames=[FrameSpec(pc, _values(threads), not_by_dwarf={"row_sums": ROW_SUMS_NOTE})],
-                              scratch=_o0_scratch(processor, threads) if opt == "O0" else {}))
+                              scratch=_o0_scratch(processor, threads) if opt == "O0" and build == processor
+                              else {}))
     first = kernel_model(lanes)[0][0]
     lds = b"".join(struct.pack("<f", v) for row in first["tile"] for v in row)
     lds += b"".join(struct.pack("<f", v) for v in first["row_sums"])
     kernargs = u64(IN_ADDR) + u64(OUT_ADDR) + u64(SUMS_ADDR) + u32(ROWS) + u32(COLS)
     inputs = b"".join(struct.pack("<f", input_value(i)) for i in range(ROWS * COLS))
     return DumpSpec(
-        name=f"{processor}.{opt}", code_object=HERE / f"lds_tiles.{processor}.{opt}.co", processor=processor,
+        name=f"{build}.{opt}", code_object=HERE / f"lds_tiles.{build}.{opt}.co", processor=processor,
         lanes=lanes, kernel="_Z15transpose_tilesPKfPfS1_ii",
         grid_size=(COLS // TILE * TILE, (ROWS + TILE - 1) // TILE * TILE, 1), workgroup_size=(TILE, TILE, 1),
         workgroup_id=(*BLOCK, 0), waves=waves, lds_size=len(lds), lds_image=lds,
@@ -156,4 +164,4 @@ def _o2_registers(processor, lanes, threads, active, full) -> dict[str, bytes]:
 
 
 def specs() -> list[DumpSpec]:
-    return [spec(p, o) for p in ("gfx90a", "gfx1030") for o in ("O0", "O2")]
+    return [*(spec(p, o) for p in ("gfx90a", "gfx1030") for o in ("O0", "O2")), spec("gfx90a", "O0", "clang19.gfx90a")]
