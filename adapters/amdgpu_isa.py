@@ -278,7 +278,7 @@ def sgpr_writes(ins: Instruction, gen: int, wave64: bool):
         return {dst, dst + 1} if op in wide else {dst}
     if k == "smem":
         dst = (ins.w0 >> 6) & 0x7F
-        op = (w >> 18) & 0xFF if gen == 9 else (w >> 18) & 0xFF
+        op = (w >> 18) & 0xFF
         dwords = 1 << (op & 7) if op in (0, 1, 2, 3, 4, 8, 9, 10, 11, 12) else 16
         return set(range(dst, dst + dwords))
     if k == "vopc":

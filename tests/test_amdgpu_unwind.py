@@ -16,6 +16,7 @@ from aspace_dap.adapters.amdgpu_isa import (ALL, control, decode_all, exec_chang
                                             lane_write, scalar_move, sgpr_writes, stack_access,
                                             stack_offsets_per_lane, vgpr_writes)
 from aspace_dap.adapters.amdgpu_prologue import scan
+from aspace_dap.adapters.base import CallerFrameTarget, CallerState
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
@@ -275,3 +276,42 @@ def test_a_callee_saved_vgpr_the_callee_wrote_is_unavailable(tmp_path):
     assert 2560 + 40 not in caller.caller_state.clobbered
     assert all(2560 + n in caller.caller_state.clobbered for n in range(32) if n != 15)
 
+
+
+def test_clang19_prologue_of_a_function_that_calls():
+    """clang-19's `__assert_fail` (gfx90a -O0) before its first call: the s33 copy in s16 moves on
+    into v42 lane 6 (`v_writelane_b32 v42, s16, 6`), v42 is saved for every lane (`s_mov_b64 exec,
+    -1`), and the callee-saved v40/v41 are stored after `s_mov_b64 exec, s[18:19]` restored the
+    entry exec: those saves hold only the lanes active on entry."""
+    path = DC / "divergent_call.clang19.gfx90a.O0.co"
+    co = load_code_objects(path)[0]
+    sym = co.symbols["__assert_fail"]
+    code = co.read_memory(sym.value, sym.size)
+    listing = disassembly(path)
+    call = min(a for a in listing if sym.value <= a < sym.value + sym.size and listing[a][0] == "s_swappc_b64")
+    saved = scan(code, call - sym.value, 9, True)
+    assert saved.steps[:3] == ["s_mov_b32 s16, s33", "s_mov_b32 s33, s32", "s_xor_saveexec -1"]
+    assert "v_writelane_b32 v42, s16, 6" in saved.steps
+    assert saved.sgpr_home[33] == ("v", 42, 6)
+    assert {v: (s.offset, s.lanes) for v, s in saved.vgpr_saved.items()} == \
+        {42: (160, "all"), 40: (4, "entry"), 41: (0, "entry")}
+    # the xor-saved v0..v7 hold only the lanes inactive on entry: not used as saves
+    assert not {0, 1, 4, 6, 7} & set(saved.vgpr_saved)
+
+
+def test_a_save_of_the_entry_lanes_covers_only_those(tmp_path):
+    """A caller register saved for the lanes active on entry reads as unavailable in the others."""
+    w = StateWriter("amd", "gfx90a", 64)
+    co = w.add_code_object(O0)
+    d = w.add_dispatch("_Z9divergentPKfPfi", co, (64, 1, 1), (64, 1, 1))
+    wg = d.add_workgroup((0, 0, 0))
+    wg.add_wave(0, 0, {"pc": np.uint64(0x3204), "exec": np.uint64(0b1010)},
+                private=np.full(64 * 16, 7, np.uint8).tobytes())
+    w.set_focus(0, 1)
+    state = load_state(w.write(tmp_path / "dump"))
+    s = Session(state)
+    base = s.target_for(state.wave_by_id(0), s.frames(0, 1)[0].info.dialect)
+    caller = CallerFrameTarget(base, CallerState(pc=0, how="prologue analysis", saved_in_memory={2600: 4},
+                                                 saved_lanes={2600: 0b1010}))
+    got = caller.read_register(2600, np.array([0, 1, 2, 3]))
+    assert [bool(v.all()) for v in got.valid] == [False, True, False, True]
