@@ -240,7 +240,10 @@ def test_real_wrong_types_and_unknown_commands(real):
     user_error(real, "setFocus", {"lane": "3"}, "'lane' must be an integer")
     user_error(real, "readMemory", {"memoryReference": 64, "count": 4}, "'memoryReference' must be a string")
     user_error(real, "stepBack", {"threadId": 1}, "unsupported request: stepBack")
-    user_error(real, "continue", {"threadId": real.thread_id}, "post-mortem")
+    user_error(real, "continue", {"threadId": 4242}, "unknown threadId 4242")
+    # resuming a dump is answered, not refused: refusals make clients drop their stopped state
+    assert real.request("continue", {"threadId": real.thread_id}) == {"allThreadsContinued": False}
+    assert "post-mortem" in real.wait_event("output")["body"]["output"]
     real_still_works(real)
 
 
@@ -335,7 +338,8 @@ def test_real_focus_out_of_range(real):
     ("tx % 0", "division by zero"),
     ("nosuchvar", 'no symbol "nosuchvar"'),
     ("(" * 5000 + "1" + ")" * 5000, "nested too deeply"),
-    ("x/4xw nowhere", "needs an address with its space"),
+    ("x/4xw nowhere", 'no symbol "nowhere"'),
+    ("x/4xw tx + 1", "tx + 1 is not in memory; give an address with its space"),
 ])
 def test_real_garbage_expressions(real, expression, expected):
     repl_only = expression.startswith("x/")

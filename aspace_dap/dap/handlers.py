@@ -12,6 +12,7 @@ from ..dwarf.storage import write_bytes
 from ..dwarf.types import ArrayType, PointerType, StructType
 from ..errors import AspaceError, LimitExceeded
 from ..expressions import convert, evaluate_expression, lane_values
+from ..memref import format_memref
 from ..session import Frame, Session
 from ..values.format import format_obj
 from ..values.objects import Obj
@@ -46,6 +47,13 @@ class DebugState:
         self.session: Session | None = None
         self.handles = Handles()
         self.frame_ids: dict[int, Frame] = {}  # frames of the current focus, by frame_id()
+        # the thread of the last `stopped` event the client has not yet looked at (no stackTrace
+        # for it since): a `continue` for it is the client declining a second stopped thread
+        self.unseen_stop: int | None = None
+        # server-side focus changes so far, and the one each frame id was last handed out in: a
+        # client without `invalidated` still holding an older id has not followed the focus
+        self.focus_generation = 0
+        self.frame_generation: dict[int, int] = {}
 
     def need(self) -> Session:
         if self.session is None:
@@ -97,17 +105,32 @@ def configuration_done(ctx, args):
     st = _st(ctx)
     if st.session is None:
         return None
-    return Reply(None, events_after=[("stopped", _stopped_body(st.session))])
+    return Reply(None, events_after=[_stopped(st, st.session)])
 
 
-def _stopped_body(s: Session) -> dict:
+STOP_BADGES = {"exception": "Exception", "breakpoint": "Breakpoint", "function breakpoint": "Breakpoint",
+               "data breakpoint": "Data breakpoint", "step": "Step", "entry": "Entry", "goto": "Goto"}
+
+
+def _stopped(st: DebugState, s: Session, *, all_threads: bool = True, reason: str | None = None) -> tuple:
+    """A `stopped` event for the focused wave, remembered as not yet looked at.
+
+    `description` is the short badge clients print next to the thread (VS Code upper-cases it in the
+    Call Stack, where a long one hides the wave's name); the dump's full stop text goes in `text`.
+    """
     stop = s.state.stop
-    reason = stop.reason if stop and stop.reason else "pause"
+    dump_reason = stop.reason if stop and stop.reason else "pause"
+    reason = reason or dump_reason
     wave = s.wave()
-    body = {"reason": reason, "threadId": thread_id(wave.id), "allThreadsStopped": True,
-            "description": (stop.description if stop and stop.description else None) or f"{reason} in wave {wave.id}"}
-    body["text"] = f"lane {s.focus_lane} ({s.lane_state(wave, s.focus_lane)})"
-    return body
+    lane = f"lane {s.focus_lane} ({s.lane_state(wave, s.focus_lane)})"
+    full = stop.description if stop and stop.description else ""
+    body = {"reason": reason, "threadId": thread_id(wave.id),
+            "description": STOP_BADGES.get(dump_reason, "Paused"),
+            "text": f"{full} · {lane}" if full else lane}
+    if all_threads:
+        body["allThreadsStopped"] = True
+    st.unseen_stop = body["threadId"]
+    return ("stopped", body)
 
 
 @handlers.request("threads")
@@ -192,6 +215,8 @@ def stack_trace(ctx, args):
     st = _st(ctx)
     s = st.need()
     wave = wave_of_thread(s, args["threadId"])
+    if st.unseen_stop == args["threadId"]:
+        st.unseen_stop = None
     frames = s.frames(wave.id, s.focus_lane)
     start = _not_negative(args, "startFrame")
     levels = _not_negative(args, "levels") or len(frames)
@@ -199,6 +224,7 @@ def stack_trace(ctx, args):
     for f in frames[start:start + max(0, levels)]:
         fid = frame_id(wave.id, f.index)
         st.frame_ids[fid] = f
+        st.frame_generation[fid] = st.focus_generation
         item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0,
                 "instructionPointerReference": f"0x{f.runtime_pc:x}"}
         if f.file:
@@ -235,16 +261,35 @@ def _frame(st: DebugState, frame_id) -> Frame:
     # ids name (wave, depth), so a client that keeps a frame selected across a lane change
     # (VS Code after `invalidated`) gets that depth of the newly focused lane's stack
     s = st.need()
-    wave_id, index = divmod(frame_id - 1, FRAMES_PER_WAVE)
-    try:
-        s.state.wave_by_id(wave_id)
-    except AspaceError:
-        raise AspaceError(f"unknown frameId {frame_id}") from None
-    frames = s.frames(wave_id, s.focus_lane) if frame_id > 0 else []
+    wave_id, index = _wave_and_depth(s, frame_id)
+    frames = s.frames(wave_id, s.focus_lane)
     if not 0 <= index < len(frames):
         raise AspaceError(f"unknown frameId {frame_id}: the focused lane's stack has {len(frames)} frames")
     st.frame_ids[frame_id] = frames[index]
     return frames[index]
+
+
+def _wave_and_depth(s: Session, frame_id: int) -> tuple[int, int]:
+    wave_id, index = divmod(frame_id - 1, FRAMES_PER_WAVE)
+    try:
+        if frame_id <= 0:
+            raise AspaceError("not a frame")
+        s.state.wave_by_id(wave_id)
+    except AspaceError:
+        raise AspaceError(f"unknown frameId {frame_id}") from None
+    return wave_id, index
+
+
+def _followed_frame(st: DebugState, s: Session, frame_id) -> Frame:
+    """The frame an evaluation runs in: the client's frame when it is on the focused wave, else the
+    same depth of the focused wave's stack. A client that did not follow a focus change the server
+    announced (nvim-dap without `invalidated`) still names the old wave's frame; the focus wins."""
+    if frame_id is not None:
+        wave_id, index = _wave_and_depth(s, frame_id)
+        if wave_id != s.focus_wave:
+            frames = s.frames()
+            return frames[min(index, len(frames) - 1)]
+    return _frame(st, frame_id)
 
 
 FRAMES_PER_WAVE = 4096  # more than session.MAX_FRAMES
@@ -258,7 +303,16 @@ def frame_id(wave_id: int, index: int) -> int:
 def scopes(ctx, args):
     st = _st(ctx)
     s = st.need()
-    f = _frame(st, args["frameId"])
+    fid = args["frameId"]
+    f = _frame(st, fid)
+    if f.wave_id != s.focus_wave:
+        fresh = st.frame_generation.get(fid) == st.focus_generation
+        if fresh or ctx.client_capabilities.get("supportsInvalidatedEvent"):
+            # the client selected a frame of another wave (Call Stack): the focus moves there
+            change_focus(ctx, st, s, wave=f.wave_id, client_follows=True)
+            f = _frame(st, fid)
+        else:
+            f = _followed_frame(st, s, fid)
     variables = s.variables(f)
     params = [v for v in variables if v.kind == "parameter"]
     shared_var = s.adapter.workgroup_variable
@@ -399,16 +453,23 @@ def _registers(st, s: Session, handle: RegistersHandle, hex_: bool) -> list[dict
 
 _REPL_LANE = re.compile(r"^\s*lane\s+(\d+)\s*$")
 _REPL_WAVE = re.compile(r"^\s*wave\s+(\d+)\s*$")
-_REPL_X = re.compile(r"^\s*x(?:/(\d*)([xduotcfb]?)([bhwg]?))?\s+(.+)$")
+# `x` only with its `/FMT`: `x * 2` and `x + 1` are expressions (kernels have variables named x)
+_REPL_X = re.compile(r"^\s*x/(\d*)([xduotcfb]?)([bhwg]?)\s+(.+)$")
+_REPL_HELP = ("help", "?", "aspace help", "-help", "aspace")
 HELP = """aspace-dap REPL commands:
   lane N              focus lane N of the current wave
   wave N              focus wave N
   info lanes          every lane of the focused wave: state, work-item, position
   info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
-  x/NFU ADDRESS       examine memory: N units, format x/d/u/c, unit b/h/w/g; ADDRESS like local#0x40
+  x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
+                      local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
+  aspace help         this list (also `-help`, for clients whose REPL keeps `help` for itself)
 """
+
+
+_REGISTER_ALONE = re.compile(r"^\s*\$(?!lane\b)[A-Za-z_]\w*\s*$")
 
 
 @handlers.request("evaluate", required={"expression": str}, optional={"frameId": int, "context": str, "format": dict})
@@ -417,12 +478,13 @@ def evaluate_request(ctx, args):
     s = st.need()
     text = args["expression"]
     if args.get("context") == "repl":
-        out = _repl_command(ctx, st, s, text)
+        out = _repl_command(ctx, st, s, text, args.get("frameId"))
         if out is not None:
             return {"result": out, "variablesReference": 0}
-    frame = _frame(st, args.get("frameId"))
+    frame = _followed_frame(st, s, args.get("frameId"))
     obj = _parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
-    hex_ = bool((args.get("format") or {}).get("hex"))
+    # a register alone prints as the Registers scope shows it: in hex
+    hex_ = bool((args.get("format") or {}).get("hex")) or bool(_REGISTER_ALONE.match(text))
     item = _object_var(st, s, text, obj, frame, hex_, evaluate_name=text)
     body = {"result": item["value"], "type": item.get("type"), "variablesReference": item["variablesReference"]}
     for k in ("memoryReference", "indexedVariables", "namedVariables"):
@@ -431,19 +493,30 @@ def evaluate_request(ctx, args):
     return body
 
 
-def _repl_command(ctx, st, s: Session, text: str) -> str | None:
-    if text.strip() in ("help", "?"):
+def _address_of_expression(s: Session, frame: Frame, text: str) -> str:
+    """`x/4dw &row_sums`, `x/4dw out`: a pointer's value in its address space (generic pointers
+    resolved as ROCgdb does), or the place of an object in memory."""
+    obj = _parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
+    if isinstance(obj.stripped, PointerType):
+        obj = _parsed(evaluate_expression, s, f"*({text})", frame=frame, lanes=[frame.lane])
+    place = obj.memory_place()
+    if place is None:
+        raise AspaceError(f"x: {text} is not in memory; give an address with its space, like local#0x40")
+    ref = s.memref_for_space(place.space.name, int(place.address[0]), frame.wave_id, int(place.lanes[0]))
+    return format_memref(ref)
+
+
+def _repl_command(ctx, st, s: Session, text: str, frame_id=None) -> str | None:
+    if text.strip() in _REPL_HELP:
         return HELP
     m = _REPL_LANE.match(text)
     if m:
-        s.set_focus(lane=int(m[1]))
-        _announce_focus(ctx, st, s)
+        change_focus(ctx, st, s, lane=int(m[1]))
         w = s.wave()
         return f"[Switching to lane {s.focus_lane} of wave {w.id} ({s.lane_state(w, s.focus_lane)})]"
     m = _REPL_WAVE.match(text)
     if m:
-        s.set_focus(wave=int(m[1]))
-        _announce_focus(ctx, st, s)
+        change_focus(ctx, st, s, wave=int(m[1]))
         return f"[Switching to {s.thread_name(s.wave())}, lane {s.focus_lane}]"
     if text.strip() == "info lanes":
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
@@ -451,7 +524,10 @@ def _repl_command(ctx, st, s: Session, text: str) -> str | None:
         return _info_waves(s)
     m = _REPL_X.match(text)
     if m:
-        return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", m[4].strip())
+        where = m[4].strip()
+        if "#" not in where:
+            where = _address_of_expression(s, _followed_frame(st, s, frame_id), where)
+        return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", where)
     m = _REPL_SAVE.match(text)
     if m:
         return f"saved to {save_dump(s, m[1].strip())}"
@@ -484,8 +560,6 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
     size = {"b": 1, "h": 2, "w": 4, "g": 8}[unit]
     if fmt == "c":
         size = 1
-    if "#" not in where:
-        raise AspaceError("x needs an address with its space, like local#0x40 or global#0x1000")
     if n * size > MAX_EXAMINE_BYTES:
         raise LimitExceeded(f"x/{n}: {n * size} bytes is over the limit of {MAX_EXAMINE_BYTES}; use readMemory")
     start, data, valid = s.read_memory(where, 0, n * size)
@@ -506,16 +580,39 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
     return "\n".join(lines)
 
 
-def _announce_focus(ctx, st, s: Session):
-    st.reset_views()
+def _focus_body(s: Session) -> dict:
     w = s.wave()
-    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(s.active_lanes(w)[s.focus_lane]),
+    return {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(s.active_lanes(w)[s.focus_lane]),
             "lanes": w.lanes}
+
+
+def change_focus(ctx, st: DebugState, s: Session, *, wave: int | None = None, lane: int | None = None,
+                 client_follows: bool = False) -> dict:
+    """The one place the focus changes (REPL `wave`/`lane`, setFocus, a frame selected in another wave).
+
+    Every change is announced with a `focus` event (the extension's status bar, lanes view and panels
+    follow it). Unless the client made the change itself, it is also told to refresh: another wave
+    becomes the stopped thread (`stopped` without allThreadsStopped, which nvim-dap does not answer
+    with `continue`), another lane of the same wave is an `invalidated` (or a `stopped` of the same
+    thread for clients without it). Returns the focus event's body.
+    """
+    before = (s.focus_wave, s.focus_lane)
+    s.set_focus(wave=wave, lane=lane)
+    body = _focus_body(s)
+    if (s.focus_wave, s.focus_lane) == before and client_follows:
+        return body
+    st.reset_views()
     ctx.send_event("focus", body)
-    if ctx.client_capabilities.get("supportsInvalidatedEvent"):
-        ctx.send_event("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": thread_id(w.id)})
+    if client_follows:
+        return body
+    st.focus_generation += 1
+    if s.focus_wave != before[0]:
+        ctx.send_event(*_stopped(st, s, all_threads=False, reason="pause"))
+    elif ctx.client_capabilities.get("supportsInvalidatedEvent"):
+        ctx.send_event("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": body["threadId"]})
     else:
-        ctx.send_event("stopped", dict(_stopped_body(s), reason="pause", preserveFocusHint=False))
+        ctx.send_event(*_stopped(st, s, all_threads=False, reason="pause"))
+    return body
 
 
 @handlers.request("setFocus", optional={"threadId": int, "lane": int})
@@ -523,14 +620,7 @@ def set_focus(ctx, args):
     st = _st(ctx)
     s = st.need()
     wave = wave_of_thread(s, args["threadId"]) if args.get("threadId") is not None else None
-    s.set_focus(wave=wave.id if wave is not None else None, lane=args.get("lane"))
-    w = s.wave()
-    body = {"threadId": thread_id(w.id), "lane": s.focus_lane, "active": bool(s.active_lanes(w)[s.focus_lane]),
-            "lanes": w.lanes}
-    st.reset_views()
-    events = [("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": thread_id(w.id)})] \
-        if ctx.client_capabilities.get("supportsInvalidatedEvent") else [("stopped", dict(_stopped_body(s), reason="pause"))]
-    return Reply(body, events_after=events)
+    return change_focus(ctx, st, s, wave=wave.id if wave is not None else None, lane=args.get("lane"))
 
 
 @handlers.request("laneValues", required={"threadId": int, "expression": str}, optional={"frameId": int})
@@ -724,6 +814,20 @@ def pause(ctx, args):
 
 
 for _cmd in ("continue", "next", "stepIn", "stepOut"):
-    @handlers.request(_cmd, required={"threadId": int})
+    @handlers.request(_cmd, required={"threadId": int}, optional={"singleThread": bool, "granularity": str})
     def _post_mortem(ctx, args, _cmd=_cmd):
-        raise AspaceError(f"{_cmd}: this is a post-mortem dump; execution cannot resume")
+        """Nothing can run, but the answer is a success that leaves the session stopped: an error makes
+        clients such as nvim-dap drop their stopped state. The focused wave is stopped again, except when
+        the `continue` declines a stop the client was just told about (and has not looked at)."""
+        st = _st(ctx)
+        s = st.need()
+        tid = args["threadId"]
+        wave_of_thread(s, tid)
+        w = s.wave()
+        ctx.output(f"{_cmd}: this is a post-mortem dump, execution cannot resume; still stopped in "
+                   f"{s.thread_name(w)}, lane {s.focus_lane}\n", "console")
+        body = {"allThreadsContinued": False} if _cmd == "continue" else None
+        if st.unseen_stop == tid:
+            return Reply(body)
+        st.reset_views()
+        return Reply(body, events_after=[_stopped(st, s)])
