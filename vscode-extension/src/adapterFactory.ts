@@ -1,8 +1,10 @@
 // Starts the aspace-dap server for a session: a TCP connection when the
-// configuration names a port, otherwise `python -m aspace_dap` on stdio.
+// configuration names a port, otherwise `python -m aspace_dap` on stdio, run
+// by the extension itself (ServerProcessAdapter) so its stderr can be shown.
 
 import * as vscode from 'vscode';
-import { choosePython, interpreterFromPythonApi } from './pythonPath';
+import { interpreterFromPythonApi, type PythonChoice } from './pythonPath';
+import { serverCommand, ServerProcessAdapter } from './serverProcess';
 
 const PYTHON_EXTENSION_ID = 'ms-python.python';
 
@@ -18,6 +20,9 @@ export async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder 
   }
 }
 
+/** Set by the configuration provider once the interpreter passed its import check. */
+export const CHECKED_SERVER = '__aspaceServer';
+
 export class AspaceAdapterFactory implements vscode.DebugAdapterDescriptorFactory {
   constructor(private readonly log: vscode.OutputChannel) {}
 
@@ -28,15 +33,12 @@ export class AspaceAdapterFactory implements vscode.DebugAdapterDescriptorFactor
       return new vscode.DebugAdapterServer(config.port, '127.0.0.1');
     }
     const folder = session.workspaceFolder;
-    const choice = choosePython({
-      configured: typeof config.pythonPath === 'string' ? config.pythonPath : undefined,
-      fromPythonExtension: await pythonExtensionInterpreter(folder),
-      fromPythonSetting: vscode.workspace.getConfiguration('python', folder?.uri).get<string>('defaultInterpreterPath'),
-      platform: process.platform,
-    });
+    const checked = config[CHECKED_SERVER] as PythonChoice | undefined;
+    const choice =
+      checked ?? (await serverCommand(folder, typeof config.pythonPath === 'string' ? config.pythonPath : undefined, pythonExtensionInterpreter));
     this.log.appendLine(`[${session.name}] starting ${choice.command} ${choice.args.join(' ')} (interpreter from ${choice.source})`);
-    return new vscode.DebugAdapterExecutable(choice.command, choice.args, {
-      cwd: folder?.uri.fsPath,
-    });
+    return new vscode.DebugAdapterInlineImplementation(
+      new ServerProcessAdapter(choice, folder?.uri.fsPath, this.log, session.name),
+    );
   }
 }

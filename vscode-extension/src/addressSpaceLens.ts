@@ -18,7 +18,7 @@ import {
   readLensSettings,
   type LensSettings,
 } from './lensSettings';
-import { choosePython } from './pythonPath';
+import { serverCommand } from './serverProcess';
 
 export class AddressSpaceLens implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -52,13 +52,7 @@ export class AddressSpaceLens implements vscode.Disposable {
 
   private async start(settings: LensSettings): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0];
-    const choice = choosePython({
-      configured: settings.pythonPath,
-      fromPythonExtension: await pythonExtensionInterpreter(folder),
-      fromPythonSetting: vscode.workspace.getConfiguration('python', folder?.uri).get<string>('defaultInterpreterPath'),
-      platform: process.platform,
-      serverArgs: LENS_SERVER_ARGS,
-    });
+    const choice = await serverCommand(folder, settings.pythonPath, pythonExtensionInterpreter, LENS_SERVER_ARGS);
     this.log.appendLine(
       `address-space lens: starting ${choice.command} ${choice.args.join(' ')} (interpreter from ${choice.source}) ` +
         `for ${settings.codeObjects.join(', ')}`,

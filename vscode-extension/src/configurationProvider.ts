@@ -1,9 +1,13 @@
 // Fills in and checks aspace-gpu launch configurations.
 
 import * as vscode from 'vscode';
+import { CHECKED_SERVER, pythonExtensionInterpreter } from './adapterFactory';
 import { defaultConfiguration, validateConfiguration, withDefaults } from './launchConfig';
+import { importProblem, serverCommand, showStartFailure } from './serverProcess';
 
 export class AspaceConfigurationProvider implements vscode.DebugConfigurationProvider {
+  constructor(private readonly log?: vscode.OutputChannel) {}
+
   provideDebugConfigurations(): vscode.DebugConfiguration[] {
     return [defaultConfiguration() as vscode.DebugConfiguration];
   }
@@ -15,16 +19,31 @@ export class AspaceConfigurationProvider implements vscode.DebugConfigurationPro
     return withDefaults(config) as vscode.DebugConfiguration;
   }
 
-  resolveDebugConfigurationWithSubstitutedVariables(
+  async resolveDebugConfigurationWithSubstitutedVariables(
     folder: vscode.WorkspaceFolder | undefined,
     config: vscode.DebugConfiguration,
-  ): vscode.DebugConfiguration | undefined {
+  ): Promise<vscode.DebugConfiguration | undefined> {
     const result = validateConfiguration(config, folder?.uri.fsPath);
     if (!result.ok) {
       void vscode.window.showErrorMessage(`GPU debug configuration "${config.name}": ${result.error}`);
       return undefined; // cancels the launch
     }
-    return result.config as vscode.DebugConfiguration;
+    const resolved = result.config as vscode.DebugConfiguration;
+    if (typeof resolved.port === 'number' || this.log === undefined) return resolved;
+    // Before starting: can this interpreter import the server? Its own error text is the answer.
+    const choice = await serverCommand(folder, resolved.pythonPath as string | undefined, pythonExtensionInterpreter);
+    const problem = await importProblem(choice, folder?.uri.fsPath);
+    if (problem !== undefined) {
+      this.log.appendLine(`[${resolved.name}] ${choice.command} (interpreter from ${choice.source}) cannot import aspace_dap:`);
+      this.log.appendLine(problem);
+      void showStartFailure(
+        this.log,
+        `${choice.command} (from ${choice.source}) cannot run aspace-dap. Set "pythonPath" or aspace.pythonPath to an interpreter with aspace-dap installed (make setup creates .venv).`,
+        problem,
+      );
+      return undefined;
+    }
+    return { ...resolved, [CHECKED_SERVER]: choice };
   }
 }
 

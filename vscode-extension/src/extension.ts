@@ -22,7 +22,7 @@ export function activate(context: vscode.ExtensionContext): void {
   lens = new AddressSpaceLens(lensLog);
   const controller = new GpuDebugController(log);
   const panels = new LaneValuesPanels(controller);
-  const configurations = new AspaceConfigurationProvider();
+  const configurations = new AspaceConfigurationProvider(log);
   context.subscriptions.push(
     log,
     lensLog,

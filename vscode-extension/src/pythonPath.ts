@@ -2,7 +2,13 @@
 // interpreter chosen in the Python extension, else its settings, else the
 // platform's usual name.
 
-export type PythonSource = 'configuration' | 'python-extension' | 'python-setting' | 'default';
+export type PythonSource =
+  | 'configuration'
+  | 'aspace-setting'
+  | 'workspace-venv'
+  | 'python-extension'
+  | 'python-setting'
+  | 'default';
 
 /** How to start the server: `command args...`, and where the command came from. */
 export interface PythonChoice {
@@ -13,6 +19,10 @@ export interface PythonChoice {
 
 export interface PythonCandidates {
   configured?: string;
+  /** The `aspace.pythonPath` setting. */
+  fromAspaceSetting?: string;
+  /** The workspace's own virtual environment (`.venv/bin/python`), when it exists. */
+  workspaceVenv?: string;
   /** A command line prefix, e.g. ['/env/bin/python'] or ['conda', 'run', '-n', 'x', 'python']. */
   fromPythonExtension?: readonly string[];
   fromPythonSetting?: string;
@@ -35,6 +45,8 @@ export function choosePython(c: PythonCandidates): PythonChoice {
     source,
   });
   if (usable(c.configured)) return run([c.configured], 'configuration');
+  if (usable(c.fromAspaceSetting)) return run([c.fromAspaceSetting], 'aspace-setting');
+  if (usable(c.workspaceVenv)) return run([c.workspaceVenv], 'workspace-venv');
   const ext = c.fromPythonExtension;
   if (ext !== undefined && ext.length > 0 && usable(ext[0])) return run(ext, 'python-extension');
   // The Python extension's setting defaults to a bare "python", which says
@@ -75,4 +87,29 @@ export async function interpreterFromPythonApi(api: unknown, resource: unknown):
     // An API that throws is treated like a missing one: fall back further.
   }
   return undefined;
+}
+
+/**
+ * `${workspaceFolder}`, `${userHome}`, `${env:NAME}` and a leading `~` in an interpreter path.
+ * Launch configurations get these substituted by VS Code, settings do not; a path left with a
+ * variable in it would fail to spawn as "ENOENT".
+ */
+export function expandPath(
+  value: string,
+  vars: { workspaceFolder?: string; home: string; env?: Record<string, string | undefined> },
+): string {
+  let out = value.trim();
+  if (out === '~' || out.startsWith('~/') || out.startsWith('~\\')) out = vars.home + out.slice(1);
+  return out.replace(/\$\{(workspaceFolder|userHome|env:([A-Za-z_][A-Za-z0-9_]*))\}/g, (whole, name: string, env?: string) => {
+    if (name === 'userHome') return vars.home;
+    if (env !== undefined) return vars.env?.[env] ?? '';
+    return vars.workspaceFolder ?? whole;
+  });
+}
+
+/** Where a workspace's virtual environment keeps its interpreter (`make setup` creates `.venv`). */
+export function venvInterpreters(folder: string, platform: string): string[] {
+  const sep = platform === 'win32' ? '\\' : '/';
+  const bin = platform === 'win32' ? `Scripts${sep}python.exe` : `bin${sep}python`;
+  return ['.venv', 'venv'].map((dir) => `${folder}${sep}${dir}${sep}${bin}`);
 }

@@ -83,7 +83,8 @@ describe('aspace-dap on the lds_tiles example', { timeout: 120000 }, () => {
 
   it('stops every wave of the workgroup at line 38 and names them', async () => {
     assert.equal(stopped.body.reason, 'breakpoint');
-    assert.match(stopped.body.description ?? '', new RegExp(`line ${STOP_LINE}:`));
+    assert.match(stopped.body.text ?? '', new RegExp(`line ${STOP_LINE}:`));
+    assert.ok((stopped.body.description ?? '').length <= 16, 'the stop badge stays short beside the wave name');
     const threads = (await dc.threadsRequest()).body.threads;
     let lanesInGroup = 0;
     for (const t of threads) {

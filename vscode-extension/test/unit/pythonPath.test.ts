@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { choosePython, interpreterFromPythonApi } from '../../src/pythonPath';
+import { choosePython, expandPath, interpreterFromPythonApi, venvInterpreters } from '../../src/pythonPath';
 
 describe('choosePython', () => {
   it('prefers the configuration', () => {
@@ -62,5 +62,29 @@ describe('interpreterFromPythonApi', () => {
     };
     assert.equal(await interpreterFromPythonApi(throwing, undefined), undefined);
     assert.equal(await interpreterFromPythonApi({ settings: { getExecutionDetails: () => ({ execCommand: undefined }) } }, undefined), undefined);
+  });
+});
+
+describe('expandPath', () => {
+  const vars = { workspaceFolder: '/w/proj', home: '/home/u', env: { VENV: '/envs/gpu' } };
+  it('expands the variables settings do not get substituted', () => {
+    assert.equal(expandPath('${workspaceFolder}/.venv/bin/python', vars), '/w/proj/.venv/bin/python');
+    assert.equal(expandPath('~/py/bin/python', vars), '/home/u/py/bin/python');
+    assert.equal(expandPath('${userHome}/py', vars), '/home/u/py');
+    assert.equal(expandPath('${env:VENV}/bin/python', vars), '/envs/gpu/bin/python');
+    assert.equal(expandPath('/abs/~x', vars), '/abs/~x');
+  });
+  it('leaves ${workspaceFolder} when there is no folder (the spawn error then names it)', () => {
+    assert.equal(expandPath('${workspaceFolder}/x', { home: '/h' }), '${workspaceFolder}/x');
+  });
+});
+
+describe('choosePython order', () => {
+  it('configuration, aspace.pythonPath, the workspace .venv, then the Python extension', () => {
+    const all = { configured: '/c', fromAspaceSetting: '/a', workspaceVenv: '/w/.venv/bin/python', fromPythonExtension: ['/e'], platform: 'linux' };
+    assert.equal(choosePython(all).source, 'configuration');
+    assert.equal(choosePython({ ...all, configured: undefined }).command, '/a');
+    assert.equal(choosePython({ ...all, configured: undefined, fromAspaceSetting: '' }).source, 'workspace-venv');
+    assert.deepEqual(venvInterpreters('/w', 'linux'), ['/w/.venv/bin/python', '/w/venv/bin/python']);
   });
 });
