@@ -125,6 +125,7 @@ class Session:
         state.use_register_names(self.adapter.pc_register, self.adapter.exec_register)
         self.source_map = dict(source_map or {})
         self.warnings: list[str] = list(getattr(state, "warnings", []))
+        self.notes: list[str] = []  # things the user should know (a source file found elsewhere), said once
         self._programs: dict[int, Program] = {}
         self._extra: Program | None = None
         self._placed: dict[int, Program] = {}  # the launch's codeObject at other load addresses
@@ -492,35 +493,70 @@ class Session:
         return self.map_source(line.file), line.line, line.column
 
     def map_source(self, path: str | None) -> str | None:
-        """The path a client can open: the launch's sourceMap first, then a relative DWARF path
-        (`-ffile-prefix-map` builds) found beside the dump or the code objects, or their parents."""
+        """The path a client can open: the launch's sourceMap first; else the DWARF path when it exists;
+        else the same file found by its trailing path components (see find_source)."""
         if path is None:
             return None
         for src, dst in self.source_map.items():
             if path.startswith(src):
                 return dst + path[len(src):]
-        if os.path.isabs(path) and os.path.exists(path):
-            return path
         found = self._found_sources.get(path)
         if found is None:
-            found = self._find_relative_source(path)
+            found = self.find_source(path)
             self._found_sources[path] = found
         return found
 
-    def _find_relative_source(self, path: str) -> str:
-        roots = [Path.cwd()]
-        for anchor in [self.state.source] + [ref.path for ref in self.state.code_objects]:
-            if anchor is not None:
-                roots.extend(list(Path(anchor).resolve().parents)[:6])
-        # an absolute path that does not exist here names another machine's or clone's build
-        # folder (compilers without -fdebug-prefix-map, like ocloc): its trailing parts, longest first
-        parts = Path(path).parts[1:] if os.path.isabs(path) else (path,)
-        for start in range(len(parts)):
-            rel = Path(*parts[start:])
-            for root in roots:
-                candidate = root / rel
-                if candidate.is_file():
-                    return str(candidate)
+    def source_roots(self) -> list[Path]:
+        """Where the sources of this dump may be: the folders of the code objects and of the dump and two
+        levels above them (an example's folder, the checkout), then the working directory (the editor's
+        workspace)."""
+        roots: list[Path] = []
+        anchors = [ref.path for ref in self.state.code_objects] + [self.state.source]
+        anchors += [p.path for p in self._programs.values() if p is not None]
+        if self._extra is not None:
+            anchors.append(self._extra.path)
+        for anchor in anchors:
+            if anchor is None:
+                continue
+            here = Path(anchor).resolve()
+            for root in [here.parent, *list(here.parents)[1:3]]:
+                if root not in roots and root != Path(root.anchor):
+                    roots.append(root)
+        cwd = Path.cwd()
+        if cwd not in roots:
+            roots.append(cwd)
+        return roots
+
+    def find_source(self, path: str) -> str:
+        """A DWARF source path as a file to open here, only ever one with the same trailing path
+        components as the recorded one.
+
+        A recorded absolute path is used when it exists near the code objects or the dump; a build
+        elsewhere (another checkout, a temporary folder) records that machine's paths, so the copy
+        beside the code object is preferred, and the substitution is noted once for the user with the
+        sourceMap that would pin it. `-ffile-prefix-map` builds record relative paths."""
+        recorded = Path(path)
+        roots = self.source_roots()
+        if recorded.is_absolute() and recorded.is_file() and \
+                any(recorded.is_relative_to(root) for root in roots[:-1]):
+            return path
+        parts = [p for p in recorded.parts if p not in (recorded.anchor, "", ".")]
+        if ".." in parts:
+            parts = parts[len(parts) - parts[::-1].index(".."):]
+        for root in roots:  # the nearest folder first, then the longest matching tail
+            for keep in range(len(parts), 0, -1):
+                tail = Path(*parts[-keep:])
+                candidate = root / tail
+                if candidate != recorded and candidate.is_file():
+                    found = str(candidate)
+                    if recorded.is_absolute():
+                        src = str(Path(*recorded.parts[:-keep]))
+                        dst = str(root)
+                        self.notes.append(
+                            f"source {path} is not beside this dump's code objects; showing {found} (same "
+                            f"trailing path {tail}). To use another copy, set \"sourceMap\": {{\"{src}\": ...}} "
+                            f"in the launch configuration (this one is {{\"{src}\": \"{dst}\"}}).")
+                    return found
         return path
 
     # ------------------------------------------------------------------ variables

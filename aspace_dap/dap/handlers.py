@@ -93,7 +93,14 @@ def launch(ctx, args):
             ctx.progress_end(pid)
     for w in st.session.warnings:
         ctx.output(f"warning: {w}\n", "console")
+    _say_notes(ctx, st.session)
     return None
+
+
+def _say_notes(ctx, s: Session) -> None:
+    """Tell the user, once, what the session substituted for them (a source found elsewhere)."""
+    while s.notes:
+        ctx.output(s.notes.pop(0) + "\n", "console")
 
 
 handlers.request("attach", required={"state": str},
@@ -218,6 +225,7 @@ def stack_trace(ctx, args):
     if st.unseen_stop == args["threadId"]:
         st.unseen_stop = None
     frames = s.frames(wave.id, s.focus_lane)
+    _say_notes(ctx, s)
     start = _not_negative(args, "startFrame")
     levels = _not_negative(args, "levels") or len(frames)
     out = []
