@@ -19,6 +19,9 @@ from aspace_dap.errors import EvaluationError, StateError
 class TargetAdapter(ABC):
     vendor = "unknown"
     address_size = 8
+    # Each lane runs at its own PC (NVIDIA's independent thread scheduling): a lane outside the active
+    # mask need not be anywhere near the wave's PC. Without the lane's own PC its position is unknown.
+    lanes_have_own_pc = False
 
     # --- address spaces -------------------------------------------------------------
 

@@ -66,6 +66,7 @@ def relocated_cubin(path: str | Path) -> bytes:
 class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
+    lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}

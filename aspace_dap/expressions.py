@@ -478,7 +478,24 @@ def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: 
     wave = session.wave(wave_id)
     all_lanes = np.arange(wave.lanes)
     frames = session.frames(wave.id, session.focus_lane)
+    if frames and frames[0].note is not None:  # the focus lane is elsewhere: the wave's stop frames
+        active = np.nonzero(session.active_lanes(wave))[0]
+        frames = session.frames(wave.id, int(active[0])) if len(active) else frames
     frame = frames[min(frame_index, len(frames) - 1)] if frames else None
+    rows = _lane_values_at(session, wave, text, frame, all_lanes)
+    # a lane standing somewhere else has no value for this frame's variables (another branch's registers);
+    # registers ($lane, $v3) and addresses do not depend on where the lane is
+    here = frames[0].runtime_pc if frames and frames[0].note is None else None
+    names_variable = any(kind == "id" and value not in BUILTIN_TYPES for kind, value in tokenize(text))
+    for row in rows if names_variable else ():
+        pc = session.lane_pc(wave, row["lane"])
+        if here is not None and pc != here:
+            where = "the dump has no pc for it" if pc is None else f"it is at 0x{pc:x}"
+            row["value"] = f"<unavailable: lane {row['lane']} is not at this stop; {where}>"
+    return rows
+
+
+def _lane_values_at(session, wave, text, frame, all_lanes) -> list[dict]:
     rows = []
     try:
         obj = evaluate_expression(session, text, frame=frame, lanes=all_lanes)

@@ -63,9 +63,12 @@ class Frame:
     caller_state: object | None = None  # unwound registers for frames above the innermost call
     contexts: dict = field(default_factory=dict, repr=False, compare=False)  # FrameContext per dialect, built once
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # reads of this frame: see Session.remembered
+    note: str | None = None  # a frame that stands for "position unknown": shown as its name, no variables
 
     @property
     def name(self) -> str:
+        if self.note is not None:
+            return self.note
         if self.info is None:
             sym = self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
             return sym.name if sym else f"0x{self.runtime_pc:x}"
@@ -405,8 +408,9 @@ class Session:
 
     # ------------------------------------------------------------------ frames
 
-    def lane_pc(self, wave, lane: int) -> int:
-        """Where a lane is: its own PC from the dump, else the wave's; inactive lanes per DW_AT_LLVM_lane_pc."""
+    def lane_pc(self, wave, lane: int) -> int | None:
+        """Where a lane is: its own PC from the dump, else the wave's; inactive lanes per DW_AT_LLVM_lane_pc.
+        None: an inactive lane of a target whose lanes have their own PCs, and the dump lacks this one's."""
         if wave.lane_pcs is not None:
             return int(wave.lane_pcs[lane])
         pc = wave.pc
@@ -416,6 +420,8 @@ class Session:
             lane_pc = self._lane_pc_from_dwarf(wave, lane, pc)
             if lane_pc is not None:
                 return lane_pc
+            if self.adapter.lanes_have_own_pc:
+                return None
         return pc
 
     def _lane_pc_from_dwarf(self, wave, lane, pc) -> int | None:
@@ -442,6 +448,11 @@ class Session:
         lane = self.focus_lane if lane is None else lane
         program = self.program_for(wave)
         runtime_pc = self.lane_pc(wave, lane)
+        if runtime_pc is None:
+            # never the active lanes' frames: this lane took another path and may be anywhere
+            return [Frame(0, wave.id, lane, program, None, 0, wave.pc or 0,
+                          note=f"<lane {lane} inactive elsewhere: the dump has no pc for it; "
+                               f"its registers hold values it last wrote>")]
         pc = program.elf_pc(runtime_pc)
         out: list[Frame] = []
         infos = program.index.frames_at(pc) if program.index is not None else []

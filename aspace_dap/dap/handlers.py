@@ -233,8 +233,11 @@ def stack_trace(ctx, args):
         fid = frame_id(wave.id, f.index)
         st.frame_ids[fid] = f
         st.frame_generation[fid] = st.focus_generation
-        item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0,
-                "instructionPointerReference": f"0x{f.runtime_pc:x}"}
+        item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0}
+        if f.note is None:
+            item["instructionPointerReference"] = f"0x{f.runtime_pc:x}"
+        else:
+            item["presentationHint"] = "label"
         if f.file:
             item["source"] = {"name": os.path.basename(f.file), "path": f.file}
         if f.info is not None and f.info.is_inlined:
@@ -650,6 +653,9 @@ def lane_rows(s: Session, wave_id: int) -> list[dict]:
         row = {"lane": lane, "state": state, "workItem": list(wave.global_id(lane)), "pc": "0x0"}
         try:
             pc = s.lane_pc(wave, lane)
+            if pc is None:
+                rows.append(row | {"pc": "unknown"})
+                continue
             row["pc"] = f"0x{pc:x}"
             program = s.program_for(wave)
             if program.index is not None:
