@@ -332,7 +332,8 @@ def scopes(ctx, args):
     shared = [v for v in variables + file_scope if shared_var(v)]
     globals_ = [g for g in file_scope if not shared_var(g)]
     out = []
-    for name, hint, vars_ in (("Arguments", "arguments", params), ("Locals", "locals", locals_),
+    # Locals first: VS Code expands the first inexpensive scope
+    for name, hint, vars_ in (("Locals", "locals", locals_), ("Arguments", "arguments", params),
                               ("Shared", None, shared), ("Globals", None, globals_)):
         if name in ("Shared", "Globals") and not vars_:
             continue

@@ -76,12 +76,16 @@ export function registerLaneCommands(controller: GpuDebugController, panels: Lan
         void vscode.window.showWarningMessage('No GPU debug session is active.');
         return;
       }
-      // From the editor's context menu or the palette: offer the selected text.
       const editor = vscode.window.activeTextEditor;
-      const selected = editor !== undefined && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : '';
+      const selected = editor !== undefined && !editor.selection.isEmpty ? editor.document.getText(editor.selection).trim() : '';
+      // The editor's context menu passes the document's URI: the selection is the expression.
+      // From the palette, the selection is offered for editing.
+      const fromEditorMenu = arg instanceof vscode.Uri && selected !== '';
       const expression =
         target?.expression ??
-        (await vscode.window.showInputBox({ prompt: 'Expression to show in every lane of the wave', value: selected.trim() }));
+        (fromEditorMenu
+          ? selected
+          : await vscode.window.showInputBox({ prompt: 'Expression to show in every lane of the wave', value: selected }));
       if (expression === undefined || expression.trim() === '') return;
       await panels.show(entry, expression.trim());
     }),

@@ -32,7 +32,7 @@ function headline(page: LaneValuesPage): string {
   if (s.majority === undefined) {
     return (
       `${s.distinctActiveValues} distinct values across ${s.activeCount} active lanes; ` +
-      `no value is more common than the others (${s.majorityCount} lanes each at most).`
+      `no value is more common than the others (${s.majorityCount === 1 ? '1 lane' : `${s.majorityCount} lanes`} each at most).`
     );
   }
   const differing = s.activeCount - s.majorityCount;

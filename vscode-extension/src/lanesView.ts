@@ -21,6 +21,10 @@ export class LanesTreeProvider implements vscode.TreeDataProvider<LaneInfo> {
     this.changed.fire();
   }
 
+  getParent(): undefined {
+    return undefined; // lanes are the view's roots
+  }
+
   getChildren(element?: LaneInfo): LaneInfo[] {
     if (element !== undefined) return [];
     return this.controller.active?.model.lanes?.lanes ?? [];
@@ -67,6 +71,12 @@ export function createLanesView(controller: GpuDebugController): vscode.Disposab
           ? 'Lanes appear once the server reports a stopped wave.'
           : undefined;
     provider.refresh();
+    // The selected row follows the focus, wherever the focus moved from (a row clicked earlier
+    // would otherwise stay highlighted beside the newly focused lane).
+    const focused = entry?.model.lanes?.lanes.find((lane) => lane.lane === entry.model.focus?.lane);
+    if (focused !== undefined && view.visible) {
+      void Promise.resolve(view.reveal(focused, { select: true, focus: false })).catch(() => undefined);
+    }
   };
   const listener = controller.onDidChange(update);
   update();

@@ -38,6 +38,9 @@ describe('lane values page', () => {
     const html = renderLaneValuesPage({ expression: 'tx', summary: tie, cspSource: 'x' });
     assert.match(html, /2 distinct values across 4 active lanes; no value is more common than the others \(2 lanes each at most\)/);
     assert.ok(!html.includes('differs"'), 'no lane is marked');
+    const distinct = summarizeLaneValues([0, 1, 2].map((lane) => ({ lane, active: true, value: String(lane), type: 'int' })));
+    const one = renderLaneValuesPage({ expression: 'tx', summary: distinct, cspSource: 'x' });
+    assert.match(one, /\(1 lane each at most\)/);
   });
 
   it('says when all active lanes agree', () => {
