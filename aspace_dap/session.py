@@ -750,6 +750,36 @@ class Session:
         got = target.read_memory(space, np.array([lane]), np.array([start], np.uint64), count)
         return start, bytes(got.data[0]), got.valid[0]
 
+    def memory_layout(self, frame: Frame, text: str, offset: int, count: int) -> list[dict]:
+        """The variables of a frame (and its file scope) that occupy bytes of [reference + offset,
+        + count) in the same memory and context: [{name, type, address, size, memoryReference}],
+        from each variable's evaluated location for the frame's lane. Variables whose place is not
+        known (optimized out, registers, unresolved LDS offsets) are not listed."""
+        ref, _, _, _ = self.resolve_memref(text)
+        start, end = ref.address + offset, ref.address + offset + count
+        same = (ref.space, ref.wave, ref.lane, ref.workgroup, ref.dispatch)
+        out = []
+        for var in self.variables(frame) + self.globals(frame):
+            try:
+                obj = self.read_variable(frame, var).obj_for(frame.lane)
+            except AspaceError:
+                continue
+            if obj is None or obj.error is not None or obj.location is None:
+                continue
+            places = obj.location.places
+            place = obj.memory_place()
+            if place is None or len(places) != 1 or obj.size is None:
+                continue  # in pieces or not in memory: no single byte range to mark
+            addr = int(place.address[0])
+            at = self.memref_for_space(place.space.name, addr, frame.wave_id, int(place.lanes[0]))
+            if (at.space, at.wave, at.lane, at.workgroup, at.dispatch) != same:
+                continue
+            if addr < end and addr + obj.size > start:
+                out.append({"name": var.name or "?", "type": obj.type.display_name(), "address": addr,
+                            "size": int(obj.size), "memoryReference": format_memref(at)})
+        out.sort(key=lambda v: (v["address"], -v["size"]))
+        return out
+
     def write_memory(self, text: str, offset: int, data: bytes) -> int:
         self.note_write()
         ref, space, target, lane = self.resolve_memref(text)

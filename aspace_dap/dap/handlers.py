@@ -684,6 +684,24 @@ def memory_spaces(ctx, args):
     return {"spaces": s.memory_spaces(wave.id, args.get("lane"))}
 
 
+@handlers.request("memoryLayout", required={"memoryReference": str, "count": int},
+                  optional={"threadId": int, "frameId": int, "offset": int})
+def memory_layout(ctx, args):
+    """Which variables of the frame occupy which bytes of a memory range (the memory view colours them)."""
+    st = _st(ctx)
+    s = st.need()
+    count = args["count"]
+    if count < 0 or count > MAX_READ:
+        raise LimitExceeded(f"memoryLayout of {count} bytes is over the limit of {MAX_READ}")
+    if args.get("frameId") is not None:
+        frame = _followed_frame(st, s, args["frameId"])
+    else:
+        wave = wave_of_thread(s, args["threadId"]) if args.get("threadId") is not None else s.wave()
+        frame = s.frames(wave.id, s.focus_lane)[0]
+    found = s.memory_layout(frame, args["memoryReference"], args.get("offset") or 0, count)
+    return {"variables": [v | {"address": f"0x{v['address']:x}"} for v in found]}
+
+
 MAX_READ = 16 << 20
 
 
