@@ -1,41 +1,38 @@
 // "Open Shared Memory (LDS)" / "Open Private Memory of This Lane": find the
-// memory space by kind with the server's memorySpaces request and open VS
-// Code's hex editor on it through the same vscode-debug-memory URIs that
-// "View Binary Data" uses.
+// memory space by kind with the server's memorySpaces request and open it in
+// the built-in memory view; from there (and only when the Hex Editor extension
+// is installed) in VS Code's hex editor, through the same vscode-debug-memory
+// URIs that "View Binary Data" uses.
 
 import * as vscode from 'vscode';
 import { describe, type GpuDebugController, type GpuSession } from './controller';
 import { memorySpacePicks, missingSpaceMessage, spaceOfKind } from './memorySpaces';
 import { debugMemoryUriParts, memorySpaceDisplayName } from './memoryUri';
 import type { MemorySpace, MemorySpaceKind } from './protocol';
+import { HEX_EDITOR_EXTENSION, MemoryViews, type MemoryTarget } from './memoryView';
 import { requestMemorySpaces } from './serverRequests';
 
-const HEX_EDITOR_EXTENSION = 'ms-vscode.hexeditor';
 const HEX_EDITOR_VIEW_TYPE = 'hexEditor.hexedit';
 
-async function ensureHexEditor(): Promise<boolean> {
-  if (vscode.extensions.getExtension(HEX_EDITOR_EXTENSION) !== undefined) return true;
-  const install = 'Install Hex Editor';
-  const answer = await vscode.window.showInformationMessage(
-    'GPU memory opens in the Hex Editor extension, which is not installed.',
-    install,
-  );
-  if (answer !== install) return false;
-  await vscode.commands.executeCommand('workbench.extensions.installExtension', HEX_EDITOR_EXTENSION);
-  return true;
-}
-
-export async function openMemorySpace(session: vscode.DebugSession, space: MemorySpace): Promise<void> {
-  if (!(await ensureHexEditor())) return;
+/** The Hex Editor, when it is installed (never an install prompt: offline machines cannot). */
+export async function openInHexEditor(session: vscode.DebugSession, target: MemoryTarget): Promise<void> {
+  if (vscode.extensions.getExtension(HEX_EDITOR_EXTENSION) === undefined) {
+    void vscode.window.showInformationMessage('The Hex Editor extension is not installed; the GPU memory view shows the same bytes.');
+    return;
+  }
   const uri = vscode.Uri.from(
     debugMemoryUriParts({
       sessionId: session.id,
-      memoryReference: space.memoryReference,
-      displayName: memorySpaceDisplayName(space.name, space.memoryReference),
-      size: space.size,
+      memoryReference: target.memoryReference,
+      displayName: memorySpaceDisplayName(target.title, target.memoryReference),
+      size: target.size,
     }),
   );
   await vscode.commands.executeCommand('vscode.openWith', uri, HEX_EDITOR_VIEW_TYPE);
+}
+
+function spaceTarget(space: MemorySpace): MemoryTarget {
+  return { title: memorySpaceDisplayName(space.name, space.memoryReference), memoryReference: space.memoryReference, size: space.size };
 }
 
 async function spacesOf(entry: GpuSession): Promise<MemorySpace[] | undefined> {
@@ -58,7 +55,7 @@ function activeOrWarn(controller: GpuDebugController): GpuSession | undefined {
   return entry;
 }
 
-async function openSpaceOfKind(controller: GpuDebugController, kind: MemorySpaceKind): Promise<void> {
+async function openSpaceOfKind(controller: GpuDebugController, views: MemoryViews, kind: MemorySpaceKind): Promise<void> {
   const entry = activeOrWarn(controller);
   if (entry === undefined) return;
   const spaces = await spacesOf(entry);
@@ -68,13 +65,48 @@ async function openSpaceOfKind(controller: GpuDebugController, kind: MemorySpace
     void vscode.window.showWarningMessage(missingSpaceMessage(spaces, kind));
     return;
   }
-  await openMemorySpace(entry.session, space);
+  await views.show(entry, spaceTarget(space));
+}
+
+/** A variable's memory: its pointee for a pointer (global around a pointer), else its own bytes. */
+async function variableTarget(entry: GpuSession, arg: unknown): Promise<MemoryTarget | undefined> {
+  const variable = (arg as { variable?: { name?: unknown; evaluateName?: unknown; memoryReference?: unknown; type?: unknown } })?.variable;
+  if (variable === undefined) return undefined;
+  const name = typeof variable.evaluateName === 'string' ? variable.evaluateName : String(variable.name ?? '');
+  let reference = typeof variable.memoryReference === 'string' ? variable.memoryReference : undefined;
+  if (typeof variable.type === 'string' && variable.type.trim().endsWith('*') && name !== '') {
+    try {
+      const pointee = (await entry.session.customRequest('evaluate', {
+        expression: `*(${name})`,
+        context: 'watch',
+        frameId: entry.model.frameOnThread,
+      })) as { memoryReference?: unknown };
+      if (typeof pointee.memoryReference === 'string') reference = pointee.memoryReference;
+    } catch {
+      // not dereferenceable: fall back to the pointer's own bytes
+    }
+  }
+  if (reference === undefined) return undefined;
+  // a page that starts a little before the object shows its neighbourhood
+  return { title: `${name} · memory`, memoryReference: reference, offset: -64 };
 }
 
 export function registerMemoryCommands(controller: GpuDebugController): vscode.Disposable {
+  const views = new MemoryViews(controller, openInHexEditor);
   return vscode.Disposable.from(
-    vscode.commands.registerCommand('aspace.openLds', () => openSpaceOfKind(controller, 'workgroup')),
-    vscode.commands.registerCommand('aspace.openScratch', () => openSpaceOfKind(controller, 'lane')),
+    views,
+    vscode.commands.registerCommand('aspace.openLds', () => openSpaceOfKind(controller, views, 'workgroup')),
+    vscode.commands.registerCommand('aspace.openScratch', () => openSpaceOfKind(controller, views, 'lane')),
+    vscode.commands.registerCommand('aspace.openVariableMemory', async (arg: unknown) => {
+      const entry = activeOrWarn(controller);
+      if (entry === undefined) return;
+      const target = await variableTarget(entry, arg);
+      if (target === undefined) {
+        void vscode.window.showWarningMessage('This variable has no place in GPU memory.');
+        return;
+      }
+      await views.show(entry, target);
+    }),
     vscode.commands.registerCommand('aspace.openMemorySpace', async () => {
       const entry = activeOrWarn(controller);
       if (entry === undefined) return;
@@ -84,7 +116,7 @@ export function registerMemoryCommands(controller: GpuDebugController): vscode.D
         placeHolder: 'GPU memory space to open',
         matchOnDescription: true,
       });
-      if (picked !== undefined) await openMemorySpace(entry.session, picked.space);
+      if (picked !== undefined) await views.show(entry, spaceTarget(picked.space));
     }),
   );
 }

@@ -1,0 +1,209 @@
+// The built-in GPU memory view's page: hex, ASCII and typed columns, and the
+// variables of the focused frame coloured over the bytes they occupy.
+
+import { escapeHtml } from './laneValuesHtml';
+import type { MemoryPage, PlacedVariable } from './memoryLayout';
+
+export const BYTES_PER_ROW = 16;
+export const PAGE_BYTES = 512;
+
+export type TypedFormat = 'auto' | 'i8' | 'u8' | 'i16' | 'i32' | 'u32' | 'x32' | 'f32' | 'i64' | 'f64';
+export const TYPED_FORMATS: readonly TypedFormat[] = ['auto', 'i8', 'u8', 'i16', 'i32', 'u32', 'x32', 'f32', 'i64', 'f64'];
+const WIDTH: Record<Exclude<TypedFormat, 'auto'>, number> = { i8: 1, u8: 1, i16: 2, i32: 4, u32: 4, x32: 4, f32: 4, i64: 8, f64: 8 };
+
+export interface MemoryViewState {
+  title: string;
+  memoryReference: string;
+  /** Offset of this page from the reference, and the space's size when known. */
+  offset: number;
+  size?: number;
+  page?: MemoryPage;
+  variables: PlacedVariable[];
+  format: TypedFormat;
+  frameName?: string;
+  error?: string;
+  hexEditorAvailable: boolean;
+  cspSource: string;
+  nonce: string;
+}
+
+/** The variable (index into `variables`) occupying each byte of the page; the innermost (smallest) wins. */
+export function byteOwners(page: MemoryPage, variables: readonly PlacedVariable[]): number[] {
+  const owners = new Array<number>(page.bytes.length).fill(-1);
+  const order = variables.map((_, i) => i).sort((a, b) => variables[b].size - variables[a].size);
+  for (const i of order) {
+    const v = variables[i];
+    const from = Number(v.address - page.address);
+    for (let k = Math.max(0, from); k < Math.min(page.bytes.length, from + v.size); k++) owners[k] = i;
+  }
+  return owners;
+}
+
+/** The element type a variable holds: `float[16][17]` → float. */
+function elementFormat(type: string | undefined): Exclude<TypedFormat, 'auto'> {
+  const base = (type ?? '').replace(/\[.*$/, '').replace(/\b(const|volatile)\b/g, '').trim();
+  if (base.endsWith('*')) return 'x32';
+  switch (base) {
+    case 'float':
+      return 'f32';
+    case 'double':
+      return 'f64';
+    case 'long':
+    case 'long long':
+    case 'int64_t':
+      return 'i64';
+    case 'unsigned':
+    case 'unsigned int':
+    case 'uint32_t':
+      return 'u32';
+    case 'short':
+      return 'i16';
+    case 'char':
+    case 'signed char':
+      return 'i8';
+    case 'unsigned char':
+    case 'bool':
+      return 'u8';
+    default:
+      return 'i32';
+  }
+}
+
+function formatTyped(view: DataView, at: number, fmt: Exclude<TypedFormat, 'auto'>): string {
+  switch (fmt) {
+    case 'i8':
+      return String(view.getInt8(at));
+    case 'u8':
+      return String(view.getUint8(at));
+    case 'i16':
+      return String(view.getInt16(at, true));
+    case 'i32':
+      return String(view.getInt32(at, true));
+    case 'u32':
+      return String(view.getUint32(at, true));
+    case 'x32':
+      return '0x' + view.getUint32(at, true).toString(16).padStart(8, '0');
+    case 'f32':
+      return String(Number(view.getFloat32(at, true).toPrecision(7)));
+    case 'i64':
+      return view.getBigInt64(at, true).toString();
+    case 'f64':
+      return String(view.getFloat64(at, true));
+  }
+}
+
+/** Typed cells of one row: [text, owner] per element; unknown bytes make the element unknown. */
+export function typedCells(
+  page: MemoryPage,
+  owners: readonly number[],
+  variables: readonly PlacedVariable[],
+  rowStart: number,
+  format: TypedFormat,
+): { text: string; owner: number; width: number }[] {
+  const view = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
+  const end = Math.min(page.bytes.length, rowStart + BYTES_PER_ROW);
+  const out: { text: string; owner: number; width: number }[] = [];
+  let at = rowStart;
+  while (at < end) {
+    const owner = owners[at];
+    const fmt = format === 'auto' ? elementFormat(owner >= 0 ? variables[owner].type : undefined) : format;
+    const width = Math.min(WIDTH[fmt], end - at);
+    const whole = width === WIDTH[fmt] && page.valid.slice(at, at + width).every(Boolean);
+    out.push({ text: whole ? formatTyped(view, at, fmt) : '??', owner, width });
+    at += width;
+  }
+  return out;
+}
+
+function hexAddress(a: bigint): string {
+  return '0x' + a.toString(16).padStart(8, '0');
+}
+
+function ascii(b: number): string {
+  return b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '.';
+}
+
+export function renderMemoryView(s: MemoryViewState): string {
+  const csp =
+    `default-src 'none'; style-src ${s.cspSource} 'unsafe-inline'; script-src 'nonce-${s.nonce}';`;
+  const parts: string[] = [];
+  const nav = [
+    `<button data-go="${s.offset - PAGE_BYTES}"${s.offset <= 0 && s.size !== undefined ? ' disabled' : ''}>◀ Previous</button>`,
+    `<button data-go="${s.offset + PAGE_BYTES}"${s.size !== undefined && s.offset + PAGE_BYTES >= s.size ? ' disabled' : ''}>Next ▶</button>`,
+    `<label>offset <input id="offset" value="0x${Math.max(0, s.offset).toString(16)}" size="10"></label><button id="goto">Go</button>`,
+    `<label>typed <select id="format">${TYPED_FORMATS.map((f) => `<option${f === s.format ? ' selected' : ''}>${f}</option>`).join('')}</select></label>`,
+    s.hexEditorAvailable ? '<button id="hex">Open in Hex Editor</button>' : '',
+  ].join(' ');
+  parts.push(`<div class="nav">${nav}</div>`);
+  if (s.error !== undefined) {
+    parts.push(`<p class="error">${escapeHtml(s.error)}</p>`);
+  }
+  const page = s.page;
+  if (page !== undefined) {
+    const owners = byteOwners(page, s.variables);
+    const shown = s.variables.filter((_, i) => owners.includes(i));
+    parts.push(
+      `<p class="legend">${
+        shown.length === 0
+          ? `No variable of ${escapeHtml(s.frameName ?? 'the focused frame')} with a known place lies in these bytes.`
+          : shown
+              .map((v) => {
+                const i = s.variables.indexOf(v);
+                return `<span class="chip v${i % 8}">${escapeHtml(v.name)}</span> <span class="dim">${escapeHtml(v.type)} · ${hexAddress(v.address)}..${hexAddress(v.address + BigInt(v.size))} (${v.size} bytes)</span>`;
+              })
+              .join('<br>')
+      }</p>`,
+    );
+    const rows: string[] = [];
+    for (let row = 0; row < page.bytes.length; row += BYTES_PER_ROW) {
+      const hex: string[] = [];
+      const text: string[] = [];
+      for (let k = row; k < Math.min(page.bytes.length, row + BYTES_PER_ROW); k++) {
+        const o = owners[k];
+        const cls = `${o >= 0 ? `v${o % 8}` : ''}${page.valid[k] ? '' : ' na'}`.trim();
+        const title = o >= 0 ? ` title="${escapeHtml(s.variables[o].name)} +${Number(page.address + BigInt(k) - s.variables[o].address)}"` : page.valid[k] ? '' : ' title="not in the dump"';
+        hex.push(`<td class="${cls}"${title}>${page.valid[k] ? page.bytes[k].toString(16).padStart(2, '0') : '??'}</td>`);
+        text.push(page.valid[k] ? escapeHtml(ascii(page.bytes[k])) : '·');
+      }
+      const typed = typedCells(page, owners, s.variables, row, s.format)
+        .map((c) => `<span class="${c.owner >= 0 ? `t${c.owner % 8}` : ''}">${escapeHtml(c.text)}</span>`)
+        .join(' ');
+      rows.push(
+        `<tr><th>${hexAddress(page.address + BigInt(row))}</th>${hex.join('')}<td class="ascii">${text.join('')}</td><td class="typed">${typed}</td></tr>`,
+      );
+    }
+    parts.push(`<table class="mem">${rows.join('\n')}</table>`);
+  }
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<style>
+body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); }
+table.mem { border-collapse: collapse; font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
+table.mem th { text-align: left; padding-right: 1em; color: var(--vscode-descriptionForeground); font-weight: normal; }
+table.mem td { padding: 0 3px; }
+td.ascii { padding-left: 1.5em; white-space: pre; }
+td.typed { padding-left: 1.5em; white-space: pre; }
+.na { color: var(--vscode-disabledForeground); }
+.dim { color: var(--vscode-descriptionForeground); }
+.chip { padding: 0 6px; border-radius: 3px; font-family: var(--vscode-editor-font-family); }
+.nav { margin-bottom: 0.6em; }
+.error { color: var(--vscode-errorForeground); }
+${[0, 1, 2, 3, 4, 5, 6, 7]
+  .map((i) => {
+    const hue = (i * 137 + 200) % 360;
+    return `.v${i} { background: hsla(${hue}, 70%, 45%, 0.35); } .t${i} { color: hsl(${hue}, 70%, 65%); }`;
+  })
+  .join('\n')}
+</style></head><body>
+<h3>${escapeHtml(s.title)} <span class="dim">${escapeHtml(s.memoryReference)}${s.size !== undefined ? ` · ${s.size} bytes` : ''}${s.frameName ? ` · variables of ${escapeHtml(s.frameName)}` : ''}</span></h3>
+${parts.join('\n')}
+<script nonce="${s.nonce}">
+const vscode = acquireVsCodeApi();
+for (const b of document.querySelectorAll('button[data-go]')) b.addEventListener('click', () => vscode.postMessage({ command: 'page', offset: Number(b.dataset.go) }));
+document.getElementById('goto').addEventListener('click', () => vscode.postMessage({ command: 'page', offset: Number(document.getElementById('offset').value) }));
+document.getElementById('format').addEventListener('change', (e) => vscode.postMessage({ command: 'format', format: e.target.value }));
+const hex = document.getElementById('hex'); if (hex) hex.addEventListener('click', () => vscode.postMessage({ command: 'hexEditor' }));
+</script>
+</body></html>`;
+}

@@ -1,0 +1,68 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { parseMemoryLayout, readPage, type MemoryPage } from '../../src/memoryLayout';
+import { byteOwners, renderMemoryView, typedCells } from '../../src/memoryViewHtml';
+
+function page(bytes: number[], address = 0x400n, valid?: boolean[]): MemoryPage {
+  return { address, bytes: Uint8Array.from(bytes), valid: valid ?? bytes.map(() => true) };
+}
+
+describe('memory view', () => {
+  const f32 = (x: number): number[] => [...new Uint8Array(new Float32Array([x]).buffer)];
+  const vars = parseMemoryLayout({
+    variables: [
+      { name: 'row_sums', type: 'float[2]', address: '0x400', size: 8 },
+      { name: 'count', type: 'int', address: '0x408', size: 4 },
+      { name: 'bad', type: 'int', address: 'nowhere', size: 4 },
+    ],
+  });
+
+  it('marks each byte with the variable occupying it', () => {
+    assert.deepEqual(vars.map((v) => v.name), ['row_sums', 'count']);
+    const p = page([...f32(1.5), ...f32(-2), 7, 0, 0, 0, 9, 9, 9, 9]);
+    assert.deepEqual(byteOwners(p, vars), [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1]);
+  });
+
+  it('types each element by the variable holding it, and never reads unknown bytes', () => {
+    const p = page([...f32(1.5), ...f32(-2), 7, 0, 0, 0, 9, 9, 9, 9], 0x400n, [
+      ...Array(12).fill(true), false, true, true, true,
+    ]);
+    const cells = typedCells(p, byteOwners(p, vars), vars, 0, 'auto');
+    assert.deepEqual(cells.map((c) => c.text), ['1.5', '-2', '7', '??']);
+    assert.deepEqual(typedCells(p, byteOwners(p, vars), vars, 0, 'x32').map((c) => c.text)[2], '0x00000007');
+  });
+
+  it('renders names, hex, holes and an escaped title', () => {
+    const p = page([...f32(1.5), ...f32(-2), 7, 0, 0, 0, 0x41, 0, 0, 0], 0x400n, [...Array(15).fill(true), false]);
+    const html = renderMemoryView({
+      title: 'LDS <wg>', memoryReference: 'local@wg(1,1,0)#0x0', offset: 0x400, size: 0x800, page: p, variables: vars,
+      format: 'auto', hexEditorAvailable: false, cspSource: 'vscode-resource:', nonce: 'n0',
+    });
+    assert.ok(html.includes('LDS &lt;wg&gt;'));
+    assert.ok(html.includes('class="chip v0">row_sums') && html.includes('class="chip v1">count'));
+    assert.ok(html.includes('title="row_sums +4"'));
+    assert.ok(html.includes('title="not in the dump">??'));
+    assert.ok(!html.includes('Open in Hex Editor'));
+  });
+
+  it('reads a page across holes without inventing bytes', async () => {
+    // bytes 0..3 readable, 4..5 missing, 6..7 readable
+    const memory = [1, 2, 3, 4, 0, 0, 7, 8];
+    const readable = [true, true, true, true, false, false, true, true];
+    const session = {
+      customRequest: async (_: string, args: { offset: number; count: number }) => {
+        const start = args.offset;
+        let n = 0;
+        while (start + n < memory.length && n < args.count && readable[start + n]) n++;
+        if (n > 0) return { address: `0x${(0x100 + start).toString(16)}`, data: Buffer.from(memory.slice(start, start + n)).toString('base64'), unreadableBytes: args.count - n || undefined };
+        let skip = 0;
+        while (start + skip < memory.length && !readable[start + skip]) skip++;
+        return { address: `0x${(0x100 + start).toString(16)}`, unreadableBytes: skip || args.count };
+      },
+    };
+    const got = await readPage(session, 'x#0x100', 0, 8);
+    assert.equal(got.address, 0x100n);
+    assert.deepEqual([...got.bytes], [1, 2, 3, 4, 0, 0, 7, 8]);
+    assert.deepEqual(got.valid, readable);
+  });
+});
