@@ -73,11 +73,15 @@ export function createLanesView(controller: GpuDebugController): vscode.Disposab
     provider.refresh();
     // The selected row follows the focus, wherever the focus moved from (a row clicked earlier
     // would otherwise stay highlighted beside the newly focused lane).
+    // A session's first lanes open the view (VS Code keeps a contributed view collapsed otherwise).
     const focused = entry?.model.lanes?.lanes.find((lane) => lane.lane === entry.model.focus?.lane);
-    if (focused !== undefined && view.visible) {
+    const first = entry !== undefined && !shown.has(entry.session.id);
+    if (focused !== undefined && entry !== undefined && (view.visible || first)) {
+      shown.add(entry.session.id);
       void Promise.resolve(view.reveal(focused, { select: true, focus: false })).catch(() => undefined);
     }
   };
+  const shown = new Set<string>();
   const listener = controller.onDidChange(update);
   update();
   return vscode.Disposable.from(listener, view);

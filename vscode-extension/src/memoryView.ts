@@ -55,6 +55,9 @@ export class MemoryViews implements vscode.Disposable {
   async show(entry: GpuSession, target: MemoryTarget): Promise<void> {
     const key = `${entry.session.id}\u0000${target.memoryReference}`;
     let view = this.views.get(key);
+    if (view === undefined && target.offset === undefined && target.size !== undefined) {
+      target = { ...target, offset: await firstVariablePage(entry, target) };
+    }
     if (view === undefined) {
       const panel = vscode.window.createWebviewPanel(
         'aspace.memory',
@@ -128,5 +131,21 @@ export class MemoryViews implements vscode.Disposable {
       state.error = describe(error);
     }
     view.panel.webview.html = renderMemoryView(state);
+  }
+}
+
+/** A whole space opens at the page of the focused frame's first variable in it (else at its start). */
+async function firstVariablePage(entry: GpuSession, target: MemoryTarget): Promise<number> {
+  const base = /#(0x[0-9a-fA-F]+|\d+)$/.exec(target.memoryReference);
+  if (base === null || target.size === undefined) return 0;
+  try {
+    const args: Record<string, unknown> = { memoryReference: target.memoryReference, offset: 0, count: target.size };
+    if (entry.model.threadId !== undefined) args.threadId = entry.model.threadId;
+    const found = parseMemoryLayout(await entry.session.customRequest('memoryLayout', args));
+    if (found.length === 0) return 0;
+    const from = Number(found[0].address - BigInt(base[1]));
+    return Math.max(0, Math.floor(from / PAGE_BYTES) * PAGE_BYTES);
+  } catch {
+    return 0;
   }
 }

@@ -1,0 +1,313 @@
+#!/usr/bin/env node
+// End-to-end checks in a real VS Code extension host (code-server driven by
+// headless Chromium), with the packaged extension and the real server. Not
+// part of `make test` (it needs code-server, Chromium and playwright-core);
+// `make test-host` runs it when they are there:
+//
+//   CODE_SERVER=.../node_modules/.bin/code-server PLAYWRIGHT=<folder with playwright-core> \
+//   CLONE=<a clone of the repository after `make setup`> [SHOTS=../docs] node test/host/editors.mjs
+//
+// 1. F5 with no launch.json in the clone: pick the debugger, type a dump path: it stops on the dump
+//    (the interpreter is the clone's .venv, found by the extension).
+// 2. `wave 2` then `ty` in the Debug Console: wave 2's value; Call Stack and GPU Lanes show wave 2.
+// 3. A launch whose interpreter cannot import aspace_dap: a notification with its error.
+// 4. The CUDA and Intel examples copied to another folder: their sources open.
+// 5. Lane 0 of CUDA divergent_call: its own (labelled) frame, not the odd lanes' call.
+// 6. The built-in memory view on CUDA lds_tiles' shared memory, tile and row_sums marked.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const extensionDir = resolve(here, '..', '..');
+const repo = resolve(extensionDir, '..');
+function need(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`set ${name} (see the header of test/host/editors.mjs)`);
+    process.exit(2);
+  }
+  return value;
+}
+const codeServer = need('CODE_SERVER');
+const clone = resolve(need('CLONE'));
+const { chromium } = createRequire(join(resolve(need('PLAYWRIGHT')), 'noop.js'))('playwright-core');
+const shots = process.env.SHOTS ? resolve(process.env.SHOTS) : undefined;
+const vsix = join(extensionDir, 'aspace-gpu.vsix');
+const port = Number(process.env.PORT ?? 8797);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const root = mkdtempSync(join(tmpdir(), 'aspace-host-'));
+const userData = join(root, 'user');
+const extensions = join(root, 'extensions');
+mkdirSync(join(userData, 'User'), { recursive: true });
+writeFileSync(
+  join(userData, 'User', 'settings.json'),
+  JSON.stringify({
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.colorTheme': 'Default Dark Modern',
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'editor.minimap.enabled': false,
+    'window.commandCenter': false,
+    'chat.commandCenter.enabled': false,
+    'workbench.layoutControl.enabled': false,
+    'debug.toolBarLocation': 'docked',
+    'files.simpleDialog.enable': true,
+  }),
+);
+execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], { stdio: 'inherit' });
+
+// a folder away from the clone with the CUDA and Intel examples, and launch configurations
+const away = join(root, 'elsewhere');
+for (const family of ['cuda', 'opencl']) cpSync(join(repo, 'examples', family), join(away, 'examples', family), { recursive: true });
+mkdirSync(join(away, '.vscode'), { recursive: true });
+const python = join(clone, '.venv', 'bin', 'python');
+const launch = (name, state, extra = {}) => ({ type: 'aspace-gpu', request: 'launch', name, state, pythonPath: python, ...extra });
+writeFileSync(
+  join(away, '.vscode', 'launch.json'),
+  JSON.stringify({
+    version: '0.2.0',
+    configurations: [
+      launch('cuda divergent_call', '${workspaceFolder}/examples/cuda/dumps/divergent_call.sm_90.G'),
+      launch('intel divergent_call', '${workspaceFolder}/examples/opencl/dumps/divergent_call.tgllp'),
+      launch('cuda lds_tiles', '${workspaceFolder}/examples/cuda/dumps/lds_tiles.sm_90.G'),
+      launch('no server here', '${workspaceFolder}/examples/cuda/dumps/lds_tiles.sm_90.G', { pythonPath: '/usr/bin/python3' }),
+    ],
+  }),
+);
+
+const server = spawn(
+  codeServer,
+  ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
+    '--user-data-dir', userData, '--extensions-dir', extensions],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
+server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
+
+async function waitForServer() {
+  for (let i = 0; i < 120; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
+    } catch {
+      // not yet
+    }
+    await sleep(500);
+  }
+  throw new Error('code-server did not start');
+}
+
+async function quickPick(page, text, timeout = 30000) {
+  const exact = new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) }).first().click({ timeout });
+}
+
+/** Palette or quick open entry; retried while the extension host is still registering contributions. */
+async function pick(page, key, text, entry) {
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press(key);
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor();
+    await input.fill(text);
+    try {
+      await quickPick(page, entry, 10000);
+      return;
+    } catch (error) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 6) throw error;
+    }
+  }
+}
+
+async function runCommand(page, title) {
+  await pick(page, 'F1', `>${title}`, title);
+}
+
+function row(page, paneTitle, text) {
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: paneTitle }) });
+  return pane.locator('.monaco-list-row', { hasText: text }).first();
+}
+
+async function repl(page, text) {
+  await page.locator('.repl-input-wrapper .monaco-editor').click();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Enter');
+  await sleep(1200);
+}
+
+async function replLast(page) {
+  const rows = page.locator('.repl .monaco-list-row');
+  return (await rows.last().textContent()).trim();
+}
+
+async function until(what, probe, tries = 60) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    last = await probe().catch(() => undefined);
+    if (last) return last;
+    await sleep(500);
+  }
+  throw new Error(`timed out: ${what}`);
+}
+
+async function stopDebugging(page) {
+  await runCommand(page, 'Debug: Stop').catch(() => {});
+  await sleep(1500);
+}
+
+async function startConfig(page, name) {
+  // quick open's "debug " prefix lists the launch configurations
+  await pick(page, 'Control+P', `debug ${name}`, name);
+}
+
+async function showDebugConsole(page) {
+  await page.keyboard.press('Control+Shift+Y');
+  await page.locator('.repl-input-wrapper').waitFor({ timeout: 10000 });
+}
+
+async function shot(page, name, clip) {
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, name), clip });
+  console.log(`wrote ${join(shots, name)}`);
+}
+
+const results = [];
+let currentPage;
+async function check(name, fn) {
+  try {
+    await fn();
+    results.push(`ok   ${name}`);
+  } catch (error) {
+    results.push(`FAIL ${name}: ${error.message.split('\n')[0]}`);
+    const where = join(shots ?? root, `failed-${results.length}.png`);
+    await currentPage?.screenshot({ path: where }).catch(() => {});
+    results[results.length - 1] += ` (window: ${where})`;
+  }
+  console.log(results[results.length - 1]);
+}
+
+async function open(browser, folder) {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`);
+  await page.waitForSelector('.monaco-workbench');
+  await sleep(4000);
+  currentPage = page;
+  return page;
+}
+
+async function main() {
+  await waitForServer();
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const laneItem = (page) => page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ });
+  try {
+    // ---- 1, 2: the fresh clone, no launch.json ----
+    if (existsSync(join(clone, '.vscode', 'launch.json'))) throw new Error(`${clone} has a launch.json`);
+    let page = await open(browser, clone);
+    await check('F5 without launch.json stops on the dump', async () => {
+      // what F5 does without a launch.json: pick a debugger, then its initial configuration runs
+      await runCommand(page, 'Debug: Start Debugging');
+      await quickPick(page, 'GPU State Dump (aspace)');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor();
+      await input.fill(join(clone, 'examples', 'lds_tiles', 'dumps', 'gfx90a.O0'));
+      await sleep(800);
+      await page.locator('.quick-input-widget .monaco-button', { hasText: 'Debug this dump' }).click();
+      await laneItem(page).waitFor({ timeout: 60000 });
+    });
+    await check('wave 2 then ty: wave 2 everywhere', async () => {
+      await showDebugConsole(page);
+      await repl(page, 'wave 2');
+      await repl(page, 'ty');
+      const value = await replLast(page);
+      // 16x16 blocks on wave64: wave 2 lane 2 has threadIdx.y = 4 * 2 + 2 / 16 = 8
+      if (value !== '8') throw new Error(`ty printed "${value}"`);
+      // the selected frame belongs to wave 2's thread: the nearest thread row above it
+      await until('Call Stack selects a frame of wave 2', async () =>
+        /Wave 0:0:0:2/.test(
+          await page.evaluate(() => {
+            const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
+            const at = rows.findIndex((r) => r.classList.contains('selected'));
+            const thread = rows.slice(0, at + 1).reverse().find((r) => r.getAttribute('aria-level') === '1');
+            return thread?.textContent ?? '';
+          }),
+        ));
+      await until('GPU Lanes names wave 2', async () =>
+        /0:0:0:2/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
+      await repl(page, 'info waves');
+      await shot(page, 'vscode-wave-switch.png');
+    });
+    await stopDebugging(page);
+    await page.close();
+
+    // ---- 3-6: the examples copied elsewhere ----
+    page = await open(browser, away);
+    await check('an interpreter without aspace_dap shows its error', async () => {
+      await startConfig(page, 'no server here');
+      const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'cannot run aspace-dap' });
+      await toast.waitFor({ timeout: 60000 });
+      const text = await toast.textContent();
+      if (!/No module named|ModuleNotFoundError/.test(text)) throw new Error(`notification: ${text}`);
+      if (!(await toast.locator('.monaco-button', { hasText: 'Show Output' }).count())) throw new Error('no Show Output button');
+      await shot(page, 'vscode-interpreter-error.png');
+      await toast.locator('.monaco-button', { hasText: 'Show Output' }).click();
+    });
+    for (const [config, file] of [['cuda divergent_call', 'divergent_call.cu'], ['intel divergent_call', 'divergent_call.cl']]) {
+      await check(`${config}: its source opens from another folder`, async () => {
+        await startConfig(page, config);
+        await laneItem(page).waitFor({ timeout: 60000 });
+        await until(`${file} opens`, async () => (await page.locator('.tab.active', { hasText: file }).count()) > 0);
+        const text = await page.locator('.editor-instance .view-lines').first().textContent();
+        if (!/settle/.test(text)) throw new Error('the editor does not show the kernel');
+        if (config.startsWith('cuda')) {
+          await showDebugConsole(page);
+          await repl(page, 'lane 0');
+          await until('lane 0 shows its own frame', async () =>
+            (await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'lane 0 inactive' }).count()) > 0);
+          if ((await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^settle/ }).count()) > 0) {
+            throw new Error('the odd lanes\' settle frame is shown for lane 0');
+          }
+        }
+      });
+      await stopDebugging(page);
+    }
+    await check('the built-in memory view marks tile and row_sums', async () => {
+      await startConfig(page, 'cuda lds_tiles');
+      await laneItem(page).waitFor({ timeout: 60000 });
+      await runCommand(page, 'GPU Debug: Open Shared Memory (LDS)');
+      const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+      // the view opens at the page of the frame's first variable there
+      await frame.locator('.chip', { hasText: 'row_sums' }).waitFor({ timeout: 30000 });
+      await frame.locator('.chip', { hasText: 'tile' }).waitFor({ timeout: 30000 });
+      await frame.locator('td.v0').first().waitFor();
+      await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+      await runCommand(page, 'View: Hide Panel');
+      await runCommand(page, 'View: Focus Second Editor Group');
+      await runCommand(page, 'View: Toggle Maximize Editor Group');
+      await sleep(1500);
+      await shot(page, 'vscode-memory-view.png');
+      await runCommand(page, 'View: Toggle Maximize Editor Group');
+      await frame.locator('button', { hasText: 'Next' }).click();
+      await until('the next page shows tile only', async () =>
+        (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
+        (await frame.locator('.chip', { hasText: 'row_sums' }).count()) === 0);
+    });
+  } finally {
+    await browser.close();
+  }
+  console.log(results.join('\n'));
+  if (results.some((r) => r.startsWith('FAIL'))) process.exitCode = 1;
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(() => server.kill());
