@@ -1,4 +1,4 @@
-"""OpenCL divergent_call on Intel: stopped at line 28, `result = settle(cell, lane, steps)`.
+"""OpenCL divergent_call on Intel: stopped at line 28, `*cell = x;`, just before the call to settle.
 
 Inputs: n = 14, in[i] = 0.5 * i + 1; one SIMD thread of work-group 1 (tgllp -g and -cl-opt-disable
 are SIMD8, work-group 1: gid 8..15; pvc -cl-opt-disable is SIMD16, work-group 0: gid 0..15), the
@@ -69,7 +69,7 @@ def spec(build: str = "tgllp") -> OpenclDump:
         lanes=simd, pc=pc, active=active, values=values, grid_size=(total, 1, 1), workgroup_size=(simd, 1, 1),
         workgroup_id=(group, 0, 0), slm=slm,
         memory=[(IN_ADDR, inputs, 4 * N), (OUT_ADDR, bytes(out), len(out))],
-        focus_lane=3, stop="line 28: result = settle(cell, lane, steps)")
+        focus_lane=3, stop="line 28: *cell = x")
 
 
 def specs() -> list[OpenclDump]:
