@@ -186,7 +186,7 @@ async function check(name, fn) {
     results.push(`ok   ${name}`);
   } catch (error) {
     results.push(`FAIL ${name}: ${error.message.split('\n')[0]}`);
-    const where = join(shots ?? root, `failed-${results.length}.png`);
+    const where = join(root, `failed-${results.length}.png`);
     await currentPage?.screenshot({ path: where }).catch(() => {});
     results[results.length - 1] += ` (window: ${where})`;
   }
