@@ -125,17 +125,26 @@ def test_every_focus_change_is_announced_and_followed():
         c.request("scopes", {"frameId": frame})
         focus = c.wait_event("focus")["body"]
         assert focus["threadId"] == 1 and focus["lane"] == 2
+        # the selection stays where the user put it; wave 1's stop is withdrawn, wave 0's announced
+        assert c.events("continued")[-1]["body"]["threadId"] == 2
+        assert c.events("stopped")[-1]["body"]["threadId"] == 1
+        assert c.events("stopped")[-1]["body"]["preserveFocusHint"] is True
         assert c.request("evaluate", {"expression": "info waves", "context": "repl"})["result"].startswith("* ")
         # `lane 7` now stays in wave 0 and announces a refresh of the same thread
         c.request("evaluate", {"expression": "lane 7", "context": "repl", "frameId": frame})
         assert c.wait_event("focus")["body"]["lane"] == 7
         assert c.wait_event("invalidated")["body"]["threadId"] == 1
         assert c.request("evaluate", {"expression": "ty", "frameId": frame})["result"] == str(ty_of(0, 7))
-        # `wave 2` from the REPL: the client is told to show wave 2 (a stopped event it will focus)
+        # `wave 2` from the REPL: the client is told to show wave 2: the older stops are withdrawn
+        # (VS Code re-reads only its first stop on `invalidated`) and wave 2's stop, to focus, announced
         c.request("evaluate", {"expression": "wave 2", "context": "repl", "frameId": frame})
         assert c.wait_event("focus")["body"]["threadId"] == 3
         moved = c.events("stopped")[-1]["body"]
-        assert moved["threadId"] == 3 and moved["reason"] == "pause" and not moved.get("allThreadsStopped")
+        assert moved["threadId"] == 3 and moved["reason"] == "pause" and moved["allThreadsStopped"]
+        assert moved["preserveFocusHint"] is False
+        withdrawn = {e["body"]["threadId"] for e in c.events("continued")}
+        assert withdrawn >= {2} and 3 not in withdrawn
+        assert all(e["body"]["allThreadsContinued"] is False for e in c.events("continued"))
         assert c.request("evaluate", {"expression": "ty", "frameId": frame})["result"] == str(ty_of(2, 7))
         # setFocus (status bar, GPU Lanes view) goes through the same place
         body = c.request("setFocus", {"threadId": 4, "lane": 33})

@@ -54,6 +54,7 @@ class DebugState:
         # client without `invalidated` still holding an older id has not followed the focus
         self.focus_generation = 0
         self.frame_generation: dict[int, int] = {}
+        self.stopped_threads: set[int] = set()  # threads a `stopped` event named
 
     def need(self) -> Session:
         if self.session is None:
@@ -137,6 +138,7 @@ def _stopped(st: DebugState, s: Session, *, all_threads: bool = True, reason: st
     if all_threads:
         body["allThreadsStopped"] = True
     st.unseen_stop = body["threadId"]
+    st.stopped_threads.add(body["threadId"])
     return ("stopped", body)
 
 
@@ -615,12 +617,24 @@ def change_focus(ctx, st: DebugState, s: Session, *, wave: int | None = None, la
         return body
     st.reset_views()
     ctx.send_event("focus", body)
+    invalidates = bool(ctx.client_capabilities.get("supportsInvalidatedEvent"))
+    if invalidates and s.focus_wave != before[0]:
+        # VS Code re-reads only the first stop it holds when `invalidated` arrives, and focuses its
+        # thread: the old waves' stops are withdrawn (`continued` for each) and the focused wave's
+        # announced, so later refreshes stay on it. A client that selected the frame keeps it.
+        for tid in sorted(st.stopped_threads - {body["threadId"]}):
+            ctx.send_event("continued", {"threadId": tid, "allThreadsContinued": False})
+        stopped = _stopped(st, s, reason="pause")
+        stopped[1]["preserveFocusHint"] = client_follows
+        ctx.send_event(*stopped)
+        st.focus_generation += 1
+        return body
     if client_follows:
         return body
     st.focus_generation += 1
     if s.focus_wave != before[0]:
         ctx.send_event(*_stopped(st, s, all_threads=False, reason="pause"))
-    elif ctx.client_capabilities.get("supportsInvalidatedEvent"):
+    elif invalidates:
         ctx.send_event("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": body["threadId"]})
     else:
         ctx.send_event(*_stopped(st, s, all_threads=False, reason="pause"))

@@ -243,6 +243,27 @@ async function main() {
       await repl(page, 'info waves');
       await shot(page, 'vscode-wave-switch.png');
     });
+    await check('a frame selected in another wave moves the focus there', async () => {
+      const thread = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'Wave 0:0:0:0' }).first();
+      await thread.click();
+      await page.keyboard.press('ArrowRight'); // expand: VS Code fetches wave 0's stack
+      await until('wave 0 shows its frame', async () => {
+        const rows = await page.evaluate(() =>
+          [...document.querySelectorAll('.debug-call-stack .monaco-list-row')].map((r) => [r.getAttribute('aria-level'), r.textContent]));
+        const at = rows.findIndex(([, text]) => /Wave 0:0:0:0/.test(text));
+        return at >= 0 && rows[at + 1]?.[0] === '2';
+      });
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('Enter'); // select wave 0's top frame
+      await sleep(1500);
+      await repl(page, 'lane 7');
+      await repl(page, 'ty');
+      // wave 0 lane 7: threadIdx.y = 0 + 7 / 16 = 0, and info waves stars wave 0
+      if ((await replLast(page)) !== '0') throw new Error(`ty printed "${await replLast(page)}"`);
+      await repl(page, 'info waves');
+      const text = await page.locator('.repl').textContent();
+      if (!/\* AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not star wave 0');
+    });
     await stopDebugging(page);
     await page.close();
 
@@ -288,11 +309,11 @@ async function main() {
       await frame.locator('td.v0').first().waitFor();
       await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
       await runCommand(page, 'View: Hide Panel');
-      await runCommand(page, 'View: Focus Second Editor Group');
-      await runCommand(page, 'View: Toggle Maximize Editor Group');
+      // the source tab closed, its empty group goes and the memory view takes the editor area
+      await page.locator('.tab', { hasText: 'lds_tiles.cu' }).locator('.codicon-close').click();
+      await page.mouse.move(900, 820); // no tooltip over the view
       await sleep(1500);
       await shot(page, 'vscode-memory-view.png');
-      await runCommand(page, 'View: Toggle Maximize Editor Group');
       await frame.locator('button', { hasText: 'Next' }).click();
       await until('the next page shows tile only', async () =>
         (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
