@@ -319,9 +319,10 @@ def scopes(ctx, args):
     fid = args["frameId"]
     f = _frame(st, fid)
     if f.wave_id != s.focus_wave:
-        fresh = st.frame_generation.get(fid) == st.focus_generation
-        if fresh or ctx.client_capabilities.get("supportsInvalidatedEvent"):
-            # the client selected a frame of another wave (Call Stack): the focus moves there
+        # A frame handed out since the last focus change the server announced is a selection
+        # (Call Stack): the focus moves there. An older one is a client refreshing the frame it
+        # showed before it followed (or without following): it gets the focused wave's frame.
+        if st.frame_generation.get(fid) == st.focus_generation:
             change_focus(ctx, st, s, wave=f.wave_id, client_follows=True)
             f = _frame(st, fid)
         else:

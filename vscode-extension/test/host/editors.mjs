@@ -215,9 +215,14 @@ async function main() {
       await runCommand(page, 'Debug: Start Debugging');
       await quickPick(page, 'GPU State Dump (aspace)');
       const input = page.locator('.quick-input-widget input');
-      await input.waitFor();
-      await input.fill(join(clone, 'examples', 'lds_tiles', 'dumps', 'gfx90a.O0'));
-      await sleep(800);
+      await page.locator('.quick-input-title', { hasText: 'GPU state dump' }).waitFor();
+      await sleep(1500); // the dialog fills in its own folder first
+      const dump = join(clone, 'examples', 'lds_tiles', 'dumps', 'gfx90a.O0');
+      await until('the dump path is typed', async () => {
+        await input.fill(dump);
+        await sleep(500);
+        return (await input.inputValue()) === dump;
+      }, 10);
       await page.locator('.quick-input-widget .monaco-button', { hasText: 'Debug this dump' }).click();
       await laneItem(page).waitFor({ timeout: 60000 });
     });
