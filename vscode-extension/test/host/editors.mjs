@@ -289,8 +289,8 @@ async function main() {
         await startConfig(page, config);
         await laneItem(page).waitFor({ timeout: 60000 });
         await until(`${file} opens`, async () => (await page.locator('.tab.active', { hasText: file }).count()) > 0);
-        const text = await page.locator('.editor-instance .view-lines').first().textContent();
-        if (!/settle/.test(text)) throw new Error('the editor does not show the kernel');
+        await until('the editor shows the kernel', async () =>
+          /settle/.test(await page.locator('.editor-instance .view-lines').first().textContent()));
         if (config.startsWith('cuda')) {
           await showDebugConsole(page);
           await repl(page, 'lane 0');
