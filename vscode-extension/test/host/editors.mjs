@@ -267,7 +267,7 @@ async function main() {
       if ((await replLast(page)) !== '0') throw new Error(`ty printed "${await replLast(page)}"`);
       await repl(page, 'info waves');
       const text = await page.locator('.repl').textContent();
-      if (!/\* AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not star wave 0');
+      if (!/\* focus: AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
     });
     await stopDebugging(page);
     await page.close();
