@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import struct
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,8 @@ import numpy as np
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
 from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ArrayType, BaseType, PointerType, StructType, Type,
                           byte_size)
-from .errors import AspaceError, EvaluationError
+from . import limits
+from .errors import AspaceError, EvaluationError, LimitExceeded
 from .memref import parse_memref
 from .values.format import format_obj
 from .values.objects import Obj
@@ -67,6 +69,7 @@ class Scope:
 
 class _Parser:
     def __init__(self, text: str, scope: Scope):
+        self.deadline = time.monotonic() + limits.MAX_EVAL_SECONDS
         self.toks = tokenize(text)
         self.i = 0
         self.scope = scope
@@ -77,6 +80,9 @@ class _Parser:
         return self.toks[j] if j < len(self.toks) else ("eof", "")
 
     def take(self, value=None):
+        if time.monotonic() > self.deadline:
+            raise LimitExceeded(f"the expression took more than {limits.MAX_EVAL_SECONDS} s "
+                                + limits.limit_hint("MAX_EVAL_SECONDS"))
         tok = self.peek()
         if value is not None and tok[1] != value:
             raise AspaceError(f"expected {value!r} in {self.text!r}, found {tok[1] or 'end'!r}")
@@ -224,7 +230,11 @@ def _literal(scope, text):
     t = text.rstrip("uUlLf")
     if "." in t or ("e" in t.lower() and not t.lower().startswith("0x")):
         return _const(scope, float(t), FLOAT if text.endswith("f") else DOUBLE)
+    if len(t) > 24:  # longer than any 64-bit literal; also keeps int() off huge digit strings
+        raise EvaluationError(f"integer literal {text[:24]}... does not fit in 64 bits")
     value = int(t, 0)
+    if value >= 1 << 64:
+        raise EvaluationError(f"integer literal {text} does not fit in 64 bits")
     return _const(scope, value, INT if value < 2**31 and not text[-1:] in "uUlL" else LONG)
 
 
@@ -264,6 +274,13 @@ def _arith(scope, op, a: Obj, b: Obj) -> Obj:
         return _per_lane(scope, vals, pt)
     xs, ys = _numbers(a), _numbers(b)
     rt = INT if op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||") else _result_type(a, b)
+    try:
+        return _per_lane(scope, _arith_values(op, xs, ys, rt), rt)
+    except (OverflowError, ValueError) as exc:  # e.g. an infinite float turned into an integer
+        raise EvaluationError(f"{op}: {exc}") from None
+
+
+def _arith_values(op, xs, ys, rt) -> list:
     out = []
     for x, y in zip(xs, ys):
         if x is None or y is None:
@@ -271,6 +288,8 @@ def _arith(scope, op, a: Obj, b: Obj) -> Obj:
             continue
         if op in ("/", "%") and y == 0:
             raise EvaluationError("division by zero")
+        if op in ("<<", ">>") and not 0 <= int(y) < 8 * (byte_size(rt) or 8):
+            raise EvaluationError(f"shift count {int(y)} is out of range for {rt.display_name()}")
         if op == "/":
             r = x / y if isinstance(x, float) or isinstance(y, float) else int(x / y)
         elif op == "%":
@@ -283,7 +302,7 @@ def _arith(scope, op, a: Obj, b: Obj) -> Obj:
                  ">=": lambda: int(x >= y), "&&": lambda: int(bool(x) and bool(y)),
                  "||": lambda: int(bool(x) or bool(y))}[op]()
         out.append(r)
-    return _per_lane(scope, out, rt)
+    return out
 
 
 def _unary(scope, op, v: Obj) -> Obj:

@@ -26,6 +26,7 @@ from .dwarf.placeholders import overlapping_static_addresses
 from .dwarf.types import PointerType, Type
 from .errors import AspaceError, StateError
 from .memref import MemRef, format_memref, parse_memref
+from .paths import PathPolicy, PathRefused
 from .state import GpuState, load_state
 from .state.model import popcount
 from .values.objects import Obj
@@ -129,6 +130,13 @@ class Session:
         self.source_map = dict(source_map or {})
         self.warnings: list[str] = list(getattr(state, "warnings", []))
         self.notes: list[str] = []  # things the user should know (a source file found elsewhere), said once
+        # what `source` may read from disk: the dump's folder and the code objects' folders (more below)
+        self.paths = PathPolicy()
+        anchor = state.root if state.root is not None else (state.source.parent if state.source else None)
+        for folder in [anchor] + [ref.path.parent for ref in state.code_objects] + \
+                [Path(code_object).parent if code_object else None]:
+            if folder is not None:
+                self.paths.allow_read_root(folder)
         self._programs: dict[int, Program] = {}
         self._extra: Program | None = None
         self._placed: dict[int, Program] = {}  # the launch's codeObject at other load addresses
@@ -149,6 +157,9 @@ class Session:
         self.focus_wave = wave if wave is not None else (focus.wave if focus else state.waves[0].id)
         self.state.wave_by_id(self.focus_wave)
         self.focus_lane = lane if lane is not None else (focus.lane if focus else self._first_active(self.focus_wave))
+        lanes = self.state.wave_by_id(self.focus_wave).lanes
+        if not 0 <= self.focus_lane < lanes:
+            raise AspaceError(f"lane {self.focus_lane} is outside wave {self.focus_wave}'s {lanes} lanes")
         self.focus_frame = 0
 
     @classmethod
@@ -550,6 +561,7 @@ class Session:
         roots = self.source_roots()
         if recorded.is_absolute() and recorded.is_file() and \
                 any(recorded.is_relative_to(root) for root in roots[:-1]):
+            self.paths.allow_read_file(recorded)  # the debug info names it
             return path
         parts = [p for p in recorded.parts if p not in (recorded.anchor, "", ".")]
         if ".." in parts:
@@ -559,6 +571,7 @@ class Session:
                 tail = Path(*parts[-keep:])
                 candidate = root / tail
                 if candidate != recorded and candidate.is_file():
+                    self.paths.allow_read_file(candidate)  # the debug info names it
                     found = str(candidate)
                     if recorded.is_absolute():
                         src = str(Path(*recorded.parts[:-keep]))
@@ -569,6 +582,32 @@ class Session:
                             f"in the launch configuration (this one is {{\"{src}\": \"{dst}\"}}).")
                     return found
         return path
+
+    def read_source_file(self, dwarf_name: str, max_bytes: int, limit_name: str) -> str:
+        """A source file the debug info names, read from where the sourceMap puts it. Allowed: files under the
+        dump's and the code objects' folders, found relative names, and files under the folder the debug info
+        names for the file, mapped by the same sourceMap (so a map entry for one file cannot point elsewhere)."""
+        mapped = self.map_source(dwarf_name)
+        if mapped is None:
+            raise PathRefused("no source path")
+        if not self.paths.allows(mapped):
+            folder = self._mapped_folder(dwarf_name)
+            named = PathPolicy()
+            if folder is not None:
+                named.allow_read_root(folder)
+            named.check_read(mapped, "source")
+            return named.read_text(mapped, "source", max_bytes, limit_name)
+        return self.paths.read_text(mapped, "source", max_bytes, limit_name)
+
+    def _mapped_folder(self, dwarf_name: str) -> str | None:
+        folder = os.path.dirname(dwarf_name)
+        if not folder:
+            return None
+        for src, dst in self.source_map.items():
+            if folder.startswith(src):
+                mapped = dst + folder[len(src):]
+                return mapped if os.path.isabs(mapped) else None
+        return folder if os.path.isabs(folder) else None
 
     # ------------------------------------------------------------------ variables
 
@@ -783,7 +822,10 @@ class Session:
     def write_memory(self, text: str, offset: int, data: bytes) -> int:
         self.note_write()
         ref, space, target, lane = self.resolve_memref(text)
-        target.write_memory(space, np.array([lane]), np.array([ref.address + offset], np.uint64),
+        start = ref.address + offset
+        if start < 0 or start + len(data) > 1 << (8 * space.address_size):
+            raise AspaceError(f"writeMemory at {text} offset {offset} is outside the {space.name} address space")
+        target.write_memory(space, np.array([lane]), np.array([start], np.uint64),
                             np.frombuffer(data, np.uint8)[None, :])
         return len(data)
 

@@ -158,6 +158,10 @@ class DapTestClient:
                 self.process.kill()
                 self.process.wait()
         self._reader.join(WAIT_SECONDS)
+        stderr = getattr(self, "stderr", None)
+        if stderr is not None:
+            # the process has exited, but the collector may not have read its last lines yet
+            stderr.finish()
         self.check()
 
 
@@ -192,6 +196,10 @@ class _StderrCollector:
                 if remaining <= 0 or not self._thread.is_alive():
                     raise AssertionError(f"server never printed {prefix!r}; stderr: {''.join(self.lines)}")
                 self._changed.wait(min(remaining, 0.5))
+
+    def finish(self) -> None:
+        """Wait until everything the process wrote to stderr is collected (call after it exited)."""
+        self._thread.join(WAIT_SECONDS)
 
     @property
     def text(self) -> str:

@@ -211,7 +211,7 @@ def test_real_before_initialize_and_bad_launch():
         answer = client.wait_response(wrong_type)
         assert not answer["success"] and "'state' must be a string, not number" in answer["message"]
         user_error(client, "threads", None, "no dump is open")
-        user_error(client, "launch", {"state": "/nonexistent/dump"}, "no dump at /nonexistent/dump")
+        user_error(client, "launch", {"state": "/nonexistent/dump"}, "cannot open the dump /nonexistent/dump")
         user_error(client, "launch", {}, "'state' is required")
         assert client.request("launch", {"state": LDS_TILES}) is None
         assert client.request("threads")["threads"][0]["name"].startswith("AMDGPU Wave ")

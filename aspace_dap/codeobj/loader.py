@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+from aspace_dap import limits
 from aspace_dap.errors import CodeObjectError
+from aspace_dap.paths import read_regular
 
 from .bundle import is_bundle, parse_bundles
 from .codeobject import ELF_PARSE_ERRORS, CodeObject, open_elf, raw_machine
@@ -27,11 +29,8 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     """
     if isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise CodeObjectError(f"cannot read code object {path}: {exc.strerror or exc}") from exc
+        # regular files only (never a FIFO or /dev/zero), and never past the size limit
+        data = read_regular(path, "code object", limits.MAX_CODE_OBJECT_BYTES, "MAX_CODE_OBJECT_BYTES")
         label = name or os.path.basename(path)
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = bytes(path_or_bytes)

@@ -10,14 +10,17 @@ import numpy as np
 
 from ..dwarf.storage import write_bytes
 from ..dwarf.types import ArrayType, PointerType, StructType
+from .. import limits
 from ..errors import AspaceError, LimitExceeded
+from ..paths import check_client_file, check_dump_path, client_path, save_target
 from ..expressions import convert, evaluate_expression, lane_values
 from ..memref import format_memref
 from ..session import Frame, Session
 from ..values.format import format_obj
 from ..values.objects import Obj
 from .dispatch import HandlerTable, Reply
-from .protocol import Base64Bytes
+from .errors import ArgumentError
+from .protocol import Base64Bytes, json_type
 from .refs import Handles, ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle, thread_id, wave_of_thread
 
 handlers = HandlerTable()
@@ -79,13 +82,15 @@ def initialize(ctx, args):
                   optional={"codeObject": str, "wave": int, "lane": int, "sourceMap": dict})
 def launch(ctx, args):
     st = _st(ctx)
-    path = args["state"]
-    if not os.path.exists(path):
-        raise AspaceError(f"no dump at {path}")
+    # every path a client names goes through the path policy (aspace_dap/paths.py) first
+    path = check_dump_path(args["state"])
+    if args.get("codeObject") is not None:
+        check_client_file(args["codeObject"], "code object")
+    source_map = _source_map(args.get("sourceMap"))
     pid = ctx.progress_start(f"Opening {os.path.basename(path)}")
     try:
         st.session = Session.open(path, code_object=args.get("codeObject"), wave=args.get("wave"),
-                                  lane=args.get("lane"), source_map=args.get("sourceMap"))
+                                  lane=args.get("lane"), source_map=source_map)
         if pid:
             ctx.progress_update(pid, "indexing code objects")
         st.session.programs()
@@ -102,6 +107,17 @@ def _say_notes(ctx, s: Session) -> None:
     """Tell the user, once, what the session substituted for them (a source found elsewhere)."""
     while s.notes:
         ctx.output(s.notes.pop(0) + "\n", "console")
+
+
+def _source_map(value) -> dict[str, str] | None:
+    if value is None:
+        return None
+    for key, target in value.items():
+        if not isinstance(target, str):
+            raise ArgumentError(f"launch: sourceMap values must be strings; {key!r} maps to a {json_type(target)}")
+        client_path(key, "a sourceMap key")
+        client_path(target, "a sourceMap target")
+    return value
 
 
 handlers.request("attach", required={"state": str},
@@ -255,10 +271,13 @@ def _not_negative(args: dict, name: str) -> int:
     return value
 
 
-def _parsed(evaluate, *args, **kw):
+def _parsed(evaluate, session, text, *args, **kw):
     """Run an expression evaluator; input nested past Python's stack is the client's error, not a crash."""
+    if len(text) > limits.MAX_EXPRESSION_CHARS:
+        raise LimitExceeded(f"the expression has {len(text)} characters, over the limit of "
+                            f"{limits.MAX_EXPRESSION_CHARS} " + limits.limit_hint("MAX_EXPRESSION_CHARS"))
     try:
-        return evaluate(*args, **kw)
+        return evaluate(session, text, *args, **kw)
     except RecursionError:
         raise LimitExceeded("expression is nested too deeply") from None
 
@@ -554,9 +573,13 @@ _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
 
 def save_dump(s: Session, path: str) -> str:
     """The overlay (every write made in this session) plus the dump, as a new dump folder."""
-    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+    target = save_target(path)
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise AspaceError(f"{path} exists and is not an empty folder; the original dump is never overwritten")
-    return str(s.state.save(path))
+    try:
+        return str(s.state.save(target))
+    except OSError as exc:
+        raise AspaceError(f"cannot save to {path}: {exc.strerror or exc}") from None
 
 
 @handlers.request("saveDump", required={"path": str})
@@ -793,24 +816,26 @@ def source(ctx, args):
     path = (args.get("source") or {}).get("path")
     if not path:
         raise AspaceError("source needs a path")
-    named = False
+    named = []
     for p in s.programs():
         if p.index is None:
             continue
         for f in p.index.source_files():
             if path in (f, s.map_source(f)):
-                named = True
+                named.append(f)
                 text = p.index.source_text(f)
                 if text is not None:
                     return {"content": text}
-    # only files the debug info names: the server may listen beyond this machine, and
-    # `source` must not become a way to read arbitrary files
+    # only files the debug info names, read where the path policy allows (see Session.read_source_file):
+    # the server may listen beyond this machine, and `source` must not read arbitrary files
     if not named:
         raise AspaceError(f"source {path} is not a source file of the loaded code objects")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return {"content": f.read()}
-    raise AspaceError(f"source {path} is neither embedded in the code object nor on disk")
+    for f in named:
+        try:
+            return {"content": s.read_source_file(f, limits.MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES")}
+        except AspaceError as exc:
+            refusal = exc
+    raise AspaceError(f"source {path}: neither embedded in the code object nor readable on disk ({refusal})")
 
 
 @handlers.request("loadedSources")

@@ -13,10 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import limits
 from .errors import OutgoingMessageError
 
 MAX_HEADER_SIZE = 64 * 1024
-DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
+DEFAULT_MAX_BODY_SIZE = limits.MAX_REQUEST_BYTES
 
 _HEADER_END = b"\r\n\r\n"
 _SYNC_TOKEN = b"Content-Length:"
@@ -101,6 +102,7 @@ class DapConnection:
         self._buffer = bytearray()
         self._body_length: int | None = None  # set once a header is parsed
         self._resyncing = False
+        self._scanned = 0  # how far a body still arriving was searched for a next header
         self._eof = False
         self._eof_reported = False
         self._next_seq = 1
@@ -137,11 +139,39 @@ class DapConnection:
                     return header
                 self._body_length = header
             if len(self._buffer) < self._body_length:
-                return self._end_of_stream_problem()
+                return self._overstated_length() or self._end_of_stream_problem()
             body = bytes(self._buffer[: self._body_length])
             del self._buffer[: self._body_length]
             self._body_length = None
+            self._scanned = 0
             return parse_message(body)
+
+    def _overstated_length(self) -> ProtocolProblem | None:
+        """A Content-Length larger than the message that follows it would swallow the next messages:
+        when a complete JSON object is followed by another header, answer it as ill-framed and go on there."""
+        start = max(0, self._scanned - len(_SYNC_TOKEN))
+        self._scanned = len(self._buffer)
+        while (found := self._buffer.find(_SYNC_TOKEN, start)) >= 0:
+            start = found + 1
+            head = bytes(self._buffer[:found]).rstrip()
+            if not head.endswith(b"}"):
+                continue
+            try:
+                obj, end = json.JSONDecoder().raw_decode(head.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if end != len(head.decode("utf-8")) or not isinstance(obj, dict):
+                continue
+            declared = self._body_length
+            del self._buffer[:found]
+            self._body_length = None
+            self._scanned = 0
+            description = f"Content-Length {declared} is longer than the message ({len(head)} bytes)"
+            seq, command = obj.get("seq"), obj.get("command")
+            if obj.get("type") == "request" and _is_int(seq) and isinstance(command, str):
+                return ProtocolProblem(description, request_seq=seq, command=command)
+            return ProtocolProblem(description)
+        return None
 
     def _end_of_stream_problem(self) -> ProtocolProblem | None:
         if not self._eof or self._eof_reported:

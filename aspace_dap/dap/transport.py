@@ -19,22 +19,35 @@ from typing import Callable
 
 import trio
 
+from .. import limits
+from ..paths import remove_temp_dirs_on_sigterm
 from .dispatch import Dispatcher, WorkItem
+from .protocol import DapConnection, Request
 
 DispatcherFactory = Callable[[], Dispatcher]
 
 RECEIVE_SIZE = 64 * 1024
 
 
-async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> None:
-    """Serve one client until it disconnects or its stream ends, then close `stream`."""
+async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
+                           input_ended_grace: float | None = None) -> None:
+    """Serve one client until it disconnects or its stream ends, then close `stream`.
+
+    The client is read only while its answers are being taken and its queue is short
+    (limits MAX_PENDING_OUTPUT_BYTES, MAX_QUEUED_REQUESTS): a client that never reads
+    costs a bounded amount of memory. Its handlers run in a thread of its own, so a
+    slow request cannot hold up other clients. With `input_ended_grace`, work still
+    queued when the input ends gets that many seconds before the connection closes.
+    """
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)
+    backlog = _Backlog()
 
     def deliver(data: bytes) -> None:  # on the trio thread
         try:
             out_send.send_nowait(data)
+            backlog.add_output(len(data))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass  # the connection is going away; nobody can read this any more
 
@@ -45,25 +58,37 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> N
             pass  # an abandoned handler thread finishing after the server stopped
 
     dispatcher.attach_sink(sink)
+    # One thread per connection, not trio's shared pool: a handler that blocks must not
+    # use up the threads other clients need.
+    thread_limiter = trio.CapacityLimiter(1)
 
     async with trio.open_nursery() as nursery:
 
         async def reader() -> None:
             async with work_send:
                 while not dispatcher.closed:
+                    await backlog.wait_until_small()
                     try:
                         data = await stream.receive_some(RECEIVE_SIZE)
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         data = b""
                     for item in dispatcher.receive_bytes(data):
+                        backlog.add_work()
                         work_send.send_nowait(item)
                     if not data:
                         break
+            if input_ended_grace is not None:
+                await trio.sleep(input_ended_grace)
+                nursery.cancel_scope.cancel()
 
         async def worker() -> None:
             async with work_recv:
                 async for item in work_recv:
-                    await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True)
+                    try:
+                        await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
+                                                      limiter=thread_limiter)
+                    finally:
+                        backlog.done_work()
                     if dispatcher.closed:
                         break
             # Queued behind every delivery already scheduled, so nothing sent is lost.
@@ -74,6 +99,7 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> N
                 async with out_recv:
                     async for data in out_recv:
                         await stream.send_all(data)
+                        backlog.sent_output(len(data))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the client went away
             nursery.cancel_scope.cancel()
@@ -82,6 +108,40 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher) -> N
         nursery.start_soon(worker)
         nursery.start_soon(writer)
     await trio.aclose_forcefully(stream)  # everything queued has been written by now
+
+
+class _Backlog:
+    """Answers not yet written and requests not yet run, for one connection (trio thread only)."""
+
+    def __init__(self) -> None:
+        self.output_bytes = 0
+        self.work_items = 0
+        self._changed = trio.Event()
+
+    def _small(self) -> bool:
+        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES and self.work_items <= limits.MAX_QUEUED_REQUESTS
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def add_output(self, n: int) -> None:
+        self.output_bytes += n
+
+    def sent_output(self, n: int) -> None:
+        self.output_bytes -= n
+        self._notify()
+
+    def add_work(self) -> None:
+        self.work_items += 1
+
+    def done_work(self) -> None:
+        self.work_items -= 1
+        self._notify()
+
+    async def wait_until_small(self) -> None:
+        while not self._small():
+            await self._changed.wait()
 
 
 async def serve_stdio(dispatcher_factory: DispatcherFactory) -> None:
@@ -93,7 +153,8 @@ async def serve_stdio(dispatcher_factory: DispatcherFactory) -> None:
     sys.stdout = sys.stderr
     stream = trio.StapledStream(trio.lowlevel.FdStream(out_fd), trio.lowlevel.FdStream(in_fd))
     async with stream:
-        await _serve_logged(stream, dispatcher_factory)
+        # When stdin closes the client is gone: finish what it asked for, but never wait forever.
+        await _serve_logged(stream, dispatcher_factory, input_ended_grace=limits.STDIN_CLOSED_GRACE_SECONDS)
 
 
 async def serve_tcp(
@@ -117,18 +178,48 @@ async def serve_tcp(
         print(f"aspace-dap: listening on {shown}:{bound_port}", file=sys.stderr, flush=True)
     task_status.started(bound_port)
 
+    sessions = 0
+
     async def handle(stream: trio.SocketStream) -> None:
+        nonlocal sessions
         async with stream:
-            await _serve_logged(stream, dispatcher_factory)
+            if sessions >= limits.MAX_SESSIONS:
+                await _refuse(stream, f"the server is serving its limit of {limits.MAX_SESSIONS} clients; try "
+                                      "again later " + limits.limit_hint("MAX_SESSIONS"))
+                return
+            sessions += 1
+            try:
+                await _serve_logged(stream, dispatcher_factory)
+            finally:
+                sessions -= 1
 
     await trio.serve_listeners(handle, listeners)
 
 
-async def _serve_logged(stream: trio.abc.Stream, dispatcher_factory: DispatcherFactory) -> None:
+async def _refuse(stream: trio.abc.Stream, message: str) -> None:
+    """Answer a client over the session limit: its first request gets `message` as an error, then the end."""
+    connection = DapConnection()
+    with trio.move_on_after(5):
+        try:
+            while (request := connection.next_message()) is None:
+                data = await stream.receive_some(RECEIVE_SIZE)
+                if not data:
+                    return
+                connection.receive_data(data)
+            if isinstance(request, Request):
+                await stream.send_all(connection.send_error(request.seq, request.command, message, 1))
+            else:
+                await stream.send_all(connection.send_event("output", {"category": "important",
+                                                                       "output": message + "\n"}))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+async def _serve_logged(stream: trio.abc.Stream, dispatcher_factory: DispatcherFactory, **options) -> None:
     # One connection failing (a bug, or a test's message validation) must not take
     # the server's other connections down; say what happened on stderr.
     try:
-        await serve_connection(stream, dispatcher_factory())
+        await serve_connection(stream, dispatcher_factory(), **options)
     except Exception:
         print("aspace-dap: connection ended by an internal error:\n" + traceback.format_exc(),
               file=sys.stderr, flush=True)
@@ -148,6 +239,7 @@ def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None
     if port is not None and not 0 <= port <= 65535:
         print(f"aspace-dap: port {port} is not between 0 and 65535", file=sys.stderr)
         return 2
+    remove_temp_dirs_on_sigterm()
     try:
         if port is None:
             trio.run(serve_stdio, dispatcher_factory)

@@ -6,10 +6,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 import os
 import re
-import shutil
 import stat
 import struct
-import tempfile
 import threading
 import weakref
 import zipfile
@@ -18,7 +16,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from .. import limits
 from ..errors import StateError
+from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
@@ -189,12 +189,18 @@ class FolderFiles(DumpFiles):
         return self._root
 
     def read_manifest(self) -> bytes:
-        return (self._root / "manifest.json").read_bytes()
+        full = self._resolve("manifest.json")
+        if full is None or not os.path.lexists(full):
+            raise FileNotFoundError("manifest.json")
+        return read_regular(full, "manifest.json", limits.MAX_MANIFEST_BYTES, "MAX_MANIFEST_BYTES")
 
     def _resolve(self, rel: str) -> Path | None:
         if path_problem(rel) is not None:
             return None
-        full = (self._root / rel).resolve()
+        try:
+            full = (self._root / rel).resolve()
+        except (OSError, RuntimeError):  # a symlink loop
+            return None
         # A symlink must not lead out of the dump either.
         if full != self._root and self._root not in full.parents:
             return None
@@ -368,19 +374,24 @@ class ZipFiles(DumpFiles):
         self._lock = threading.Lock()
         self._tempdir: str | None = None
         self._extracted: dict[str, Path] = {}
+        self._extracted_bytes = 0
         self._finalizer = weakref.finalize(self, ZipFiles._cleanup, self._zip, [None])
 
     @staticmethod
     def _cleanup(archive: zipfile.ZipFile, tempdir_holder: list) -> None:
         archive.close()
         if tempdir_holder[0]:
-            shutil.rmtree(tempdir_holder[0], ignore_errors=True)
+            remove_temp_dir(tempdir_holder[0])
 
     def read_manifest(self) -> bytes:
         info = self._members.get("manifest.json")
         if info is None:
             raise FileNotFoundError("manifest.json is not at the root of the zip")
-        return self._zip.read(info)
+        if info.file_size > limits.MAX_MANIFEST_BYTES:
+            raise PathRefused(f"manifest.json has {info.file_size} bytes, over the limit of "
+                              f"{limits.MAX_MANIFEST_BYTES} " + limits.limit_hint("MAX_MANIFEST_BYTES"))
+        with self._zip.open(info) as member:
+            return member.read(limits.MAX_MANIFEST_BYTES + 1)[: limits.MAX_MANIFEST_BYTES]
 
     def _member(self, rel: str) -> zipfile.ZipInfo | None:
         if path_problem(rel) is not None:
@@ -396,14 +407,26 @@ class ZipFiles(DumpFiles):
             done = self._extracted.get(info.filename)
             if done is not None:
                 return done
+            # Only compressed members are unpacked, each once, all together within one budget.
+            if self._extracted_bytes + info.file_size > limits.MAX_ZIP_EXTRACT_BYTES:
+                raise StateError(f"unpacking {info.file_size} more bytes from the zip would pass the limit of "
+                                 f"{limits.MAX_ZIP_EXTRACT_BYTES} " + limits.limit_hint("MAX_ZIP_EXTRACT_BYTES"),
+                                 info.filename)
             if self._tempdir is None:
-                self._tempdir = tempfile.mkdtemp(prefix="aspace-state-")
+                self._tempdir = make_temp_dir("aspace-state-")
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, ZipFiles._cleanup, self._zip, [self._tempdir])
             target = Path(self._tempdir) / f"{len(self._extracted)}-{PurePosixPath(info.filename).name}"
             try:
                 with self._zip.open(info) as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                    # the zip module stops at the member's declared size; count anyway
+                    written = 0
+                    while chunk := src.read(1 << 20):
+                        written += len(chunk)
+                        if written > info.file_size:
+                            raise StateError("zip member is longer than its declared size", info.filename)
+                        dst.write(chunk)
+                self._extracted_bytes += info.file_size
             except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
                 raise StateError(f"cannot extract from zip: {exc}", info.filename) from exc
             self._extracted[info.filename] = target
@@ -429,6 +452,9 @@ class ZipFiles(DumpFiles):
         info = self._member(rel)
         if info is None:
             raise StateError("missing", rel)
+        if info.file_size > limits.MAX_CODE_OBJECT_BYTES:  # only code objects are materialised
+            raise StateError(f"{info.file_size} bytes, over the limit of {limits.MAX_CODE_OBJECT_BYTES} for a code "
+                             "object " + limits.limit_hint("MAX_CODE_OBJECT_BYTES"), rel)
         return self._extract(info)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import StateError
+from ..paths import writing_folder
 from .memory import Region, SparseMemory, _merge
 from .model import GpuState, Wave, lanes_to_mask
 from .numbers import parse_number
@@ -155,4 +156,7 @@ def save_state(state: GpuState, path: Path) -> Path:
         writer.set_focus(state.focus.wave, state.focus.lane)
     if state.stop is not None:
         writer.set_stop(state.stop.reason, state.stop.description)
-    return writer.write(path)
+    # written beside the target and renamed into place: an interrupted save leaves no half dump
+    with writing_folder(path) as partial:
+        writer.write(partial)
+    return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from operator import itemgetter
+import re
 from typing import Any, Callable, Protocol
 
 from ..errors import StateError
@@ -25,6 +26,7 @@ VENDORS = ("amd", "nvidia", "intel")
 MAX_LANES = 4096  # far above any real wave; keeps masks and per-lane arrays sane
 
 _MISSING = object()
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class RegisterRules(Protocol):
@@ -123,6 +125,18 @@ class ManifestChecker:
             return None
         return value
 
+    def identifier(self, obj: dict, key: str, path: str) -> str | None:
+        """A name (memory space, register, layout) that must be a plain identifier: such names end up in
+        file names and messages, so "../x" or "a/b" is refused here rather than escaped later."""
+        value = self.string(obj, key, path)
+        return value if value is None or self.is_identifier(value, _join(path, key)) else None
+
+    def is_identifier(self, value: str, path: str) -> bool:
+        if _IDENTIFIER.fullmatch(value):
+            return True
+        self.report(path, f"{value[:60]!r} is not a plain name (letters, digits and _, not starting with a digit)")
+        return False
+
     def obj(self, value: Any, path: str) -> dict | None:
         if not isinstance(value, dict):
             self.report(path, f"expected an object, got {type(value).__name__}")
@@ -218,6 +232,8 @@ class ManifestChecker:
         if apertures is not _MISSING and self.obj(apertures, "target.apertures") is not None:
             for name, aperture in apertures.items():
                 here = f"target.apertures.{name}"
+                if not self.is_identifier(name, here):
+                    continue
                 if self.obj(aperture, here) is not None:
                     base = self.number(aperture, "base", here)
                     size = self.number(aperture, "size", here)
@@ -246,7 +262,7 @@ class ManifestChecker:
             here = f"{path}[{i}]"
             if self.obj(region, here) is None:
                 continue
-            space = self.string(region, "space", here)
+            space = self.identifier(region, "space", here)
             address = self.number(region, "address", here)
             size = self.number(region, "size", here)
             offset = self.number(region, "file_offset", here)
@@ -274,6 +290,8 @@ class ManifestChecker:
         for name, entries in (layouts or {}).items():
             self.layout_names.add(name)
             here = f"register_layouts.{name}"
+            if not self.is_identifier(name, here):
+                continue
             if self.array(entries, here) is None:
                 continue
             total, names, ok = 0, set(), True
@@ -284,6 +302,9 @@ class ManifestChecker:
                     ok = False
                     continue
                 reg, size = entry[0], self.number_value(entry[1], f"{at}[1]", minimum=1)
+                if not self.is_identifier(reg, f"{at}[0]"):
+                    ok = False
+                    continue
                 if reg in names:
                     self.report(at, f"register {reg} appears twice")
                 names.add(reg)

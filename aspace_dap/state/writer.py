@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -14,9 +15,18 @@ from ..errors import StateError
 from .model import Aperture, lanes_to_mask
 from .numbers import hex_number
 from .private import SWIZZLED, swizzle
+from .files import path_problem
 from .validate import FORMAT_NAME, FORMAT_VERSION
 
 _ZERO_SKIP = 1 << 16  # all-zero chunks at least this long become holes in the written file
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
+
+
+def file_stem(name: str, fallback: str) -> str:
+    """`name` if it is a plain file name (letters, digits, `_.+-`, no leading dot, short), else `fallback`."""
+    return name if isinstance(name, str) and _SAFE_NAME.fullmatch(name) and ".." not in name else fallback
 
 
 class Blob:
@@ -161,7 +171,12 @@ class StateWriter:
         self.files: dict[str, Blob] = {}
 
     def add_file(self, rel: str, blob: Blob) -> str:
-        """Register a file under a unique relative path; returns the path used."""
+        """Register a file under a unique relative path; returns the path used.
+
+        Callers build `rel` from fixed words, numbers and `file_stem` names only, never from
+        a name as it came in (a space name of "../x" must not leave the dump)."""
+        if path_problem(rel) is not None or any(part.startswith(".") for part in rel.split("/")):
+            raise StateError(f"internal: unsafe file name {rel!r}", "writer")
         stem, dot, ext = rel.rpartition(".")
         candidate, n = rel, 1
         while candidate in self.files:
@@ -176,18 +191,19 @@ class StateWriter:
         if isinstance(path_or_bytes, (str, os.PathLike)):
             source = Path(path_or_bytes)
             blob = Blob.from_file(source)
-            name = name or source.name
+            name = name or file_stem(source.name, f"code-object-{co_id}.co")
         else:
             blob = Blob.of(path_or_bytes)
             name = name or f"code-object-{co_id}.co"
-        self.code_objects.append({"id": co_id, "path": self.add_file(f"code/{name}", blob),
+        self.code_objects.append({"id": co_id, "path": self.add_file(f"code/{file_stem(name, f'code-object-{co_id}.co')}", blob),
                                   "load_address": hex_number(load_address)})
         return co_id
 
     def _region(self, space: str, address: int, data, size: int | None, bank: int | None, prefix: str = "") -> dict:
         blob = Blob.of(data)
         entry = {"space": space, "address": hex_number(address), "size": int(blob.size if size is None else size),
-                 "file": self.add_file(f"mem/{prefix}{space}-{len(self.files)}.bin", blob), "file_offset": 0}
+                 "file": self.add_file(f"mem/{prefix}{file_stem(space, 'region')}-{len(self.files)}.bin", blob),
+                 "file_offset": 0}
         if bank is not None:
             entry["bank"] = int(bank)
         return entry

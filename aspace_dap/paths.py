@@ -1,0 +1,296 @@
+"""The one path policy: which files the server may read and where it may write.
+
+Paths come from clients (launch `state`, `codeObject`, `sourceMap`, `source`,
+`saveDump`) and from files (manifest entries, zip members, link maps). Each is
+resolved once and then:
+
+- read only if it is a regular file: FIFOs, devices and sockets are refused
+  before anything opens them (a stat first, then an O_NONBLOCK open whose
+  descriptor is checked again), and never past a size limit;
+- for source files, read only under the roots a session allows: the dump, the
+  code objects and the source folders the debug info names, after the
+  client's sourceMap (`PathPolicy`);
+- written only inside a save folder the caller chose, through a temporary
+  sibling renamed into place (`writing_folder`); the names inside are made by
+  the writer, never taken from input.
+
+Refusals of a path a client named read the same whether the path is missing,
+unreadable or special, so a remote client cannot probe which files exist.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterator
+
+from .errors import AspaceError
+from .limits import limit_hint
+
+MAX_PATH_BYTES = 4096  # Linux's PATH_MAX
+MAX_NAME_BYTES = 255  # NAME_MAX of every common file system
+# Kernel interfaces, not storage: a save there could change the system, a read could block forever.
+PSEUDO_FILE_SYSTEMS = ("/proc", "/sys", "/dev")
+
+
+class PathRefused(AspaceError):
+    """A path the policy does not allow (or cannot be opened safely)."""
+
+
+def shown(path: object) -> str:
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else repr(path)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def client_path(value: object, what: str) -> str:
+    """A path a client named: a non-empty string without NUL bytes, within the OS's length limits."""
+    if not isinstance(value, str) or not value:
+        raise PathRefused(f"{what} must be a non-empty path")
+    if "\0" in value:
+        raise PathRefused(f"{what} contains a NUL byte")
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefused(f"{what} is longer than {MAX_PATH_BYTES} bytes")
+    if any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise PathRefused(f"{what} has a name longer than {MAX_NAME_BYTES} bytes")
+    return value
+
+
+def _cannot_open(what: str, path: object) -> PathRefused:
+    # One wording for missing, unreadable and special files.
+    return PathRefused(f"cannot open {what} {shown(path)}: no readable file there")
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def is_pseudo_file_system(path: str | os.PathLike) -> bool:
+    real = os.path.realpath(path)
+    return any(_within(real, root) for root in PSEUDO_FILE_SYSTEMS)
+
+
+def open_regular(path: str | os.PathLike, what: str, max_bytes: int | None = None,
+                 limit_name: str = "") -> tuple[int, int]:
+    """(descriptor, size) of a regular file opened for reading; refuses anything else without blocking."""
+    try:
+        before = os.stat(path)
+    except (OSError, ValueError):
+        raise _cannot_open(what, path) from None
+    if not stat.S_ISREG(before.st_mode):
+        raise _cannot_open(what, path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        raise _cannot_open(what, path) from None
+    try:
+        after = os.fstat(fd)
+        if not stat.S_ISREG(after.st_mode):  # swapped for a FIFO between the stat and the open
+            raise _cannot_open(what, path)
+        if max_bytes is not None and after.st_size > max_bytes:
+            raise PathRefused(f"{what} {shown(path)} has {after.st_size} bytes, over the limit of {max_bytes} "
+                              + limit_hint(limit_name))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, after.st_size
+
+
+def read_regular(path: str | os.PathLike, what: str, max_bytes: int, limit_name: str) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (read with a cap even if it grows meanwhile)."""
+    fd, _ = open_regular(path, what, max_bytes, limit_name)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise PathRefused(f"{what} {shown(path)} is over the limit of {max_bytes} bytes " + limit_hint(limit_name))
+    return data
+
+
+def check_dump_path(path: str) -> str:
+    """A dump a client named (folder, zip or core file) that can be opened; uniform refusal otherwise."""
+    client_path(path, "the dump")
+    what = "the dump"
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        raise _cannot_open(what, path) from None
+    if stat.S_ISDIR(info.st_mode):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise _cannot_open(what, path)
+        return path
+    os.close(open_regular(path, what)[0])
+    return path
+
+
+def check_client_file(path: str, what: str) -> str:
+    """A regular file a client named (a code object) that can be opened; uniform refusal otherwise."""
+    client_path(path, what)
+    os.close(open_regular(path, what)[0])
+    return path
+
+
+class PathPolicy:
+    """The folders and files one session may read source text from.
+
+    Roots are compared after resolving symlinks, so a link inside an allowed
+    folder cannot lead out of it.
+    """
+
+    def __init__(self) -> None:
+        self._roots: set[str] = set()
+        self._files: set[str] = set()
+        self._lock = threading.Lock()
+
+    def allow_read_root(self, folder: str | os.PathLike) -> None:
+        real = os.path.realpath(folder)
+        if is_pseudo_file_system(real) or real == "/":
+            return  # never a source root, whatever a file or a map says
+        with self._lock:
+            self._roots.add(real)
+
+    def allow_read_file(self, path: str | os.PathLike) -> None:
+        with self._lock:
+            self._files.add(os.path.realpath(path))
+
+    def allows(self, path: str | os.PathLike) -> bool:
+        try:
+            real = os.path.realpath(path)
+        except (OSError, ValueError):
+            return False
+        if is_pseudo_file_system(real):
+            return False
+        with self._lock:
+            return real in self._files or any(_within(real, root) for root in self._roots)
+
+    def check_read(self, path: str | os.PathLike, what: str = "file") -> str:
+        """The resolved path if the policy allows reading it; the uniform refusal otherwise."""
+        if not isinstance(path, (str, os.PathLike)) or "\0" in os.fspath(path) or not self.allows(path):
+            raise _cannot_open(what, path)
+        return os.path.realpath(path)
+
+    def read_text(self, path: str | os.PathLike, what: str, max_bytes: int, limit_name: str) -> str:
+        real = self.check_read(path, what)
+        return read_regular(real, what, max_bytes, limit_name).decode("utf-8", errors="replace")
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+PARTIAL_MARK = ".aspace-partial-save"  # inside a folder being written; holds the writer's pid
+
+
+def save_target(path: str) -> Path:
+    """The folder a client asked to save into, checked: no NUL, sane length, not under /proc, /sys, /dev."""
+    client_path(path, "the save path")
+    full = Path(os.path.abspath(path))
+    if is_pseudo_file_system(full):
+        raise PathRefused(f"cannot save to {shown(path)}: {', '.join(PSEUDO_FILE_SYSTEMS)} are not for files")
+    return full
+
+
+def _partial_prefix(target: Path) -> str:
+    return f".{target.name}.aspace-partial-"
+
+
+def _is_leftover(folder: Path) -> bool:
+    """A partial save whose writer is gone (killed mid-save): safe to replace."""
+    mark = folder / PARTIAL_MARK
+    if folder.is_symlink() or not mark.is_file():
+        return False
+    try:
+        pid = int(mark.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return True
+    if pid == os.getpid():
+        return False  # a save still running in this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+@contextlib.contextmanager
+def writing_folder(target: Path) -> Iterator[Path]:
+    """A fresh sibling folder to write a dump into; on success it becomes `target` in one rename.
+
+    An interrupted save leaves only a hidden sibling (`.NAME.aspace-partial-*`), which the
+    next save to the same place recognises and removes; `target` itself is either absent
+    or complete.
+    """
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for entry in parent.glob(_partial_prefix(target).replace("[", "[[]") + "*"):
+        if _is_leftover(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+    partial = Path(tempfile.mkdtemp(prefix=_partial_prefix(target), dir=parent))
+    _register_temp(str(partial))
+    try:
+        (partial / PARTIAL_MARK).write_text(str(os.getpid()))
+        yield partial
+        (partial / PARTIAL_MARK).unlink()
+        os.rename(partial, target)  # replaces an empty folder; fails on a non-empty one
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        _forget_temp(str(partial))
+
+
+# ---- temporary folders ----------------------------------------------------------------------------
+
+_temp_dirs: set[str] = set()
+_temp_lock = threading.Lock()
+
+
+def _register_temp(path: str) -> None:
+    with _temp_lock:
+        _temp_dirs.add(path)
+
+
+def _forget_temp(path: str) -> None:
+    with _temp_lock:
+        _temp_dirs.discard(path)
+
+
+def make_temp_dir(prefix: str) -> str:
+    """A temporary folder removed at exit, on SIGTERM (see remove_temp_dirs_on_sigterm) or by remove_temp_dir."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    _register_temp(path)
+    return path
+
+
+def remove_temp_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    _forget_temp(path)
+
+
+def remove_all_temp_dirs() -> None:
+    with _temp_lock:
+        paths = list(_temp_dirs)
+        _temp_dirs.clear()
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+atexit.register(remove_all_temp_dirs)
+
+
+def remove_temp_dirs_on_sigterm() -> None:
+    """SIGTERM ends the process at once, after removing its temporary folders (zip extraction, saves)."""
+
+    def on_sigterm(signum, frame) -> None:
+        remove_all_temp_dirs()
+        os._exit(128 + signal.SIGTERM)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_sigterm)
