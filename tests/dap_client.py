@@ -78,8 +78,8 @@ class DapTestClient:
         if self.violations:
             raise AssertionError("server sent invalid DAP: " + " | ".join(self.violations))
 
-    def _wait_for(self, predicate, what: str):
-        deadline = time.monotonic() + WAIT_SECONDS
+    def _wait_for(self, predicate, what: str, timeout: float | None = None):
+        deadline = time.monotonic() + (WAIT_SECONDS if timeout is None else timeout)
         with self._changed:
             while True:
                 self.check()
@@ -93,14 +93,14 @@ class DapTestClient:
                     raise AssertionError(f"no {what} from the server")
                 self._changed.wait(remaining)
 
-    def wait_response(self, request_seq: int) -> dict[str, Any]:
+    def wait_response(self, request_seq: int, timeout: float | None = None) -> dict[str, Any]:
         def find():
             for message in self.messages:
                 if message.get("type") == "response" and message.get("request_seq") == request_seq:
                     return message
             return None
 
-        return self._wait_for(find, f"response to request {request_seq}")
+        return self._wait_for(find, f"response to request {request_seq}", timeout)
 
     def wait_event(self, name: str) -> dict[str, Any]:
         """The first `name` event not returned by an earlier call."""
@@ -139,12 +139,13 @@ class DapTestClient:
         with self._write_lock:
             self._write_raw(data)
 
-    def request_raw(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self.wait_response(self.send(command, arguments))
+    def request_raw(self, command: str, arguments: dict[str, Any] | None = None,
+                    timeout: float | None = None) -> dict[str, Any]:
+        return self.wait_response(self.send(command, arguments), timeout)
 
-    def request(self, command: str, arguments: dict[str, Any] | None = None) -> Any:
+    def request(self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
         """Send a request and return its response body; raise RequestFailed if it failed."""
-        response = self.request_raw(command, arguments)
+        response = self.request_raw(command, arguments, timeout)
         if not response["success"]:
             raise RequestFailed(response)
         return response.get("body")

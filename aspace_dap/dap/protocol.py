@@ -1,10 +1,11 @@
 """Sans-io DAP framing: bytes in, messages out; messages in, bytes out.
 
-The base protocol frames each JSON object with `Content-Length: N\\r\\n\\r\\n`.
-Nothing here does I/O, so every corner of the framing can be tested by feeding
-bytes. Input the parser cannot use becomes a `ProtocolProblem`; afterwards the
-parser skips ahead to the next `Content-Length:` and carries on, so one bad
-message never ends a session. Buffering is bounded by the header and body caps.
+The base protocol frames each JSON object with `Content-Length: N\\r\\n\\r\\n`
+(aspace_dap/framing.py, shared with the language server). Nothing here does
+I/O, so every corner of the framing can be tested by feeding bytes. Input the
+parser cannot use becomes a `ProtocolProblem`; afterwards the parser skips
+ahead to the next `Content-Length:` and carries on, so one bad message never
+ends a session.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import limits
+from ..framing import MAX_HEADER_SIZE, Framer
 from .errors import OutgoingMessageError
 
-MAX_HEADER_SIZE = 64 * 1024
 DEFAULT_MAX_BODY_SIZE = limits.MAX_REQUEST_BYTES
-
-_HEADER_END = b"\r\n\r\n"
-_SYNC_TOKEN = b"Content-Length:"
 
 
 @dataclass(frozen=True)
@@ -99,143 +97,33 @@ class DapConnection:
         self.max_body_size = max_body_size
         self.max_header_size = max_header_size
         self.outgoing_hook = outgoing_hook
-        self._buffer = bytearray()
-        self._body_length: int | None = None  # set once a header is parsed
-        self._resyncing = False
-        self._scanned = 0  # how far a body still arriving was searched for a next header
-        self._eof = False
-        self._eof_reported = False
+        self._framer = Framer(max_body_size=max_body_size, max_header_size=max_header_size)
         self._next_seq = 1
 
     # ---- incoming -------------------------------------------------------
 
     @property
     def peer_closed(self) -> bool:
-        return self._eof
+        return self._framer.peer_closed
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes held while waiting for the rest of a message (bounded by the caps)."""
-        return len(self._buffer)
+        return self._framer.buffered_bytes
 
     def receive_data(self, data: bytes) -> None:
-        if not data:
-            self._eof = True
-            return
-        if self._eof:
-            raise ValueError("data received after end of stream")
-        self._buffer += data
+        self._framer.receive_data(data)
 
     def next_message(self) -> Message | ProtocolProblem | None:
         """The next complete message or problem, or None when more bytes are needed."""
-        while True:
-            if self._resyncing and not self._resync():
-                return self._end_of_stream_problem()
-            if self._body_length is None:
-                header = self._take_header()
-                if header is None:
-                    return self._end_of_stream_problem()
-                if isinstance(header, ProtocolProblem):
-                    return header
-                self._body_length = header
-            if len(self._buffer) < self._body_length:
-                return self._overstated_length() or self._end_of_stream_problem()
-            body = bytes(self._buffer[: self._body_length])
-            del self._buffer[: self._body_length]
-            self._body_length = None
-            self._scanned = 0
-            return parse_message(body)
-
-    def _overstated_length(self) -> ProtocolProblem | None:
-        """A Content-Length larger than the message that follows it would swallow the next messages:
-        when a complete JSON object is followed by another header, answer it as ill-framed and go on there."""
-        start = max(0, self._scanned - len(_SYNC_TOKEN))
-        self._scanned = len(self._buffer)
-        while (found := self._buffer.find(_SYNC_TOKEN, start)) >= 0:
-            start = found + 1
-            head = bytes(self._buffer[:found]).rstrip()
-            if not head.endswith(b"}"):
-                continue
-            try:
-                obj, end = json.JSONDecoder().raw_decode(head.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                continue
-            if end != len(head.decode("utf-8")) or not isinstance(obj, dict):
-                continue
-            declared = self._body_length
-            del self._buffer[:found]
-            self._body_length = None
-            self._scanned = 0
-            description = f"Content-Length {declared} is longer than the message ({len(head)} bytes)"
-            seq, command = obj.get("seq"), obj.get("command")
-            if obj.get("type") == "request" and _is_int(seq) and isinstance(command, str):
-                return ProtocolProblem(description, request_seq=seq, command=command)
-            return ProtocolProblem(description)
-        return None
-
-    def _end_of_stream_problem(self) -> ProtocolProblem | None:
-        if not self._eof or self._eof_reported:
-            return None
-        pending = bool(self._buffer) or self._body_length is not None
-        self._eof_reported = True
-        if pending and not self._resyncing:
-            return ProtocolProblem("stream ended in the middle of a message", recoverable=False)
-        return None
-
-    def _take_header(self) -> int | ProtocolProblem | None:
-        end = self._buffer.find(_HEADER_END)
-        if end < 0:
-            if len(self._buffer) > self.max_header_size:
-                self._start_resync()
-                return ProtocolProblem(f"message header longer than {self.max_header_size} bytes")
-            return None
-        if end > self.max_header_size:
-            self._start_resync()
-            return ProtocolProblem(f"message header longer than {self.max_header_size} bytes")
-        header = bytes(self._buffer[:end])
-        length = self._content_length(header)
-        if isinstance(length, ProtocolProblem):
-            self._start_resync()
-            return length
-        del self._buffer[: end + len(_HEADER_END)]
-        return length
-
-    def _content_length(self, header: bytes) -> int | ProtocolProblem:
-        length_text = None
-        for line in header.split(b"\r\n"):
-            name, colon, value = line.partition(b":")
-            if not colon:
-                return ProtocolProblem(f"malformed header line {line[:80]!r}")
-            if name.strip().lower() == b"content-length":
-                length_text = value.strip()
-        if length_text is None:
-            return ProtocolProblem("message header has no Content-Length")
-        if not length_text.isdigit() or len(length_text) > 20:
-            return ProtocolProblem(f"bad Content-Length {length_text[:40]!r}")
-        length = int(length_text)
-        if length > self.max_body_size:
-            return ProtocolProblem(
-                f"message body of {length} bytes is over the limit of {self.max_body_size} bytes"
-            )
-        return length
-
-    def _start_resync(self) -> None:
-        # Drop one byte so the search cannot find the header that just failed.
-        del self._buffer[:1]
-        self._resyncing = True
-
-    def _resync(self) -> bool:
-        """Skip to the next `Content-Length:`; False while it has not arrived yet."""
-        found = self._buffer.find(_SYNC_TOKEN)
-        if found < 0:
-            # Keep a tail that may be the start of a token split across chunks.
-            keep = len(_SYNC_TOKEN) - 1
-            if len(self._buffer) > keep:
-                del self._buffer[: len(self._buffer) - keep]
-            return False
-        del self._buffer[:found]
-        self._resyncing = False
-        return True
+        body = self._framer.next_body()
+        if body is None or isinstance(body, bytes):
+            return None if body is None else parse_message(body)
+        obj = body.message or {}
+        seq, command = obj.get("seq"), obj.get("command")
+        if obj.get("type") == "request" and _is_int(seq) and isinstance(command, str):
+            return ProtocolProblem(body.description, request_seq=seq, command=command)
+        return ProtocolProblem(body.description, recoverable=body.recoverable)
 
     # ---- outgoing -------------------------------------------------------
 

@@ -11,7 +11,6 @@ Code objects are reloaded when the client reports them changed.
 from __future__ import annotations
 
 import fnmatch
-import glob
 import os
 from dataclasses import dataclass, field
 
@@ -19,9 +18,12 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from .. import limits
 from ..errors import AspaceError
-from . import features
+from ..paths import read_regular, remove_temp_dirs_on_sigterm
+from . import features, globbing
 from .program import CodeObjectLens, load_lenses
+from .transport import serve_stdio
 
 SECTION = "aspace"
 
@@ -61,6 +63,7 @@ class AspaceLanguageServer(LanguageServer):
         self.lenses: list[CodeObjectLens] = []
         self.loaded_paths: list[str] = []
         self.load_errors: list[str] = []
+        self.glob_notes: list[str] = []
 
     # --- code objects ---------------------------------------------------------------------------
 
@@ -73,12 +76,15 @@ class AspaceLanguageServer(LanguageServer):
 
     def resolve_paths(self) -> list[str]:
         found: list[str] = []
+        self.glob_notes = []
         for pattern in self.settings.code_objects:
             for root in ([None] if os.path.isabs(pattern) else self.roots()):
                 full = pattern if root is None else os.path.join(root, pattern)
-                hits = sorted(glob.glob(full, recursive=True)) if glob.has_magic(full) else [full]
-                found += [os.path.normpath(h) for h in hits if os.path.isfile(h)]
-        return list(dict.fromkeys(found))
+                hits, note = globbing.expand(full)  # bounded, never through symlinked folders
+                found += hits
+                if note:
+                    self.glob_notes.append(note)
+        return globbing.unique_files(found)  # each file once, however many paths lead to it
 
     _loaded = False
 
@@ -92,7 +98,7 @@ class AspaceLanguageServer(LanguageServer):
                 errors.append(f"{path}: {exc}")
         self.lenses, self.loaded_paths, self.load_errors = lenses, paths, errors
         self._loaded = True
-        for message in errors:
+        for message in errors + self.glob_notes:
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=message))
 
     def watches(self, path: str) -> bool:
@@ -121,10 +127,17 @@ class AspaceLanguageServer(LanguageServer):
         return out
 
     def lines(self, uri: str) -> list[str]:
-        try:
+        if uri in self.workspace.text_documents:  # open in the editor: the client sent its text
             return list(self.workspace.get_text_document(uri).lines)
-        except OSError:
+        # not open: from disk, a regular file only (never a FIFO or /dev/zero) and within the size limit
+        path = to_fs_path(uri)
+        if not path:
             return []
+        try:
+            data = read_regular(path, "source", limits.MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES")
+        except AspaceError:
+            return []
+        return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
     # --- pushing to the client ------------------------------------------------------------------
 
@@ -237,5 +250,5 @@ def _code_lens(ls: AspaceLanguageServer, params: lsp.CodeLensParams) -> list[lsp
 
 
 def main() -> int:
-    server.start_io()
-    return 0
+    remove_temp_dirs_on_sigterm()
+    return serve_stdio(server)
