@@ -65,7 +65,7 @@ def client_path(value: object, what: str) -> str:
 
 def _cannot_open(what: str, path: object) -> PathRefused:
     # One wording for missing, unreadable and special files.
-    return PathRefused(f"cannot open {what} {shown(path)}: no readable file there")
+    return PathRefused(f"cannot open {what} {shown(path)}: nothing readable of that kind there")
 
 
 def _within(path: str, root: str) -> bool:
@@ -114,26 +114,44 @@ def read_regular(path: str | os.PathLike, what: str, max_bytes: int, limit_name:
     return data
 
 
-def check_dump_path(path: str) -> str:
-    """A dump a client named (folder, zip or core file) that can be opened; uniform refusal otherwise."""
-    client_path(path, "the dump")
+def _starts_with_any(path: str | os.PathLike, what: str, magics: tuple[bytes, ...]) -> bool:
+    fd, _ = open_regular(path, what)
+    try:
+        head = os.read(fd, max(len(m) for m in magics))
+    except OSError:
+        raise _cannot_open(what, path) from None
+    finally:
+        os.close(fd)
+    return any(head.startswith(m) for m in magics)
+
+
+def check_dump_path(path: str, folder_marker: str, file_magics: tuple[bytes, ...]) -> str:
+    """A dump a client named: a folder holding `folder_marker` as a regular file, or a regular file
+    starting with one of `file_magics`. Anything else, missing or unreadable gets one refusal."""
     what = "the dump"
+    client_path(path, what)
     try:
         info = os.stat(path)
     except (OSError, ValueError):
         raise _cannot_open(what, path) from None
     if stat.S_ISDIR(info.st_mode):
-        if not os.access(path, os.R_OK | os.X_OK):
-            raise _cannot_open(what, path)
+        marker = os.path.join(path, folder_marker)
+        try:
+            os.close(open_regular(marker, what)[0])
+        except PathRefused:
+            raise _cannot_open(what, path) from None
         return path
-    os.close(open_regular(path, what)[0])
+    if not _starts_with_any(path, what, file_magics):
+        raise _cannot_open(what, path)
     return path
 
 
-def check_client_file(path: str, what: str) -> str:
-    """A regular file a client named (a code object) that can be opened; uniform refusal otherwise."""
+def check_client_file(path: str, what: str, magics: tuple[bytes, ...]) -> str:
+    """A file a client named (a code object): a regular file starting with one of `magics`;
+    anything else, missing or unreadable gets one refusal."""
     client_path(path, what)
-    os.close(open_regular(path, what)[0])
+    if not _starts_with_any(path, what, magics):
+        raise _cannot_open(what, path)
     return path
 
 

@@ -8,13 +8,15 @@ from aspace_dap import limits
 from aspace_dap.errors import CodeObjectError
 from aspace_dap.paths import read_regular
 
-from .bundle import is_bundle, parse_bundles
+from .bundle import BUNDLE_MAGIC, COMPRESSED_MAGIC, is_bundle, parse_bundles
 from .codeobject import ELF_PARSE_ERRORS, CodeObject, open_elf, raw_machine
 from .elfflags import EM_AMDGPU, EM_CUDA, EM_INTEL182, EM_INTELGT
 
 DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT, EM_INTEL182})
 # ocloc's `.dbg` file: a small header (kernel name, sizes) in front of IGC's debug ELF
 OCLOC_DEBUG_MAGIC = b"CTNI"
+# how every file load_code_objects accepts begins (ELF, offload bundles, ocloc's debug file)
+CODE_OBJECT_MAGICS = (b"\x7fELF", BUNDLE_MAGIC, COMPRESSED_MAGIC, OCLOC_DEBUG_MAGIC)
 HIP_FATBIN_SECTION = ".hip_fatbin"
 CUDA_FATBIN_SECTION = ".nv_fatbin"
 

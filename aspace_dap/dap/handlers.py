@@ -12,10 +12,12 @@ from ..dwarf.storage import write_bytes
 from ..dwarf.types import ArrayType, PointerType, StructType
 from .. import limits
 from ..errors import AspaceError, LimitExceeded
+from ..codeobj.loader import CODE_OBJECT_MAGICS
 from ..paths import check_client_file, check_dump_path, client_path, save_target
 from ..expressions import convert, evaluate_expression, lane_values
 from ..memref import format_memref
 from ..session import Frame, Session
+from ..state.files import DUMP_FILE_MAGICS, MANIFEST
 from ..values.format import format_obj
 from ..values.objects import Obj
 from .dispatch import HandlerTable, Reply
@@ -83,9 +85,9 @@ def initialize(ctx, args):
 def launch(ctx, args):
     st = _st(ctx)
     # every path a client names goes through the path policy (aspace_dap/paths.py) first
-    path = check_dump_path(args["state"])
+    path = check_dump_path(args["state"], MANIFEST, DUMP_FILE_MAGICS)
     if args.get("codeObject") is not None:
-        check_client_file(args["codeObject"], "code object")
+        check_client_file(args["codeObject"], "the code object", CODE_OBJECT_MAGICS)
     source_map = _source_map(args.get("sourceMap"))
     pid = ctx.progress_start(f"Opening {os.path.basename(path)}")
     try:

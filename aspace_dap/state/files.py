@@ -24,6 +24,11 @@ from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
 READ_LIMIT = 1 << 20
 
+# What a dump a client names can be: a folder with this file, or a file starting with one of these
+# (a zip, empty or not, or an ELF CUDA core dump).
+MANIFEST = "manifest.json"
+DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF")
+
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
 

@@ -1,0 +1,207 @@
+"""The path policy against a hostile client, over the real servers (stdio and TCP).
+
+A client may only read what the dump, its code objects and the debug info's
+source folders hold, may only write inside the save folder it names, and
+cannot tell a missing path from an unreadable one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aspace_dap.paths import PathPolicy, PathRefused, save_target
+from aspace_dap.state.writer import StateWriter
+from dap_client import connect_tcp, start_server_subprocess, start_tcp_server_subprocess
+
+ROOT = Path(__file__).resolve().parents[1]
+DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
+TIMEOUT = 20  # seconds for any one answer: a safety net, not a measurement
+# Two headers the example's DWARF names (Debian's libstdc++ as hipcc used it)
+NAMED_HEADER = "/usr/include/c++/12/bits/exception_ptr.h"
+OTHER_HEADER = "/usr/include/c++/12/bits/std_abs.h"
+
+
+@pytest.fixture(params=["stdio", "tcp"])
+def connect(request):
+    """A function returning a new initialized client of a real server over the parametrized transport."""
+    processes, clients = [], []
+
+    def new_client():
+        if request.param == "stdio":
+            client = start_server_subprocess(["-m", "aspace_dap"])
+        else:
+            if not processes:
+                processes.append(start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"]))
+            client = connect_tcp(processes[0][2])
+        clients.append(client)
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+        return client
+
+    yield new_client
+    for client in clients:
+        try:
+            client.close()
+        except (AssertionError, OSError):
+            pass
+    for process, _, _ in processes:
+        process.kill()
+        process.wait()
+
+
+def launch(client, **arguments):
+    seq = client.send("launch", arguments)
+    client.request_raw("configurationDone", timeout=TIMEOUT)
+    return client.wait_response(seq, timeout=TIMEOUT)
+
+
+def assert_refused(response, *secrets: str):
+    assert not response["success"], response
+    text = json.dumps(response)
+    assert "internal error" not in text and "Traceback" not in text, text
+    for secret in secrets:
+        assert secret not in text
+
+
+# ---- item 1: `source` reads only what the debug info names, where the path policy allows ----
+
+def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
+    client = connect()
+    answer = launch(client, state=str(DUMP), sourceMap={NAMED_HEADER: "/etc/passwd",
+                                                         OTHER_HEADER: "/proc/self/environ"})
+    assert answer["success"], answer
+    passwd = Path("/etc/passwd").read_text()
+    for path in ("/etc/passwd", "/proc/self/environ"):
+        response = client.request_raw("source", {"source": {"path": path}}, timeout=TIMEOUT)
+        assert_refused(response, passwd.splitlines()[0], "PATH=")
+    # what the debug info names, mapped folder by folder, still opens
+    kernel = next(s for s in client.request("loadedSources", timeout=TIMEOUT)["sources"]
+                  if s["name"] == "lds_tiles.hip")
+    assert "__shared__" in client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
+
+
+def test_a_folder_map_reads_only_below_the_mapped_folder(connect, tmp_path):
+    (tmp_path / "exception_ptr.h").write_text("// mapped copy\n")
+    (tmp_path / "secret.txt").write_text("not for clients\n")
+    client = connect()
+    assert launch(client, state=str(DUMP), sourceMap={"/usr/include/c++/12/bits": str(tmp_path)})["success"]
+    mapped = str(tmp_path / "exception_ptr.h")
+    assert client.request("source", {"source": {"path": mapped}}, timeout=TIMEOUT)["content"] == "// mapped copy\n"
+    response = client.request_raw("source", {"source": {"path": str(tmp_path / "secret.txt")}}, timeout=TIMEOUT)
+    assert_refused(response, "not for clients")
+
+
+# ---- item 2: a save writes only inside its folder, with names the writer makes ----
+
+def escaping_dump(tmp_path: Path) -> Path:
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    manifest["memory"][-1]["space"] = "../../ESCAPE"
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    return dump
+
+
+def test_a_space_name_cannot_lead_a_save_out_of_its_folder(connect, tmp_path):
+    dump = escaping_dump(tmp_path)
+    client = connect()
+    answer = launch(client, state=str(dump))
+    if answer["success"]:
+        client.request_raw("saveDump", {"path": str(tmp_path / "saved")}, timeout=TIMEOUT)
+    else:
+        assert "not a plain name" in answer["message"]
+    assert not list(tmp_path.glob("ESCAPE*")), "the save wrote outside its folder"
+    outside = {p for p in tmp_path.rglob("*") if not p.is_relative_to(dump) and not p.is_relative_to(tmp_path / "saved")}
+    assert outside <= {tmp_path / "saved"}
+
+
+def test_the_validator_refuses_names_that_are_not_plain(tmp_path):
+    dump = escaping_dump(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "aspace_dap", "state", "validate", str(dump)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT)
+    assert result.returncode != 0
+    assert "memory[3].space" in result.stdout + result.stderr
+
+
+def test_the_writer_makes_every_file_name(tmp_path):
+    writer = StateWriter("amd", "gfx90a", 64)
+    writer.add_memory("../../ESCAPE", 0x1000, b"\1" * 16)
+    writer.add_code_object(b"\x7fELF", name="../../evil.co")
+    writer.add_register_layout("l", [("pc", 8)])
+    writer.add_dispatch("k", 0, (64, 1, 1), (64, 1, 1)).add_workgroup((0, 0, 0)).add_wave(0, 0, b"\0" * 8, "l")
+    writer.write(tmp_path / "out")
+    assert not list(tmp_path.glob("*ESCAPE*")) and not list(tmp_path.glob("evil*"))
+    names = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert names == ["code/code-object-0.co", "manifest.json", "mem/region-0.bin", "regs/wave-0.bin"]
+
+
+# ---- item 6 (paths): saveDump to places that are not for files, and ill-formed paths ----
+
+@pytest.mark.parametrize("target", ["/proc/aspace-save", "/sys/aspace-save", "/tmp/a\0b", "/tmp/" + "n" * 100_000])
+def test_save_to_a_kernel_interface_or_an_impossible_name_is_a_clear_error(connect, target):
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    response = client.request_raw("saveDump", {"path": target}, timeout=TIMEOUT)
+    assert_refused(response)
+    if target.startswith(("/proc", "/sys")):
+        assert not os.path.lexists(target)
+
+
+def test_kernel_interfaces_are_never_save_targets_or_source_roots(tmp_path):
+    for target in ("/dev/aspace-save", "/proc/self/x", "/sys/kernel/x", "/dev/shm/../x"):
+        with pytest.raises(PathRefused):
+            save_target(target)
+    policy = PathPolicy()
+    policy.allow_read_root("/proc/self")
+    policy.allow_read_root("/")
+    assert not policy.allows("/proc/self/environ") and not policy.allows("/etc/passwd")
+    (tmp_path / "link").symlink_to("/etc")
+    policy.allow_read_root(tmp_path)
+    assert not policy.allows(tmp_path / "link" / "passwd")  # a symlink cannot lead out of a root
+
+
+def test_source_map_values_must_be_strings(connect):
+    client = connect()
+    answer = launch(client, state=str(DUMP), sourceMap={"/usr": 5})
+    assert_refused(answer)
+    assert "sourceMap" in answer["message"]
+
+
+# ---- item 7 (probing): missing, unreadable and special paths read the same ----
+
+def _message(client, **arguments) -> str:
+    answer = launch(client, **arguments)
+    assert_refused(answer)
+    return answer["message"]
+
+
+def test_launch_errors_do_not_tell_which_paths_exist(connect, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    plain = tmp_path / "notes.txt"
+    plain.write_text("hello\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    listening = tmp_path / "sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(listening))
+    try:
+        client = connect()
+        missing = tmp_path / "missing"
+        expected = _message(client, state=str(missing)).replace(str(missing), "PATH")
+        for path in (fifo, plain, folder, listening, Path("/dev/zero"), Path("/proc/self/environ")):
+            client = connect()
+            assert _message(client, state=str(path)).replace(str(path), "PATH") == expected
+        code_missing = _message(connect(), state=str(DUMP), codeObject=str(missing)).replace(str(missing), "PATH")
+        for path in (fifo, plain, folder, Path("/dev/zero")):
+            message = _message(connect(), state=str(DUMP), codeObject=str(path))
+            assert message.replace(str(path), "PATH") == code_missing
+    finally:
+        server.close()
