@@ -23,7 +23,7 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
     "MAX_EVAL_SECONDS": (10, "seconds one expression may take to evaluate"),
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
-    "MAX_QUEUED_REQUESTS": (256, "requests of one client waiting to run"),
+    "MAX_QUEUED_REQUESTS": (64, "requests of one client waiting to run"),
     "MAX_SESSIONS": (64, "clients a TCP server serves at once"),
     "STDIN_CLOSED_GRACE_SECONDS": (30, "seconds queued requests may still run after stdin closed"),
     "MAX_GLOB_FILES": (1000, "code objects one language-server glob may match"),

@@ -72,6 +72,7 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                         data = await stream.receive_some(RECEIVE_SIZE)
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         data = b""
+                    backlog.add_input(len(data))
                     for item in dispatcher.receive_bytes(data):
                         backlog.add_work()
                         work_send.send_nowait(item)
@@ -84,6 +85,7 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
         async def worker() -> None:
             async with work_recv:
                 async for item in work_recv:
+                    await backlog.wait_until_output_small()  # one answer at most past the limit
                     try:
                         await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
                                                       limiter=thread_limiter)
@@ -111,15 +113,25 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
 
 
 class _Backlog:
-    """Answers not yet written and requests not yet run, for one connection (trio thread only)."""
+    """Answers not yet written and requests not yet run, for one connection (trio thread only).
+
+    The reader waits while answers pile up, while many requests wait to run, or while the
+    requests read since the queue was last empty add up to more than one maximal request;
+    the worker waits before a request while answers pile up.
+    """
 
     def __init__(self) -> None:
         self.output_bytes = 0
         self.work_items = 0
+        self.input_bytes = 0  # read since the work queue was last empty
         self._changed = trio.Event()
 
+    def _output_small(self) -> bool:
+        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES
+
     def _small(self) -> bool:
-        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES and self.work_items <= limits.MAX_QUEUED_REQUESTS
+        return self._output_small() and self.work_items <= limits.MAX_QUEUED_REQUESTS and \
+            (self.work_items == 0 or self.input_bytes <= limits.MAX_REQUEST_BYTES)
 
     def _notify(self) -> None:
         self._changed.set()
@@ -132,15 +144,24 @@ class _Backlog:
         self.output_bytes -= n
         self._notify()
 
+    def add_input(self, n: int) -> None:
+        self.input_bytes += n
+
     def add_work(self) -> None:
         self.work_items += 1
 
     def done_work(self) -> None:
         self.work_items -= 1
+        if self.work_items == 0:
+            self.input_bytes = 0
         self._notify()
 
     async def wait_until_small(self) -> None:
         while not self._small():
+            await self._changed.wait()
+
+    async def wait_until_output_small(self) -> None:
+        while not self._output_small():
             await self._changed.wait()
 
 

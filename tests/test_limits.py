@@ -1,0 +1,587 @@
+"""Limits against hostile clients and files, over the real servers (DAP over stdio and TCP, LSP over stdio).
+
+No request may stall another client or the acceptor, memory stays bounded,
+every refusal is a clear error, and the servers keep answering afterwards.
+Each test is bounded in time; servers listen on loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, start_server_subprocess, \
+    start_tcp_server_subprocess
+
+ROOT = Path(REPO_ROOT)
+DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
+TIMEOUT = 20  # a safety net for one answer, not a measurement
+GiB = 1 << 30
+
+
+def peak_rss(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def initialized(client):
+    client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+    return client
+
+
+def launch(client, **arguments):
+    seq = client.send("launch", arguments)
+    client.request_raw("configurationDone", timeout=TIMEOUT)
+    return client.wait_response(seq, timeout=TIMEOUT)
+
+
+def assert_clear_error(response, *words: str):
+    assert not response["success"], response
+    message = response["message"]
+    assert "internal error" not in message, message
+    for word in words:
+        assert word in message, message
+
+
+@pytest.fixture
+def tcp_server():
+    process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    yield process, port
+    process.kill()
+    process.wait()
+
+
+def raw_request(sock: socket.socket, seq: int, command: str, arguments: dict | None = None, **extra) -> None:
+    message = {"seq": seq, "type": "request", "command": command, **extra}
+    if arguments is not None:
+        message["arguments"] = arguments
+    sock.sendall(frame(message))
+
+
+def hostile_fifo_client(port: int, fifo: Path) -> socket.socket:
+    """Launches with a FIFO as its code object, then leaves without a word."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    raw_request(sock, 1, "initialize", {"adapterID": "x"})
+    raw_request(sock, 2, "launch", {"state": str(DUMP), "codeObject": str(fifo)})
+    return sock
+
+
+def answered_within(port: int) -> float:
+    """Seconds a new client waits for its initialize answer."""
+    client = connect_tcp(port)
+    try:
+        start = time.monotonic()
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+        return time.monotonic() - start
+    finally:
+        client.close()
+
+
+# ---- item 3: blocking opens cannot freeze the server ------------------------------------------
+
+def test_fifo_code_objects_do_not_freeze_the_tcp_server(tcp_server, tmp_path):
+    process, port = tcp_server
+    fifo = tmp_path / "code.fifo"
+    os.mkfifo(fifo)
+    for sock in [hostile_fifo_client(port, fifo) for _ in range(40)]:
+        sock.close()
+    assert answered_within(port) < 1.0
+
+
+def test_a_fifo_code_object_over_stdio_is_refused_and_closing_stdin_ends_the_process(tmp_path):
+    fifo = tmp_path / "code.fifo"
+    os.mkfifo(fifo)
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert_clear_error(launch(client, state=str(DUMP), codeObject=str(fifo)), "cannot open")
+    finally:
+        client.process.stdin.close()
+        try:
+            client.process.wait(10)
+        except subprocess.TimeoutExpired:
+            client.process.kill()
+            client.process.wait()
+            pytest.fail("the server did not exit when stdin closed")
+
+
+# ---- item 4: memory stays bounded -------------------------------------------------------------
+
+def test_an_endless_code_object_is_refused_without_reading_it(tcp_server):
+    process, port = tcp_server
+    client = initialized(connect_tcp(port))
+    try:
+        assert_clear_error(launch(client, state=str(DUMP), codeObject="/dev/zero"), "cannot open")
+    finally:
+        client.close()
+    assert peak_rss(process.pid) < GiB // 2
+
+
+def test_a_manifest_linked_to_an_endless_device_is_refused(tcp_server, tmp_path):
+    process, port = tcp_server
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    (dump / "manifest.json").unlink()
+    (dump / "manifest.json").symlink_to("/dev/zero")
+    client = initialized(connect_tcp(port))
+    try:
+        assert_clear_error(launch(client, state=str(dump)), "cannot open")
+    finally:
+        client.close()
+    assert peak_rss(process.pid) < GiB // 2
+
+
+def deflated(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = 1
+    return info
+
+
+def zip_with_member(path: Path, name: str, size: int, head: bytes = b"") -> Path:
+    """A small zip whose deflated member `name` unpacks to `size` bytes (`head`, then zeros)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open(deflated(name), "w", force_zip64=True) as member:
+            member.write(head)
+            block = bytes(1 << 20)
+            for _ in range((size - len(head)) >> 20):
+                member.write(block)
+    return path
+
+
+@pytest.fixture
+def small_limits(monkeypatch, tmp_path):
+    """Servers started from here run with 1 MiB caps and a private temporary folder."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    for name in ("MAX_MANIFEST_BYTES", "MAX_CODE_OBJECT_BYTES"):
+        monkeypatch.setenv(f"ASPACE_{name}", "1M")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    return scratch
+
+
+def test_a_huge_manifest_in_a_small_zip_is_refused(small_limits, tmp_path):
+    dump = zip_with_member(tmp_path / "dump.zip", "manifest.json", 32 << 20)
+    assert dump.stat().st_size < 1 << 20
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert_clear_error(launch(client, state=str(dump)), "MAX_MANIFEST_BYTES")
+    finally:
+        client.close()
+
+
+def test_a_huge_code_object_in_a_small_zip_is_never_unpacked(small_limits, tmp_path):
+    with zipfile.ZipFile(tmp_path / "ok.zip", "w") as archive:
+        for path in DUMP.rglob("*"):
+            if path.is_file() and not path.name.endswith(".co"):
+                archive.write(path, str(path.relative_to(DUMP)))
+    dump = tmp_path / "dump.zip"
+    shutil.copy(tmp_path / "ok.zip", dump)
+    with zipfile.ZipFile(dump, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open(deflated("code/lds_tiles.gfx90a.O0.co"), "w", force_zip64=True) as member:
+            member.write(b"\x7fELF")
+            for _ in range(32):
+                member.write(bytes(1 << 20))
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        answer = launch(client, state=str(dump))
+        said = json.dumps(client.messages)
+        assert "MAX_CODE_OBJECT_BYTES" in said, answer
+        unpacked = sum(p.stat().st_size for p in small_limits.rglob("*") if p.is_file())
+        assert unpacked < 1 << 20
+    finally:
+        client.close()
+
+
+def test_a_client_that_never_reads_is_no_longer_read(tcp_server):
+    """x/16384xw answers pile up for a client that does not take them: the server stops reading it."""
+    process, port = tcp_server
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    raw_request(sock, 1, "initialize", {"adapterID": "x"})
+    raw_request(sock, 2, "launch", {"state": str(DUMP)})
+    raw_request(sock, 3, "configurationDone")
+    request = {"expression": "x/16384xw local#0", "context": "repl", "padding": "p" * 16_000}
+    sock.settimeout(3)
+    sent, blocked = 0, False
+    try:
+        for seq in range(4, 4 + 4000):  # 64 MB of requests in all, 1 GB of answers
+            raw_request(sock, seq, "evaluate", request)
+            sent += 1
+    except (TimeoutError, socket.timeout):
+        blocked = True
+    try:
+        assert blocked, f"the server read all {sent} requests of a client that reads nothing"
+        assert peak_rss(process.pid) < GiB
+        assert answered_within(port) < 1.0
+    finally:
+        sock.close()
+
+
+def test_huge_expressions_and_requests_are_refused_quickly(tcp_server):
+    process, port = tcp_server
+    client = initialized(connect_tcp(port))
+    try:
+        assert launch(client, state=str(DUMP))["success"]
+        start = time.monotonic()
+        response = client.request_raw("evaluate", {"expression": "1+" * 1_000_000 + "1"}, timeout=10)
+        assert_clear_error(response, "MAX_EXPRESSION_CHARS")
+        assert time.monotonic() - start < 5
+        body = json.dumps({"seq": 900, "type": "request", "command": "evaluate",
+                           "arguments": {"expression": "1" * (50 << 20)}}).encode()
+        client.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert client.request("evaluate", {"expression": "2+3"}, timeout=10)["result"] == "5"
+        said = json.dumps(client.messages)
+        assert "MAX_REQUEST_BYTES" in said
+    finally:
+        client.close()
+    assert peak_rss(process.pid) < GiB
+
+
+# ---- item 6: the smaller tracebacks -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def launched_stdio():
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    assert launch(client, state=str(DUMP))["success"]
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("expression, words", [
+    ("1" * 4400, ["does not fit in 64 bits"]),
+    ("1<<(1<<62)", ["shift count"]),
+    ("1<<-1", ["shift count"]),
+    ("1.0e308 * 1.0e308 % 3", []),
+])
+def test_expressions_that_overflow_are_clear_errors(launched_stdio, expression, words):
+    response = launched_stdio.request_raw("evaluate", {"expression": expression}, timeout=10)
+    if response["success"]:
+        assert not words, response
+    else:
+        assert_clear_error(response, *words)
+
+
+def test_write_memory_before_address_zero_is_a_clear_error(launched_stdio):
+    response = launched_stdio.request_raw("writeMemory", {"memoryReference": "local#0x0", "offset": -16,
+                                                          "data": "AAAA"}, timeout=10)
+    assert_clear_error(response, "outside")
+
+
+def test_a_lane_past_the_wave_is_refused_at_launch():
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        response = launch(client, state=str(DUMP), lane=2**63 - 1)
+        if response["success"]:
+            client.wait_event("stopped")
+            threads = client.request("threads", timeout=10)["threads"]
+            response = client.request_raw("stackTrace", {"threadId": threads[0]["id"]}, timeout=10)
+        assert_clear_error(response, "lane")
+    finally:
+        client.close()
+
+
+def test_a_register_file_in_a_symlink_loop_is_a_clear_error(tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    (dump / "regs" / "wave-0.bin").unlink()
+    (dump / "regs" / "wave-0.bin").symlink_to("loop-a")
+    (dump / "regs" / "loop-a").symlink_to("loop-b")
+    (dump / "regs" / "loop-b").symlink_to("loop-a")
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert_clear_error(launch(client, state=str(dump)), "registers")
+    finally:
+        client.close()
+
+
+def test_an_overstated_content_length_does_not_swallow_what_follows(launched_stdio):
+    c = launched_stdio
+    seq = 5000
+    lie = json.dumps({"seq": seq, "type": "request", "command": "threads"}).encode()
+    c.send_raw(b"Content-Length: 5000000\r\n\r\n" + lie)
+    answer = c.request_raw("evaluate", {"expression": "2+3"}, timeout=10)
+    assert answer["success"] and answer["body"]["result"] == "5"
+    lied_to = [m for m in c.messages if m.get("request_seq") == seq]
+    assert lied_to and "Content-Length" in lied_to[0]["message"]
+
+
+# ---- item 7: saves are atomic, temporary folders go with SIGTERM ------------------------------
+
+def big_sparse_dump(tmp_path: Path) -> Path:
+    """The example dump with 3 GiB more global memory in a sparse file: slow to save, cheap to make."""
+    dump = tmp_path / "big"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    with open(dump / "mem" / "big.bin", "wb") as f:
+        f.truncate(3 * GiB)
+    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": 3 * GiB,
+                               "file": "mem/big.bin", "file_offset": 0})
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    return dump
+
+
+def test_a_killed_save_leaves_no_half_dump_and_the_next_save_succeeds(tmp_path):
+    dump = big_sparse_dump(tmp_path)
+    target = tmp_path / "saved"
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        client.send("saveDump", {"path": str(target)})
+        deadline = time.monotonic() + 10
+        while not target.exists() and not list(tmp_path.glob(".saved.*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        client.process.kill()
+    finally:
+        client.close()
+    assert not target.exists() or (target / "manifest.json").is_file(), "a killed save left a half dump"
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(DUMP))["success"]
+        saved = client.request("saveDump", {"path": str(target)}, timeout=60)["path"]
+        assert (Path(saved) / "manifest.json").is_file()
+    finally:
+        client.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big", "saved"], "leftovers were not replaced"
+
+
+def test_sigterm_removes_the_zip_extraction_folder(tmp_path, monkeypatch):
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    dump = tmp_path / "dump.zip"
+    with zipfile.ZipFile(dump, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in DUMP.rglob("*"):
+            if path.is_file():
+                archive.write(path, str(path.relative_to(DUMP)))
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        assert list(scratch.iterdir()), "the compressed members were not unpacked"
+        client.process.send_signal(signal.SIGTERM)
+        client.process.wait(10)
+    finally:
+        client.close()
+    assert not list(scratch.iterdir())
+
+
+# ---- item 5: the language server ---------------------------------------------------------------
+
+class RawLsp:
+    """An LSP client that can send anything; answers are collected by id."""
+
+    def __init__(self, cwd: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "aspace_dap", "lsp"], cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_server_env())
+        self.buffer = b""
+        self.messages: list[dict] = []
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def send_raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def request(self, rid, method, params) -> None:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+    def _pump(self) -> None:
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+        except BlockingIOError:
+            time.sleep(0.01)
+            return
+        if not chunk:
+            raise AssertionError("the language server exited")
+        self.buffer += chunk
+        while True:
+            head, sep, rest = self.buffer.partition(b"\r\n\r\n")
+            if not sep:
+                return
+            fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n"))
+            length = int(fields[b"Content-Length"])
+            if len(rest) < length:
+                return
+            self.messages.append(json.loads(rest[:length]))
+            self.buffer = rest[length:]
+
+    def answer(self, rid, timeout: float = 10) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for message in self.messages:
+                if "method" not in message and message.get("id") == rid:
+                    self.messages.remove(message)
+                    return message
+            self._pump()
+        raise AssertionError(f"no answer to request {rid!r} within {timeout} s")
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def lsp(tmp_path):
+    shutil.copy(ROOT / "tests" / "lsp_inputs" / "shadow.gfx90a.O0.co", tmp_path / "shadow.co")
+    server = RawLsp(tmp_path)
+    server.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                                     "initializationOptions": {"aspace": {"codeObjects": ["**/*.co"]}}})
+    assert "result" in server.answer(1, timeout=30)
+    server.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("header", [b"Content-Length: 1000000000000\r\n\r\n{}", b"Content-Length: -1\r\n\r\n",
+                                    b"Content-Length: abc\r\n\r\n", b"\r\n\r\n{}", b"Content-Type: x\r\n\r\n",
+                                    b"Content-Length 12\r\n\r\n"])
+def test_the_language_server_survives_bad_headers(lsp, header):
+    lsp.send_raw(header)
+    lsp.request(2, "textDocument/codeLens", {"textDocument": {"uri": "file:///nothing.hip"}})
+    assert lsp.answer(2)["result"] == []
+
+
+def test_every_ill_typed_request_gets_an_answer(lsp):
+    ill = [None, 5, "x", [], {}, {"textDocument": None}, {"textDocument": {"uri": 5}},
+           {"textDocument": {"uri": "file:///a.hip"}, "position": "here"},
+           {"textDocument": {"uri": "file:///a.hip"}, "position": {"line": -1, "character": 2**70}},
+           {"textDocument": {"uri": "file:///a.hip"}, "range": {"start": 1, "end": None}}]
+    methods = ["textDocument/hover", "textDocument/inlayHint", "textDocument/codeLens", "shutdownx", "workspace/symbol"]
+    rid = 100
+    sent = []
+    for method in methods:
+        for params in ill:
+            rid += 1
+            lsp.request(rid, method, params)
+            sent.append(rid)
+    for rid in sent:
+        answer = lsp.answer(rid)
+        assert "result" in answer or "error" in answer
+    # ill-formed envelopes: an error answer, with the id when there is a usable one
+    lsp.send({"jsonrpc": "1.0", "id": 900, "method": "textDocument/hover", "params": {}})
+    assert "error" in lsp.answer(900)
+    lsp.send({"jsonrpc": "2.0", "id": 901, "method": 7})
+    assert "error" in lsp.answer(901)
+    lsp.send({"jsonrpc": "2.0", "id": {"no": 1}, "method": "textDocument/hover"})
+    assert "error" in lsp.answer(None)
+    lsp.request(902, "textDocument/codeLens", {"textDocument": {"uri": "file:///nothing.hip"}})
+    assert lsp.answer(902)["result"] == []
+
+
+def test_hover_on_devices_and_fifos_is_answered_at_once(lsp, tmp_path):
+    fifo = tmp_path / "pipe.hip"
+    os.mkfifo(fifo)
+    for rid, uri in ((10, "file:///dev/zero"), (11, fifo.as_uri())):
+        lsp.request(rid, "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+        assert lsp.answer(rid, timeout=5)["result"] is None
+    assert peak_rss(lsp.proc.pid) < GiB // 2
+
+
+def test_globs_stay_bounded_and_load_each_code_object_once(tmp_path):
+    work = tmp_path / "ws"
+    (work / "sub").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "lsp_inputs" / "shadow.gfx90a.O0.co", work / "sub" / "shadow.co")
+    (work / "sub" / "up").symlink_to("..")  # a loop: sub/up/sub/up/...
+    (work / "loop").symlink_to("loop")
+    source = ROOT / "tests" / "lsp_inputs" / "shadow.hip"
+
+    def lens_count(patterns) -> int:
+        server = RawLsp(work)
+        try:
+            server.request(1, "initialize", {"processId": None, "rootUri": work.as_uri(), "capabilities": {},
+                                             "initializationOptions": {"aspace": {"codeObjects": patterns}}})
+            assert "result" in server.answer(1, timeout=30)
+            server.request(2, "textDocument/codeLens", {"textDocument": {"uri": source.as_uri()}})
+            return len(server.answer(2, timeout=30)["result"])
+        finally:
+            server.close()
+
+    once = lens_count(["sub/shadow.co"])
+    assert once > 0
+    assert lens_count(["**/*.co", "sub/up/sub/shadow.co", "sub/up/sub/up/sub/*.co"]) == once
+
+
+# ---- all together: 40 hostile clients, one new client -------------------------------------------
+
+@pytest.fixture
+def tcp_server_1m_output(monkeypatch):
+    # a smaller answer backlog per client keeps this test's CPU time short; the mechanism is the same
+    monkeypatch.setenv("ASPACE_MAX_PENDING_OUTPUT_BYTES", "1M")
+    process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    yield process, port
+    process.kill()
+    process.wait()
+
+
+def test_forty_hostile_clients_leave_a_new_client_answered_within_a_second(tcp_server_1m_output, tmp_path):
+    import threading
+
+    process, port = tcp_server_1m_output
+    started = time.monotonic()
+    fifo = tmp_path / "code.fifo"
+    os.mkfifo(fifo)
+    socks: list[socket.socket] = []
+    for _ in range(14):  # FIFO code objects
+        socks.append(hostile_fifo_client(port, fifo))
+    for _ in range(13):  # never read their answers
+        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        raw_request(sock, 1, "initialize", {"adapterID": "x"})
+        raw_request(sock, 2, "launch", {"state": str(DUMP)})
+        raw_request(sock, 3, "configurationDone")
+        socks.append(sock)
+
+    def flood(sock: socket.socket) -> None:
+        request = frame({"seq": 9, "type": "request", "command": "evaluate",
+                         "arguments": {"expression": "x/16384xw local#0", "context": "repl"}})
+        try:
+            sock.settimeout(5)
+            for _ in range(2000):
+                sock.sendall(request)
+        except OSError:
+            pass  # the server stopped reading this client, as it should
+
+    def fifty_megabytes(sock: socket.socket) -> None:
+        chunk = b"1" * (1 << 20)
+        try:
+            sock.sendall(b'Content-Length: %d\r\n\r\n{"seq":1,"type":"request","command":"evaluate",'
+                         b'"arguments":{"expression":"' % (50 << 20))
+            for _ in range(50):
+                sock.sendall(chunk)
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=flood, args=(s,), daemon=True) for s in socks[14:]]
+    for _ in range(13):  # 50 MB requests
+        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        socks.append(sock)
+        threads.append(threading.Thread(target=fifty_megabytes, args=(sock,), daemon=True))
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(1.0)  # the flood is under way
+        waits = [answered_within(port) for _ in range(3)]
+        for thread in threads:
+            thread.join(15)
+        waits.append(answered_within(port))
+        print(f"new client answered within {max(waits):.3f} s; peak RSS {peak_rss(process.pid) >> 20} MiB; "
+              f"{time.monotonic() - started:.1f} s in all")
+        assert max(waits) < 1.0, waits
+        assert peak_rss(process.pid) < GiB, peak_rss(process.pid)
+    finally:
+        for sock in socks:
+            sock.close()
