@@ -96,9 +96,13 @@ def test_fifo_code_objects_do_not_freeze_the_tcp_server(tcp_server, tmp_path):
     process, port = tcp_server
     fifo = tmp_path / "code.fifo"
     os.mkfifo(fifo)
-    for sock in [hostile_fifo_client(port, fifo) for _ in range(40)]:
-        sock.close()
-    assert answered_within(port) < 1.0
+    hostile = [hostile_fifo_client(port, fifo) for _ in range(40)]  # they stay, silent
+    try:
+        time.sleep(0.5)
+        assert answered_within(port) < 1.0
+    finally:
+        for sock in hostile:
+            sock.close()
 
 
 def test_a_fifo_code_object_over_stdio_is_refused_and_closing_stdin_ends_the_process(tmp_path):
@@ -447,11 +451,11 @@ def lsp(tmp_path):
     server.close()
 
 
-@pytest.mark.parametrize("header", [b"Content-Length: 1000000000000\r\n\r\n{}", b"Content-Length: -1\r\n\r\n",
-                                    b"Content-Length: abc\r\n\r\n", b"\r\n\r\n{}", b"Content-Type: x\r\n\r\n",
-                                    b"Content-Length 12\r\n\r\n"])
+@pytest.mark.parametrize("header", [b"Content-Length: 1000000000000", b"Content-Length: -1", b"Content-Length: abc",
+                                    b"", b"Content-Type: x", b"Content-Length 12"])
 def test_the_language_server_survives_bad_headers(lsp, header):
-    lsp.send_raw(header)
+    # each bad header comes with a body, as a confused or hostile client would send it
+    lsp.send_raw(header + b'\r\n\r\n{"jsonrpc": "2.0", "id": 77, "method": "junk"}')
     lsp.request(2, "textDocument/codeLens", {"textDocument": {"uri": "file:///nothing.hip"}})
     assert lsp.answer(2)["result"] == []
 
