@@ -147,7 +147,7 @@ def test_truncated_elf(cut):
 def test_not_a_code_object(tmp_path):
     with pytest.raises(CodeObjectError, match="neither an ELF file nor an offload bundle"):
         load_code_objects(b"#!/bin/sh\necho hi\n")
-    with pytest.raises(CodeObjectError, match="cannot read"):
+    with pytest.raises(CodeObjectError, match="cannot open code object"):
         load_code_objects(tmp_path / "missing.co")
     with pytest.raises(CodeObjectError, match="cannot load"):
         load_code_objects(12345)

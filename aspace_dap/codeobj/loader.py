@@ -6,7 +6,7 @@ import os
 
 from aspace_dap import limits
 from aspace_dap.errors import CodeObjectError
-from aspace_dap.paths import read_regular
+from aspace_dap.paths import PathRefused, read_regular
 
 from .bundle import BUNDLE_MAGIC, COMPRESSED_MAGIC, is_bundle, parse_bundles
 from .codeobject import ELF_PARSE_ERRORS, CodeObject, open_elf, raw_machine
@@ -32,7 +32,10 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     if isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
         # regular files only (never a FIFO or /dev/zero), and never past the size limit
-        data = read_regular(path, "code object", limits.MAX_CODE_OBJECT_BYTES, "MAX_CODE_OBJECT_BYTES")
+        try:
+            data = read_regular(path, "code object", limits.MAX_CODE_OBJECT_BYTES, "MAX_CODE_OBJECT_BYTES")
+        except PathRefused as exc:
+            raise CodeObjectError(str(exc)) from None
         label = name or os.path.basename(path)
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = bytes(path_or_bytes)

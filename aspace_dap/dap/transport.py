@@ -27,6 +27,9 @@ from .protocol import DapConnection, Request
 DispatcherFactory = Callable[[], Dispatcher]
 
 RECEIVE_SIZE = 64 * 1024
+# Requests answered on the event loop thread: `initialize` only reports capabilities, and a new
+# client should get that answer at once even while other clients keep handler threads busy.
+INLINE_COMMANDS = frozenset({"initialize"})
 
 
 async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
@@ -87,8 +90,11 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                 async for item in work_recv:
                     await backlog.wait_until_output_small()  # one answer at most past the limit
                     try:
-                        await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
-                                                      limiter=thread_limiter)
+                        if item.request is not None and item.request.command in INLINE_COMMANDS:
+                            dispatcher.run(item)  # quick by contract; no thread hand-off for a new client
+                        else:
+                            await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
+                                                          limiter=thread_limiter)
                     finally:
                         backlog.done_work()
                     if dispatcher.closed:
@@ -261,6 +267,9 @@ def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None
         print(f"aspace-dap: port {port} is not between 0 and 65535", file=sys.stderr)
         return 2
     remove_temp_dirs_on_sigterm()
+    # Handler threads compute while the event loop thread accepts and reads: hand the GIL over
+    # more often than Python's 5 ms, so a new client is answered at once while others keep it busy.
+    sys.setswitchinterval(0.001)
     try:
         if port is None:
             trio.run(serve_stdio, dispatcher_factory)

@@ -22,9 +22,7 @@ registers, which are transposed from per-lane to per-register order.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
-import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import AspaceError, StateError
+from ..paths import make_temp_dir, remove_temp_dir
 from .files import DumpFiles, FileSpan
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
@@ -276,11 +275,11 @@ class CoreFiles(DumpFiles):
     @staticmethod
     def _cleanup(holder: list) -> None:
         if holder[0]:
-            shutil.rmtree(holder[0], ignore_errors=True)
+            remove_temp_dir(holder[0])
 
     def write_image(self, name: str, data: bytes) -> Path:
         if self._tempdir[0] is None:
-            self._tempdir[0] = tempfile.mkdtemp(prefix="aspace-cudacore-")
+            self._tempdir[0] = make_temp_dir("aspace-cudacore-")  # removed on SIGTERM too
         target = Path(self._tempdir[0]) / name
         target.write_bytes(data)
         return target
