@@ -176,12 +176,6 @@ def test_source_map_values_must_be_strings(connect):
 
 # ---- item 7 (probing): missing, unreadable and special paths read the same ----
 
-def _message(client, **arguments) -> str:
-    answer = launch(client, **arguments)
-    assert_refused(answer)
-    return answer["message"]
-
-
 def test_launch_errors_do_not_tell_which_paths_exist(connect, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -192,16 +186,21 @@ def test_launch_errors_do_not_tell_which_paths_exist(connect, tmp_path):
     listening = tmp_path / "sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(listening))
+    missing = tmp_path / "missing"
+    client = connect()
+    client.request_raw("configurationDone", timeout=TIMEOUT)  # from now on launch answers at once
+
+    def message(path: Path, **arguments) -> str:
+        answer = client.request_raw("launch", arguments, timeout=TIMEOUT)
+        assert_refused(answer)
+        return answer["message"].replace(str(path), "PATH")
+
     try:
-        client = connect()
-        missing = tmp_path / "missing"
-        expected = _message(client, state=str(missing)).replace(str(missing), "PATH")
+        expected = message(missing, state=str(missing))
         for path in (fifo, plain, folder, listening, Path("/dev/zero"), Path("/proc/self/environ")):
-            client = connect()
-            assert _message(client, state=str(path)).replace(str(path), "PATH") == expected
-        code_missing = _message(connect(), state=str(DUMP), codeObject=str(missing)).replace(str(missing), "PATH")
+            assert message(path, state=str(path)) == expected
+        expected = message(missing, state=str(DUMP), codeObject=str(missing))
         for path in (fifo, plain, folder, Path("/dev/zero")):
-            message = _message(connect(), state=str(DUMP), codeObject=str(path))
-            assert message.replace(str(path), "PATH") == code_missing
+            assert message(path, state=str(DUMP), codeObject=str(path)) == expected
     finally:
         server.close()
