@@ -22,6 +22,7 @@ registers, which are transposed from per-lane to per-register order.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import weakref
 from dataclasses import dataclass
@@ -280,7 +281,9 @@ class CoreFiles(DumpFiles):
     def write_image(self, name: str, data: bytes) -> Path:
         if self._tempdir[0] is None:
             self._tempdir[0] = make_temp_dir("aspace-cudacore-")  # removed on SIGTERM too
-        target = Path(self._tempdir[0]) / name
+        # the name may come from the core (a link map entry): keep a plain file name of it
+        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)[:100].lstrip(".") or "image"
+        target = Path(self._tempdir[0]) / safe
         target.write_bytes(data)
         return target
 
