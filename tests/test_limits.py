@@ -497,11 +497,13 @@ class RawLsp:
         self.proc.wait()
 
 
-@pytest.fixture
-def lsp(tmp_path):
-    shutil.copy(ROOT / "tests" / "lsp_inputs" / "shadow.gfx90a.O0.co", tmp_path / "shadow.co")
-    server = RawLsp(tmp_path)
-    server.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+@pytest.fixture(scope="module")
+def lsp(tmp_path_factory):
+    """One language server for the module's tests: each also checks that it still answers afterwards."""
+    folder = tmp_path_factory.mktemp("lsp")
+    shutil.copy(ROOT / "tests" / "lsp_inputs" / "shadow.gfx90a.O0.co", folder / "shadow.co")
+    server = RawLsp(folder)
+    server.request(1, "initialize", {"processId": None, "rootUri": folder.as_uri(), "capabilities": {},
                                      "initializationOptions": {"aspace": {"codeObjects": ["**/*.co"]}}})
     assert "result" in server.answer(1, timeout=30)
     server.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -514,8 +516,10 @@ def lsp(tmp_path):
 def test_the_language_server_survives_bad_headers(lsp, header):
     # each bad header comes with a body, as a confused or hostile client would send it
     lsp.send_raw(header + b'\r\n\r\n{"jsonrpc": "2.0", "id": 77, "method": "junk"}')
-    lsp.request(2, "textDocument/codeLens", {"textDocument": {"uri": "file:///nothing.hip"}})
-    assert lsp.answer(2)["result"] == []
+    rid = f"after {header!r}"
+    lsp.request(rid, "textDocument/codeLens", {"textDocument": {"uri": "file:///nothing.hip"}})
+    assert lsp.answer(rid)["result"] == []
+    lsp.messages.clear()  # whatever the bad frame was answered with
 
 
 def test_every_ill_typed_request_gets_an_answer(lsp):
@@ -548,7 +552,7 @@ def test_every_ill_typed_request_gets_an_answer(lsp):
 def test_hover_on_devices_and_fifos_is_answered_at_once(lsp, tmp_path):
     fifo = tmp_path / "pipe.hip"
     os.mkfifo(fifo)
-    for rid, uri in ((10, "file:///dev/zero"), (11, fifo.as_uri())):
+    for rid, uri in (("zero", "file:///dev/zero"), ("fifo", fifo.as_uri())):
         lsp.request(rid, "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
         assert lsp.answer(rid, timeout=5)["result"] is None
     assert peak_rss(lsp.proc.pid) < GiB // 2

@@ -29,18 +29,25 @@ NAMED_HEADER = "/usr/include/c++/12/bits/exception_ptr.h"
 OTHER_HEADER = "/usr/include/c++/12/bits/std_abs.h"
 
 
+@pytest.fixture(scope="module")
+def tcp_port():
+    """One TCP server for the module: its clients are separate sessions."""
+    process, _, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    yield port
+    process.kill()
+    process.wait()
+
+
 @pytest.fixture(params=["stdio", "tcp"])
 def connect(request):
     """A function returning a new initialized client of a real server over the parametrized transport."""
-    processes, clients = [], []
+    clients = []
 
     def new_client():
         if request.param == "stdio":
             client = start_server_subprocess(["-m", "aspace_dap"])
         else:
-            if not processes:
-                processes.append(start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"]))
-            client = connect_tcp(processes[0][2])
+            client = connect_tcp(request.getfixturevalue("tcp_port"))
         clients.append(client)
         client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
         return client
@@ -51,9 +58,6 @@ def connect(request):
             client.close()
         except (AssertionError, OSError):
             pass
-    for process, _, _ in processes:
-        process.kill()
-        process.wait()
 
 
 def launch(client, **arguments):
