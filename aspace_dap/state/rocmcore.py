@@ -21,10 +21,7 @@ hold (a segment cut short, a data-less segment of a host core) are unavailable.
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 import struct
-import tempfile
 import urllib.parse
 import weakref
 import zlib
@@ -33,7 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from ..errors import AspaceError, StateError
+from ..paths import PathRefused, make_temp_dir, open_regular, remove_temp_dir
 from .files import DumpFiles, FileSpan
 from .memory import Region, SparseMemory
 from .model import Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
@@ -282,11 +281,11 @@ class CoreFiles(DumpFiles):
     @staticmethod
     def _cleanup(holder: list) -> None:
         if holder[0]:
-            shutil.rmtree(holder[0], ignore_errors=True)
+            remove_temp_dir(holder[0])
 
     def write_image(self, name: str, data: bytes) -> Path:
         if self._tempdir[0] is None:
-            self._tempdir[0] = tempfile.mkdtemp(prefix="aspace-rocmcore-")
+            self._tempdir[0] = make_temp_dir("aspace-rocmcore-")  # removed on SIGTERM too
         target = Path(self._tempdir[0]) / name
         target.write_bytes(data)
         return target
@@ -523,11 +522,17 @@ class _Reader:
             return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
         path = Path(location)
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device could block or never end
-                raise OSError("not a regular file")
-            with open(path, "rb") as f:
+            # the path policy's open: a regular file (a FIFO or a device could block or never end), within
+            # the code object size limit
+            fd, file_size = open_regular(path, "code object", limits.MAX_CODE_OBJECT_BYTES,
+                                         "MAX_CODE_OBJECT_BYTES")
+            with os.fdopen(fd, "rb") as f:
                 f.seek(offset)
-                data = f.read(size if size else -1)
+                data = f.read(min(size, file_size) if size else file_size)
+        except PathRefused as exc:
+            why = str(exc) if "limit" in str(exc) else "missing, unreadable or not a regular file"
+            self.warnings.append(f"code object {uri}: {path} cannot be read ({why}); supply it with codeObject")
+            return CodeObjectRef(co_id, path, l_addr, uri), None
         except (OSError, ValueError, OverflowError) as exc:
             # the session says which file to supply; launch's codeObject supplies it
             self.warnings.append(f"code object {uri}: {path} cannot be read ({exc.strerror or exc}); supply it "
