@@ -148,7 +148,7 @@ def test_a_tcp_server_at_its_session_limit_answers_the_next_client_with_an_error
         process.wait()
 
 
-# ---- item 3: blocking opens cannot freeze the server ------------------------------------------
+# ---- blocking opens cannot freeze the server ------------------------------------------
 
 def test_fifo_code_objects_do_not_freeze_the_tcp_server(tcp_server, tmp_path):
     process, port = tcp_server
@@ -179,7 +179,7 @@ def test_a_fifo_code_object_over_stdio_is_refused_and_closing_stdin_ends_the_pro
             pytest.fail("the server did not exit when stdin closed")
 
 
-# ---- item 4: memory stays bounded -------------------------------------------------------------
+# ---- memory stays bounded -------------------------------------------------------------
 
 def test_an_endless_code_object_is_refused_without_reading_it(tcp_server):
     process, port = tcp_server
@@ -311,7 +311,7 @@ def test_huge_expressions_and_requests_are_refused_quickly(tcp_server):
     assert peak_rss(process.pid) < GiB
 
 
-# ---- item 6: the smaller tracebacks -------------------------------------------------------------
+# ---- inputs past every range: clear errors, never tracebacks -----------------------------------
 
 @pytest.fixture(scope="module")
 def launched_stdio():
@@ -379,7 +379,7 @@ def test_an_overstated_content_length_does_not_swallow_what_follows(launched_std
     assert lied_to and "Content-Length" in lied_to[0]["message"]
 
 
-# ---- item 7: saves are atomic, temporary folders go with SIGTERM ------------------------------
+# ---- saves are atomic, temporary folders go with SIGTERM ------------------------------
 
 def big_sparse_dump(tmp_path: Path) -> Path:
     """The example dump with 3 GiB more global memory in a sparse file: slow to save, cheap to make."""
@@ -439,7 +439,7 @@ def test_sigterm_removes_the_zip_extraction_folder(tmp_path, monkeypatch):
     assert not list(scratch.iterdir())
 
 
-# ---- item 5: the language server ---------------------------------------------------------------
+# ---- the language server ---------------------------------------------------------------
 
 class RawLsp:
     """An LSP client that can send anything; answers are collected by id."""

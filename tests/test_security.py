@@ -74,7 +74,7 @@ def assert_refused(response, *secrets: str):
         assert secret not in text
 
 
-# ---- item 1: `source` reads only what the debug info names, where the path policy allows ----
+# ---- `source` reads only what the debug info names, where the path policy allows ----
 
 def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
     client = connect()
@@ -102,7 +102,7 @@ def test_a_folder_map_reads_only_below_the_mapped_folder(connect, tmp_path):
     assert_refused(response, "not for clients")
 
 
-# ---- item 2: a save writes only inside its folder, with names the writer makes ----
+# ---- a save writes only inside its folder, with names the writer makes ----
 
 def escaping_dump(tmp_path: Path) -> Path:
     dump = tmp_path / "dump"
@@ -146,7 +146,7 @@ def test_the_writer_makes_every_file_name(tmp_path):
     assert names == ["code/code-object-0.co", "manifest.json", "mem/region-0.bin", "regs/wave-0.bin"]
 
 
-# ---- item 6 (paths): saveDump to places that are not for files, and ill-formed paths ----
+# ---- saveDump to places that are not for files, and ill-formed paths ----
 
 @pytest.mark.parametrize("target", ["/proc/aspace-save", "/sys/aspace-save", "/tmp/a\0b", "/tmp/" + "n" * 100_000])
 def test_save_to_a_kernel_interface_or_an_impossible_name_is_a_clear_error(connect, target):
@@ -178,7 +178,7 @@ def test_source_map_values_must_be_strings(connect):
     assert "sourceMap" in answer["message"]
 
 
-# ---- item 7 (probing): missing, unreadable and special paths read the same ----
+# ---- missing, unreadable and special paths read the same ----
 
 def test_launch_errors_do_not_tell_which_paths_exist(connect, tmp_path):
     fifo = tmp_path / "fifo"
