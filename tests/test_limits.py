@@ -291,6 +291,39 @@ def test_a_client_that_never_reads_is_no_longer_read(tcp_server):
         sock.close()
 
 
+def test_a_stdio_client_that_never_reads_is_no_longer_read():
+    import threading
+
+    process = subprocess.Popen([sys.executable, "-m", "aspace_dap"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=ROOT, env=_server_env())
+    request = {"expression": "x/16384xw local#0", "context": "repl", "padding": "p" * 16_000}
+    finished = threading.Event()
+
+    def write_all() -> None:
+        try:
+            process.stdin.write(frame({"seq": 1, "type": "request", "command": "initialize",
+                                       "arguments": {"adapterID": "x"}})
+                                + frame({"seq": 2, "type": "request", "command": "launch",
+                                         "arguments": {"state": str(DUMP)}})
+                                + frame({"seq": 3, "type": "request", "command": "configurationDone"}))
+            for seq in range(4, 4 + 4000):  # 64 MB of requests, 1 GB of answers
+                process.stdin.write(frame({"seq": seq, "type": "request", "command": "evaluate",
+                                           "arguments": request}))
+            process.stdin.flush()
+            finished.set()
+        except OSError:
+            pass
+
+    writer = threading.Thread(target=write_all, daemon=True)
+    writer.start()
+    try:
+        assert not finished.wait(8), "the server read every request of a client that reads nothing"
+        assert peak_rss(process.pid) < GiB
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_huge_expressions_and_requests_are_refused_quickly(tcp_server):
     process, port = tcp_server
     client = initialized(connect_tcp(port))

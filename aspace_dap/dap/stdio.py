@@ -15,6 +15,8 @@ import threading
 import traceback
 from typing import Callable
 
+from .. import limits
+from ..paths import remove_temp_dirs_on_sigterm
 from .dispatch import Dispatcher
 
 RECEIVE_SIZE = 64 * 1024
@@ -23,6 +25,7 @@ _END = object()
 
 def serve_stdio(dispatcher_factory: Callable[[], Dispatcher]) -> int:
     """Serve one client until it disconnects or stdin ends; returns the exit code."""
+    remove_temp_dirs_on_sigterm()
     in_fd, out_fd = os.dup(0), os.dup(1)
     # Anything else printing to stdout (a library, a stray print) would corrupt
     # the protocol stream; from now on fd 1 and sys.stdout lead to stderr.
@@ -58,9 +61,18 @@ def _widen_pipe(fd: int) -> None:
 
 def _serve(dispatcher: Dispatcher, in_fd: int, out_fd: int) -> None:
     """Returns once everything sent has been written, or the client stopped reading: the
-    process then exits, and a handler still running is abandoned (as the trio transport does)."""
+    process then exits, and a handler still running is abandoned (as the trio transport does).
+
+    As over TCP, answers the client does not take stop the worker (MAX_PENDING_OUTPUT_BYTES),
+    a full request queue stops the reader (MAX_QUEUED_REQUESTS), and once stdin has closed,
+    queued work gets STDIN_CLOSED_GRACE_SECONDS before the process ends."""
     outgoing: queue.SimpleQueue = queue.SimpleQueue()
-    work: queue.SimpleQueue = queue.SimpleQueue()
+    work: queue.Queue = queue.Queue(maxsize=limits.MAX_QUEUED_REQUESTS)
+    pending = _PendingOutput()
+
+    def send(data: bytes) -> None:  # thread-safe, never blocks; FIFO keeps seq order
+        pending.add(len(data))
+        outgoing.put(data)
 
     def reader() -> None:
         while not dispatcher.closed:
@@ -69,9 +81,13 @@ def _serve(dispatcher: Dispatcher, in_fd: int, out_fd: int) -> None:
             except OSError:
                 data = b""
             for item in dispatcher.receive_bytes(data):
-                work.put(item)
+                work.put(item)  # blocks while the queue is full: the client is not read meanwhile
             if not data:
                 break
+        # the client is gone: finish what it asked for, but never wait forever
+        timer = threading.Timer(limits.STDIN_CLOSED_GRACE_SECONDS, outgoing.put, [_END])
+        timer.daemon = True
+        timer.start()
         work.put(_END)
 
     def worker() -> None:
@@ -79,12 +95,13 @@ def _serve(dispatcher: Dispatcher, in_fd: int, out_fd: int) -> None:
             item = work.get()
             if item is _END:
                 break
+            pending.wait_until_small()
             dispatcher.run(item)
             if dispatcher.closed:
                 break
         outgoing.put(_END)  # behind every message already sent, so nothing is lost
 
-    dispatcher.attach_sink(outgoing.put)  # thread-safe, never blocks; FIFO keeps seq order
+    dispatcher.attach_sink(send)
     for role in (reader, worker):
         threading.Thread(target=role, name=f"dap-{role.__name__}", daemon=True).start()
     while True:  # the writer
@@ -97,3 +114,25 @@ def _serve(dispatcher: Dispatcher, in_fd: int, out_fd: int) -> None:
                 view = view[os.write(out_fd, view):]
         except OSError:
             return  # the client went away
+        pending.sent(len(data))
+
+
+class _PendingOutput:
+    """Bytes handed to the writer and not yet written."""
+
+    def __init__(self) -> None:
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def add(self, n: int) -> None:
+        with self._changed:
+            self._bytes += n
+
+    def sent(self, n: int) -> None:
+        with self._changed:
+            self._bytes -= n
+            self._changed.notify_all()
+
+    def wait_until_small(self) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self._bytes <= limits.MAX_PENDING_OUTPUT_BYTES)
