@@ -16,6 +16,7 @@ from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
 from aspace_dap.errors import EvaluationError, UnavailableError
 
 from .amdgpu_isa import ALL, isa_generation, stack_offsets_per_lane
+from .amdgpu_lds import LdsPlacement, is_bare_zero, solve_layout, static_lds_address
 from .amdgpu_prologue import CALLEE_SAVED_VGPRS, scan
 from .base import CallerState, TargetAdapter, WaveTarget
 
@@ -223,6 +224,20 @@ class AmdgpuAdapter(TargetAdapter):
                   if sym.name.endswith(".kd") and sym.value <= kernel_descriptor
                   and (kernel_descriptor - sym.value) % 4096 == 0}
         return biases.pop() if len(biases) == 1 else None
+
+    def static_layout(self, code_object, index, read_source):
+        if code_object is None or index is None or getattr(code_object, "e_machine", None) != 224:
+            return None
+        return solve_layout(code_object, index, read_source)
+
+    def static_placement(self, layout, var):
+        placement = None
+        if layout is not None and (is_bare_zero(var) or static_lds_address(var, layout.index)[1]):
+            placement = layout.placement(var)
+        if placement is None and is_bare_zero(var):
+            # ROCm 4.x's location for an optimized-out __shared__ array: not an address
+            return LdsPlacement(None, "the compiler gave it the placeholder location DW_OP_constu 0", "global")
+        return placement
 
     def entry_frame_base(self, dialect):
         # an optimized kernel may drop DW_AT_frame_base; its stack starts at lane scratch offset 0

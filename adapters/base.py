@@ -103,6 +103,16 @@ class TargetAdapter(ABC):
         address `kernel_descriptor`; None when that cannot be told."""
         return None
 
+    def static_layout(self, code_object, index, read_source):
+        """Whatever the adapter works out once per code object to place variables whose debug info
+        holds only a placeholder address (AMD: LDS offsets from the ISA); None when nothing."""
+        return None
+
+    def static_placement(self, layout, var):
+        """For a variable with a placeholder address: an object with `space` (name), `offset` (None
+        when not proven) and `why`. None for variables the debug info places by itself."""
+        return None
+
     def entry_frame_base(self, dialect: Dialect) -> bytes | None:
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
         return None

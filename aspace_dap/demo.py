@@ -84,6 +84,19 @@ def hexdump(start: int, data: bytes, space: str) -> str:
 CALL_DUMP = ROOT / "examples" / "divergent_call" / "dumps" / "gfx90a.O0"
 
 
+def lens_walkthrough() -> None:
+    """What the source lens (`aspace-dap lsp`) shows on the __shared__ declarations of lds_tiles.hip."""
+    from .lsp.program import load_lenses
+
+    (lens,) = load_lenses(str(ROOT / "examples" / "lds_tiles" / "lds_tiles.gfx90a.O0.co"))
+    print("\n== The source lens (aspace-dap lsp) on lds_tiles.hip: where the __shared__ arrays live")
+    for var in lens.variables("examples/lds_tiles/lds_tiles.hip"):
+        if var.name in ("tile", "row_sums") and var.ranges:
+            dwarf, _, why = var.ranges[0].expression.partition(" (")
+            print(f"   line {var.decl_line}: {var.name} \u27f6 {var.first.text}")
+            print(f"      DWARF: {dwarf}; {why[:-1]}")
+
+
 def call_stack_walkthrough() -> None:
     """A second dump: stopped inside a device function, the caller's frame and variables unwound."""
     c = Client()
@@ -165,6 +178,7 @@ def main(argv: list[str]) -> int:
             print(f"\n== LDS of the workgroup ({ref}, first 64 of {spaces['local']['size']} bytes)")
             print(hexdump(int(got["address"], 16), base64.b64decode(got.get("data", "")), "local"))
         if not argv:
+            lens_walkthrough()
             call_stack_walkthrough()
         print("\n== Attach your editor")
         print("   VS Code: install vscode-extension/aspace-gpu.vsix (built by `make test`), then a launch config")

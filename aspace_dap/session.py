@@ -22,7 +22,6 @@ from .dwarf.frame_context import frame_context, is_kernel
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
 from .dwarf.locations import Location, MemoryLocation
 from .dwarf.target import Dialect, FrameContext
-from .dwarf.placeholders import overlapping_static_addresses
 from .dwarf.types import PointerType, Type
 from .errors import AspaceError, StateError
 from .memref import MemRef, format_memref, parse_memref
@@ -143,7 +142,8 @@ class Session:
         if code_object:
             self._extra = self._load_program(-1, code_object, 0)
         self._targets: dict[tuple[int, Dialect], object] = {}
-        self._lds_cache: dict[tuple, dict[int, str]] = {}
+        self._layouts: dict[int, object] = {}
+        self._unresolved_places: dict[str, str] = {}
         self._found_sources: dict[str, str] = {}
         self._active: dict[int, np.ndarray] = {}
         self._first_wave_of: dict | None = None
@@ -655,9 +655,19 @@ class Session:
         if spec is None:
             out.groups.append((lanes, Obj.failed(vtype, "<optimized out>", lanes)))
             return out
-        clash = self._overlapping_lds(frame).get(var.die_offset)
-        if clash is not None:
-            out.groups.append((lanes, Obj.failed(vtype, f"<unavailable: {clash}>", lanes)))
+        placement = self._static_placement(frame, var)
+        if placement is not None:
+            space = self.adapter.space_by_name(placement.space)
+            if placement.offset is None:
+                error = f"<unavailable: {placement.why}>"
+                label = self.adapter.space_label(space)
+                self._unresolved_places[error] = f"{space.name}#? ({label + ', ' if label else ''}offset unresolved)"
+                out.groups.append((lanes, Obj.failed(vtype, error, lanes)))
+                return out
+            n = len(lanes)
+            loc = Location((MemoryLocation(space, np.full(n, placement.offset, np.uint64), np.zeros(n, np.int64),
+                                           lanes),))
+            out.groups.append((lanes, Obj.from_location(vtype, loc, self.frame_target(frame, var.dialect), lanes)))
             return out
         if isinstance(spec, ConstValue):
             raw = spec.value if isinstance(spec.value, bytes) else (spec.value & ((1 << 64) - 1)).to_bytes(8, "little")
@@ -678,15 +688,33 @@ class Session:
             out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
         return out
 
-    def _overlapping_lds(self, frame: Frame) -> dict[int, str]:
-        """LDS variables whose recorded addresses overlap (see dwarf/placeholders.py): shown as
-        unavailable rather than with another variable's bytes."""
-        key = (frame.program.id, frame.info.die_offset if frame.info else None)
-        cached = self._lds_cache.get(key)
-        if cached is None:
-            cached = overlapping_static_addresses(self.variables(frame) + self.globals(frame), frame.program.index)
-            self._lds_cache[key] = cached
-        return cached
+    def _static_placement(self, frame: Frame, var: VariableInfo):
+        """Where the adapter proves a variable with a placeholder address really is (the LDS
+        offset an AMD kernel's ISA uses), or why it cannot; None for ordinary variables."""
+        program = frame.program
+        if program.id not in self._layouts:
+            try:
+                self._layouts[program.id] = self.adapter.static_layout(program.code_object, program.index,
+                                                                       self.read_source)
+            except AspaceError as e:
+                self.warnings.append(f"{program.path}: placing static variables: {e}")
+                self._layouts[program.id] = None
+        return self.adapter.static_placement(self._layouts[program.id], var)
+
+    def read_source(self, dwarf_path: str) -> str | None:
+        """A source file's text as the debug info names it: embedded in the line table, else read
+        from where map_source finds it."""
+        for program in self.programs():
+            if program.index is not None:
+                text = program.index.source_text(dwarf_path)
+                if text is not None:
+                    return text
+        path = self.map_source(dwarf_path)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            return None
 
     def _annotate_pointer(self, t: Type | None, dialect: Dialect, depth: int = 0) -> None:
         """Name the address space a pointer type points into (once per type object)."""
@@ -720,6 +748,8 @@ class Session:
         """Where the object is for one lane, printed as the language server prints it (`v3[lane 5]`,
         `local#0x40 (LDS)`)."""
         if obj.error is not None:
+            if obj.error in self._unresolved_places:
+                return self._unresolved_places[obj.error]
             return "optimized out" if obj.error == "<optimized out>" else "unknown"
         if obj.location is None:
             data, _ = obj.bytes()

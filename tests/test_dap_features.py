@@ -48,6 +48,17 @@ def test_expressions(dap):
         ev(dap, "pick / 0")
 
 
+def test_print_x_formats_every_element(dap):
+    plain = ev(dap, "p.neighbors")["result"]
+    hexed = "{" + ", ".join(f"0x{int(v):x}" for v in plain.strip("{}").split(", ")) + "}"
+    assert ev(dap, "print/x p.neighbors", context="repl")["result"] == hexed
+    assert ev(dap, "p/x p.neighbors", context="repl")["result"] == hexed
+    assert ev(dap, "p.neighbors", format={"hex": True})["result"] == hexed
+    assert ev(dap, "print p.neighbors", context="repl")["result"] == plain
+    whole = ev(dap, "print/x p", context="repl")["result"]
+    assert f"neighbors = {hexed}" in whole and "id = 0x45" in whole
+
+
 def test_struct_children_and_paging(dap):
     p = ev(dap, "p")
     assert p["variablesReference"] and p["namedVariables"] == 7

@@ -16,3 +16,7 @@ def test_demo_walkthrough():
                  "== LDS of the workgroup", "stopped in a device function, the caller unwound", "== Attach your editor"):
         assert part in text, part
     assert "#1 0x3da4 divergent at divergent_call.hip:25" in text
+    # both __shared__ arrays read from LDS at the offsets the kernel's ISA uses, and the lens says where
+    assert "[Share] row_sums = {4284, 4540, 4796, 5052, 0 <repeats 12 times>}  @ local@wg(1,1,0)#0x440" in text
+    assert "[Share] tile = {{264, 264.5, " in text
+    assert "row_sums \u27f6 local#0x440 (LDS)" in text and "tile \u27f6 local#0x0 (LDS)" in text

@@ -5,7 +5,8 @@ import numpy as np
 from aspace_dap.dwarf.asm import assemble
 from aspace_dap.dwarf.evaluator import evaluate
 from aspace_dap.dwarf.target import Dialect
-from aspace_dap.dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED, ATE_SIGNED_CHAR, ATE_UNSIGNED, ArrayType,
+from aspace_dap.dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED, ATE_SIGNED_CHAR, ATE_UNSIGNED,
+                                    ATE_UNSIGNED_CHAR, ArrayType,
                                     BaseType, EnumType, Member, PointerType, StructType, TypedefType)
 from aspace_dap.values.format import format_obj
 from aspace_dap.values.objects import Obj
@@ -40,12 +41,32 @@ def test_struct_with_bitfields_and_char():
 
 def test_array_repeats_and_hex():
     t = FakeTarget()
-    arr = ArrayType(None, None, element=INT, dims=[12])
-    t.poke(0, 0x2000, b"".join(int(v).to_bytes(4, "little") for v in [1, 2] + [7] * 10))
+    arr = ArrayType(None, None, element=INT, dims=[13])
+    t.poke(0, 0x2000, b"".join(int(v).to_bytes(4, "little") for v in [1, 2] + [7] * 11))
     o = obj_at("DW_OP_addr 0x2000", t, arr)
-    assert format_obj(o) == "{1, 2, 7 <repeats 10 times>}"
+    # GDB (valprint.c): a run prints as <repeats N times> when N > `print repeats` (10)
+    assert format_obj(o) == "{1, 2, 7 <repeats 11 times>}"
+    ten = ArrayType(None, None, element=INT, dims=[12])
+    assert format_obj(obj_at("DW_OP_addr 0x2000", t, ten)) == "{1, 2, " + ", ".join(["7"] * 10) + "}"
     two_d = ArrayType(None, None, element=INT, dims=[2, 2])
     assert format_obj(obj_at("DW_OP_addr 0x2000", t, two_d), hex=True) == "{{0x1, 0x2}, {0x7, 0x7}}"
+
+
+def test_hex_formats_each_element_of_char_arrays_and_structs():
+    t = FakeTarget()
+    uchar = BaseType("unsigned char", 1, encoding=ATE_UNSIGNED_CHAR)
+    t.poke(0, 0x2100, b"!" * 8 + b"\0" * 4 + b"!" * 11 + b"\0")
+    eight = ArrayType(None, None, element=uchar, dims=[8])
+    assert format_obj(obj_at("DW_OP_addr 0x2100", t, eight)) == '"!!!!!!!!"'
+    # GDB: p/x of unsigned char[8] prints {0x21, 0x21, ...}, not a string
+    assert format_obj(obj_at("DW_OP_addr 0x2100", t, eight), hex=True) == "{" + ", ".join(["0x21"] * 8) + "}"
+    eleven = ArrayType(None, None, element=uchar, dims=[12])
+    assert format_obj(obj_at("DW_OP_addr 0x210c", t, eleven), hex=True) == "{0x21 <repeats 11 times>, 0x0}"
+    s = StructType("S", 8, kind="struct", members=[Member("tag", ArrayType(None, None, element=CHAR, dims=[4]), 0),
+                                                   Member("n", INT, 32)])
+    t.poke(0, 0x2200, b"ab\0\0" + (255).to_bytes(4, "little"))
+    o = obj_at("DW_OP_addr 0x2200", t, s)
+    assert format_obj(o, hex=True) == "{tag = {0x61, 0x62, 0x0, 0x0}, n = 0xff}"
 
 
 def test_partially_optimized_out_struct():

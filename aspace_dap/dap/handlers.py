@@ -501,6 +501,7 @@ HELP = """aspace-dap REPL commands:
                       local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
+  print/x EXPRESSION  the same in hex, every element and member (also p/x; print EXPRESSION)
   aspace help         this list (also `-help`, for clients whose REPL keeps `help` for itself)
 """
 
@@ -517,10 +518,14 @@ def evaluate_request(ctx, args):
         out = _repl_command(ctx, st, s, text, args.get("frameId"))
         if out is not None:
             return {"result": out, "variablesReference": 0}
+    hex_ = bool((args.get("format") or {}).get("hex"))
+    m = _REPL_PRINT.match(text) if args.get("context") == "repl" else None
+    if m:  # GDB's `print/x EXPR`: the format applies to every element and member
+        text, hex_ = m[3], hex_ or "x" in (m[1], m[2])
     frame = _followed_frame(st, s, args.get("frameId"))
     obj = _parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
     # a register alone prints as the Registers scope shows it: in hex
-    hex_ = bool((args.get("format") or {}).get("hex")) or bool(_REGISTER_ALONE.match(text))
+    hex_ = hex_ or bool(_REGISTER_ALONE.match(text))
     item = _object_var(st, s, text, obj, frame, hex_, evaluate_name=text)
     body = {"result": item["value"], "type": item.get("type"), "variablesReference": item["variablesReference"]}
     for k in ("memoryReference", "indexedVariables", "namedVariables"):
@@ -571,6 +576,8 @@ def _repl_command(ctx, st, s: Session, text: str, frame_id=None) -> str | None:
 
 
 _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
+# `print EXPR`, `print/x EXPR`, `p/x EXPR`; a bare `p ` is left alone: `p + 1` is an expression
+_REPL_PRINT = re.compile(r"^\s*(?:print(?:/([xd]))?|p/([xd]))\s+(.+)$")
 
 
 def save_dump(s: Session, path: str) -> str:

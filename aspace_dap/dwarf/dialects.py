@@ -21,11 +21,12 @@ EM_INTEL182 = 182  # ocloc writes IGC's DWARF into an ELF with this machine
 AT_LLVM_AUGMENTATION = 0x3E09
 LLVM_VENDOR_ATTRS = range(0x3E00, 0x3F00)
 
-_AUGMENTATION_RE = re.compile(r"\[amdgpu:v\d+\.\d+\]")
+# AMDGPUUsage documents `[amdgpu:vX.Y]`; every ROCm release's compiler writes `[llvm:v0.0]`.
+_AUGMENTATION_RE = re.compile(r"\[(?:amdgpu|llvm):v\d+\.\d+\]")
 
 
 def find_augmentation(attrs: dict[int, object]) -> str | None:
-    """The `[amdgpu:vX.Y]` augmentation among a CU's resolved attributes, if any."""
+    """The `[amdgpu:vX.Y]` / `[llvm:vX.Y]` augmentation among a CU's resolved attributes, if any."""
     value = attrs.get(AT_LLVM_AUGMENTATION)
     if isinstance(value, str) and value:
         return value

@@ -11,12 +11,13 @@ for files with hundreds of thousands of entries.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..errors import AspaceError, CodeObjectError
 from .dialects import detect_dialect, find_augmentation
 from .lines import LineInfo, LineTable, parse_line_table
+from .ops import decode_cached
 from .loclists import LocList, offset_from_index, read_loclist, read_rnglist
 from .reader import ByteReader, raw_e_machine, section_bytes
 from .target import Dialect
@@ -88,7 +89,7 @@ AT_GNU_RANGES_BASE = 0x2132
 AT_LLVM_ACTIVE_LANE = (0x3E08,)
 AT_LLVM_LANE_PC = (0x3E0B, 0x3E12)
 AT_LLVM_VECTOR_SIZE = (0x3E0C, 0x3E13)
-AT_LLVM_MEMORY_SPACE = (0x3E0F,)
+AT_LLVM_MEMORY_SPACE = (0x3E0F, 0x3E0D)  # ROCm 6.1 writes 0x3e0d
 AT_LLVM_ADDRESS_SPACE = (0x3E10,)
 
 # Forms
@@ -893,6 +894,7 @@ class DwarfIndex:
     def _frame_for(self, die: Die, pc: int, frame_base: bytes | None, concrete: Die) -> FrameInfo:
         chain = self._origin_chain(die)
         unit = die.unit
+        self._note_heterogeneous_ops(unit, frame_base)
         name = self._inherited(chain, AT_NAME)
         linkage = self._inherited(chain, AT_LINKAGE_NAME) or self._inherited(chain, AT_MIPS_LINKAGE_NAME)
         ranges = self._ranges(die)
@@ -971,6 +973,8 @@ class DwarfIndex:
 
             params.sort(key=declared_position)
         result = params + locals_
+        for v in result:  # a later variable may have shown the unit speaks the heterogeneous dialect
+            v.dialect = die.unit.dialect
         latest: dict[str, int] = {}
         for i, v in enumerate(result):
             if v.name:
@@ -1005,6 +1009,45 @@ class DwarfIndex:
             ranges = self._ranges(inner_block) or scope
             self._collect(inner_block, pc, ranges, params, locals_, seen_origins, depth + 1, own_origin, own_scopes)
 
+    def _note_heterogeneous_ops(self, unit: _Unit, location) -> bool:
+        """A unit that uses DW_OP_LLVM_* heterogeneous operations is heterogeneous whatever its
+        attributes say (some producers write no augmentation). True when this upgraded it."""
+        dialect = unit.dialect
+        if dialect.heterogeneous or dialect.vendor_ops != "amd" or location is None:
+            return False
+        if isinstance(location, (bytes, bytearray)):
+            exprs = [location]
+        elif isinstance(location, Expr):
+            exprs = [location.expr]
+        elif isinstance(location, LocList):
+            exprs = [expr for _, _, expr in location.entries]
+        else:
+            return False
+        for expr in exprs:
+            try:
+                ops = decode_cached(bytes(expr), dialect)
+            except AspaceError:
+                continue
+            if any(op.name.startswith("DW_OP_LLVM_") for op in ops):
+                unit.dialect = replace(dialect, heterogeneous=True)
+                return True
+        return False
+
+    def function_variables(self, frame: FrameInfo) -> list[VariableInfo]:
+        """Every variable declared anywhere in a function (all its blocks and inlined callees),
+        whatever the PC: what a whole-function analysis needs."""
+        top = self.die(frame.die_offset)
+        out: list[VariableInfo] = []
+        stack = [top]
+        while stack:
+            die = stack.pop()
+            for child in self.children(die):
+                if child.tag == TAG_VARIABLE:
+                    out.append(self._variable(child, "local", frame.ranges, die.unit))
+                elif child.tag in (TAG_LEXICAL_BLOCK, TAG_INLINED_SUBROUTINE):
+                    stack.append(child)
+        return out
+
     @staticmethod
     def _is_own_scope(die: Die, own_origin: int | None) -> bool:
         """An inlined_subroutine of the frame's own function that has no code.
@@ -1032,6 +1075,8 @@ class DwarfIndex:
         location = self._location(die)
         if location is None and len(chain) > 1 and kind == "global":
             location = self._location(chain[-1])
+        if not hetero and self._note_heterogeneous_ops(unit, location):
+            return self._variable(die, kind, scope, unit)
         type_offset = self._inherited(chain, AT_TYPE)
         return VariableInfo(
             name=self._inherited(chain, AT_NAME),

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import posixpath
+from pathlib import Path
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..adapters import adapter_for
 from ..codeobj import load_code_objects
-from ..dwarf.describe import Described, describe_constant, summarize_location
+from ..dwarf.describe import Described, describe_constant, describe_evaluated, summarize_location
 from ..dwarf.frame_context import frame_context
-from ..dwarf.placeholders import overlapping_static_addresses
+from ..dwarf.locations import Location, MemoryLocation
 from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, VariableInfo
 from ..dwarf.ops import decode, disassemble
 from ..dwarf.target import FrameContext
@@ -63,9 +66,12 @@ class KernelLens:
 class CodeObjectLens:
     """One device code object with DWARF, and per-file caches."""
 
-    def __init__(self, code_object, label: str):
+    def __init__(self, code_object, label: str, path: str | None = None):
         self.code_object = code_object
         self.label = label
+        self.path = path
+        self._layout = None
+        self._layout_done = False
         self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine)
         self.adapter = adapter_for(code_object.vendor)
         self.adapter.use_code_object(code_object)
@@ -131,7 +137,6 @@ class CodeObjectLens:
         for frame in frames:
             try:
                 variables = self.index.variables(frame, pc)
-                unknown = overlapping_static_addresses(variables + self.index.globals(frame.cu_offset), self.index)
             except AspaceError:
                 continue
             for var in variables:
@@ -139,10 +144,46 @@ class CodeObjectLens:
                     continue
                 if var.decl_file != file:
                     continue
-                found[var.die_offset] = self._lens(file, frame, concrete, var, unknown.get(var.die_offset))
+                found[var.die_offset] = self._lens(file, frame, concrete, var, self._placement(var))
+
+    def _placement(self, var: VariableInfo):
+        """The adapter's placement of a variable whose debug info holds a placeholder address."""
+        if not self._layout_done:
+            self._layout_done = True
+            try:
+                self._layout = self.adapter.static_layout(self.code_object, self.index, self.read_source)
+            except AspaceError:
+                self._layout = None
+        return self.adapter.static_placement(self._layout, var)
+
+    def read_source(self, dwarf_path: str) -> str | None:
+        """Source text as the debug info names it: embedded in the line table, else the file at that
+        path, relative to the working directory or to the code object's folders."""
+        text = self.index.source_text(dwarf_path)
+        if text is not None:
+            return text
+        roots = [Path.cwd()] + (list(Path(self.path).resolve().parents)[:6] if self.path else [])
+        for root in roots:
+            candidate = root / dwarf_path
+            if candidate.is_file():
+                try:
+                    return candidate.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    return None
+        return None
+
+    def _placed(self, placement) -> Described:
+        space = self.adapter.space_by_name(placement.space)
+        if placement.offset is None:
+            label = self.adapter.space_label(space)
+            return Described(f"{space.name}#? ({label + ', ' if label else ''}offset unresolved)",
+                             frozenset({space.scope}))
+        lanes = np.zeros(1, np.int64)
+        loc = Location((MemoryLocation(space, np.array([placement.offset], np.uint64), np.zeros(1, np.int64), lanes),))
+        return Described(describe_evaluated(loc, self.adapter, 0), frozenset({space.scope}))
 
     def _lens(self, file: str, frame: FrameInfo, concrete: FrameInfo, var: VariableInfo,
-              unknown: str | None = None) -> VariableLens:
+              placement=None) -> VariableLens:
         lens = VariableLens(var.name, var.kind, frame.function, file, var.decl_line, var.die_offset)
         # no dump, no PC of a stop: the function's entry stands for it
         context = frame_context(self.index, self.code_object, self.adapter, frame, concrete.low_pc or 0,
@@ -160,9 +201,10 @@ class CodeObjectLens:
             pieces = [(lo, hi, None) for lo, hi in scope]
         for lo, hi, expr in sorted(pieces, key=lambda p: p[0]):
             where, listing = self._describe(expr, var, context)
-            if unknown is not None and expr is not None:
-                where = Described("unknown", frozenset({"unknown"}))  # a placeholder address, see placeholders.py
-                listing = f"{listing} ({unknown})"
+            if placement is not None and expr is not None:
+                # a placeholder address: the adapter proves the real place from the code, or says why not
+                where = self._placed(placement)
+                listing = f"{listing} ({placement.why})"
             lens.ranges.append(PlaceRange(lo, hi, where, listing, self.line_in(file, lo)))
         lines = [ln for ln in (self.line_in(file, lo) for lo, _ in scope) if ln]
         lines += [ln for ln in (self.line_in(file, max(lo, hi - 1)) for lo, hi in scope) if ln]
@@ -218,7 +260,8 @@ def load_lenses(path: str) -> list[CodeObjectLens]:
     objs = load_code_objects(path)
     base = os.path.basename(path)
     with_dwarf = [co for co in objs if co.has_dwarf()]
-    return [CodeObjectLens(co, base if len(with_dwarf) == 1 else f"{base}:{co.processor}") for co in with_dwarf]
+    return [CodeObjectLens(co, base if len(with_dwarf) == 1 else f"{base}:{co.processor}", path)
+            for co in with_dwarf]
 
 
 def _wave_lanes(code_object) -> int:

@@ -15,7 +15,7 @@ from ..dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED_CHAR, ATE_UNSIGNED
 from .objects import Obj
 
 MAX_ELEMENTS = 200  # like GDB's `print elements`
-REPEAT_THRESHOLD = 10  # like GDB's `print repeats`
+REPEAT_THRESHOLD = 10  # like GDB's `print repeats`: runs longer than this print as <repeats N times>
 
 
 def state_text(state: int) -> str:
@@ -136,7 +136,7 @@ def _format_array(obj: Obj, lane: int, hex: bool) -> str:
     et = obj.element_type()
     if et is None:
         return "{}"
-    if _is_char(et.strip()) and count:
+    if _is_char(et.strip()) and count and not hex:  # /x formats each element, as GDB does
         text = _format_char_array(obj, lane, count)
         if text is not None:
             return text
@@ -148,7 +148,7 @@ def _format_array(obj: Obj, lane: int, hex: bool) -> str:
         while j + 1 < len(items) and items[j + 1] == items[i]:
             j += 1
         run = j - i + 1
-        if run >= REPEAT_THRESHOLD:
+        if run > REPEAT_THRESHOLD:
             out.append(f"{items[i]} <repeats {run} times>")
         else:
             out.extend(items[i:j + 1])
@@ -177,7 +177,7 @@ def _format_char_array(obj: Obj, lane: int, count: int) -> str | None:
     if end >= 0 and any(tail):
         return None
     if end >= 0 and len(tail) > 1:
-        return f'"{text}", \'\\000\' <repeats {len(tail) - 1} times>' if len(tail) - 1 >= REPEAT_THRESHOLD else f'"{text}"'
+        return f'"{text}", \'\\000\' <repeats {len(tail) - 1} times>' if len(tail) - 1 > REPEAT_THRESHOLD else f'"{text}"'
     return f'"{text}"'
 
 

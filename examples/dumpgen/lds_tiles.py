@@ -10,6 +10,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from aspace_dap.codeobj import load_code_objects
+
+from .isa_text import ds_offsets, generic_pointer_offsets, only
 from .engine import DumpSpec, FrameSpec, WaveSpec, lane_u32, sgpr_pair, u32, u64
 
 TILE = 16
@@ -27,9 +30,8 @@ HERE = Path(__file__).resolve().parent.parent / "lds_tiles"
 STOP_PC = {("gfx90a", "O0"): 0x4530, ("gfx90a", "O2"): 0x1A9C,
            ("gfx1030", "O0"): 0x4224, ("gfx1030", "O2"): 0x1AAC,
            ("clang19.gfx90a", "O0"): 0x52A8}  # clang-19: line 38's first instruction
-ROW_SUMS_LDS = TILE * (TILE + 1) * 4  # the ISA's `ds_write_b32 ... offset:1088`
-ROW_SUMS_NOTE = ("the code object's .debug_addr holds 0 for both LDS variables; "
-                 "the ISA keeps row_sums at LDS 0x440, right after tile")
+KERNEL = "_Z15transpose_tilesPKfPfS1_ii"
+LDS_NOTE = "the code object's .debug_addr holds 0 for both LDS variables; the listing gives the real offsets"
 FRAME_BYTES = {"gfx90a": 144, "gfx1030": 288}  # s32 = 0x2400 wave-scaled bytes at entry
 
 
@@ -75,10 +77,28 @@ def _values(wave_threads) -> dict[str, list]:
     return {name: [t[name] for t in wave_threads] for name in wave_threads[0]}
 
 
+def lds_offsets(build: str, opt: str) -> dict[str, int]:
+    """tile's and row_sums' LDS offsets from the objdump listing, checked against the kernel's
+    .group_segment_fixed_size: line 23 stores tile[ty][tx], line 31 stores row_sums[ty]."""
+    listing = HERE / f"lds_tiles.{build}.{opt}.co.s.txt"
+    if opt == "O0":  # generic pointers: the constant low dword is the variable's offset
+        tile = only(generic_pointer_offsets(listing, KERNEL, 23), "tile, line 23")
+        row_sums = only(generic_pointer_offsets(listing, KERNEL, 31), "row_sums, line 31")
+    else:  # ds_write_b32 whose address VGPR holds only the index (ty * 0x44 + tx * 4, ty * 4)
+        tile = only(ds_offsets(listing, KERNEL, 23, "ds_write_b32"), "tile, line 23")
+        row_sums = only(ds_offsets(listing, KERNEL, 31, "ds_write_b32"), "row_sums, line 31")
+    (co,) = load_code_objects(HERE / f"lds_tiles.{build}.{opt}.co")
+    group = co.kernel(KERNEL).group_segment_fixed_size
+    spans = sorted([(tile, TILE * (TILE + 1) * 4), (row_sums, TILE * 4)])
+    if spans[0][0] + spans[0][1] > spans[1][0] or max(a + n for a, n in spans) != group:
+        raise ValueError(f"{build}.{opt}: offsets {spans} do not tile the {group} bytes of LDS")
+    return {"tile": tile, "row_sums": row_sums, "size": group}
+
+
 def spec(processor: str, opt: str, build: str | None = None) -> DumpSpec:
     """hipcc's build for `processor`, or another (`build` "clang19.gfx90a"): clang-19's -O0 kernel
     also sets `s33 = 0; s32 = 0x2400` and keeps every scalar variable in scratch; it reaches LDS
-    through flat addresses, tile at `src_shared_base` + 0 and row_sums at + 0x440 (as hipcc's)."""
+    through flat addresses built from `src_shared_base` (offsets from its listing, as hipcc's)."""
     build = build or processor
     lanes = 64 if processor == "gfx90a" else 32
     pc = STOP_PC[build, opt]
@@ -95,19 +115,24 @@ def spec(processor: str, opt: str, build: str | None = None) -> DumpSpec:
         else:
             regs.update(_o2_registers(processor, lanes, threads, active, full))
         waves.append(WaveSpec(id=index, index_in_workgroup=index, registers=regs,
-                              frames=[FrameSpec(pc, _values(threads), not_by_dwarf={"row_sums": ROW_SUMS_NOTE})],
+                              frames=[FrameSpec(pc, _values(threads),
+                                                not_by_dwarf={"tile": LDS_NOTE, "row_sums": LDS_NOTE})],
                               scratch=_o0_scratch(processor, threads) if opt == "O0" and build == processor
                               else {}))
     first = kernel_model(lanes)[0][0]
-    lds = b"".join(struct.pack("<f", v) for row in first["tile"] for v in row)
-    lds += b"".join(struct.pack("<f", v) for v in first["row_sums"])
+    offsets = lds_offsets(build, opt)
+    lds = bytearray(offsets["size"])
+    tile_bytes = b"".join(struct.pack("<f", v) for row in first["tile"] for v in row)
+    lds[offsets["tile"]:offsets["tile"] + len(tile_bytes)] = tile_bytes
+    sums_bytes = b"".join(struct.pack("<f", v) for v in first["row_sums"])
+    lds[offsets["row_sums"]:offsets["row_sums"] + len(sums_bytes)] = sums_bytes
     kernargs = u64(IN_ADDR) + u64(OUT_ADDR) + u64(SUMS_ADDR) + u32(ROWS) + u32(COLS)
     inputs = b"".join(struct.pack("<f", input_value(i)) for i in range(ROWS * COLS))
     return DumpSpec(
         name=f"{build}.{opt}", code_object=HERE / f"lds_tiles.{build}.{opt}.co", processor=processor,
-        lanes=lanes, kernel="_Z15transpose_tilesPKfPfS1_ii",
+        lanes=lanes, kernel=KERNEL,
         grid_size=(COLS // TILE * TILE, (ROWS + TILE - 1) // TILE * TILE, 1), workgroup_size=(TILE, TILE, 1),
-        workgroup_id=(*BLOCK, 0), waves=waves, lds_size=len(lds), lds_image=lds,
+        workgroup_id=(*BLOCK, 0), waves=waves, lds_size=len(lds), lds_image=bytes(lds),
         private_per_lane=FRAME_BYTES[processor] if opt == "O0" else 0,
         memory=[(KERNARG, kernargs, len(kernargs)), (IN_ADDR, inputs, len(inputs)),
                 # what other workgroups have stored so far is unknown: declared, not dumped
