@@ -13,7 +13,8 @@
 // 3. A launch whose interpreter cannot import aspace_dap: a notification with its error.
 // 4. The CUDA and Intel examples copied to another folder: their sources open.
 // 5. Lane 0 of CUDA divergent_call: its own (labelled) frame, not the odd lanes' call.
-// 6. The built-in memory view on CUDA lds_tiles' shared memory, tile and row_sums marked.
+// 6. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
+//    offsets the ISA gives them; and on CUDA lds_tiles' shared memory.
 
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
@@ -269,6 +270,40 @@ async function main() {
       const text = await page.locator('.repl').textContent();
       if (!/\* focus: AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
     });
+    await check('AMD LDS view: tile at 0x0 and row_sums at 0x440, both marked', async () => {
+      await runCommand(page, 'GPU Debug: Open Shared Memory (LDS)');
+      const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+      await frame.locator('.chip', { hasText: 'tile' }).waitFor({ timeout: 30000 });
+      // the last page of the workgroup's LDS: tile's tail and all of row_sums
+      await frame.locator('#offset').fill('0x280');
+      await frame.locator('#goto').click();
+      await until('the page shows both variables', async () =>
+        (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
+        (await frame.locator('.chip', { hasText: 'row_sums' }).count()) === 1 &&
+        /^0x00000280/.test(await frame.locator('table.mem th').first().textContent()));
+      // from the ISA (ds_write/ds_read offsets of the gfx90a -O0 code object): tile, float[16][17]
+      // = 1088 bytes, at LDS 0x0; row_sums, float[16] = 64 bytes, right after it at 0x440
+      const legend = await frame.locator('.legend').textContent();
+      for (const want of [/tile float\[16\]\[17\] · 0x00000000\.\.0x00000440 \(1088 bytes\)/, /row_sums float\[16\] · 0x00000440\.\.0x00000480 \(64 bytes\)/]) {
+        if (!want.test(legend)) throw new Error(`legend: ${legend}`);
+      }
+      // the bytes on either side of the boundary are coloured as their own variable
+      const owner = async (address) => frame.locator(`td[title]`, { hasText: /./ }).evaluateAll(
+        (cells, a) => cells.filter((c) => c.closest('tr').querySelector('th').textContent === a).map((c) => c.title.split(' ')[0]),
+        address);
+      const before = await owner('0x00000430');
+      const after = await owner('0x00000440');
+      if (before.length !== 16 || before.some((n) => n !== 'tile')) throw new Error(`0x430: ${before}`);
+      if (after.length !== 16 || after.some((n) => n !== 'row_sums')) throw new Error(`0x440: ${after}`);
+      await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+      await runCommand(page, 'View: Hide Panel');
+      // the source tab closed, its empty group goes and the memory view takes the editor area
+      await page.locator('.tab', { hasText: 'lds_tiles.hip' }).locator('.codicon-close').click();
+      await page.mouse.move(900, 820); // no tooltip over the view
+      await sleep(1500);
+      await shot(page, 'vscode-lds-view.png');
+      await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+    });
     await stopDebugging(page);
     await page.close();
 
@@ -318,7 +353,6 @@ async function main() {
       await page.locator('.tab', { hasText: 'lds_tiles.cu' }).locator('.codicon-close').click();
       await page.mouse.move(900, 820); // no tooltip over the view
       await sleep(1500);
-      await shot(page, 'vscode-memory-view.png');
       await frame.locator('button', { hasText: 'Next' }).click();
       await until('the next page shows tile only', async () =>
         (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
