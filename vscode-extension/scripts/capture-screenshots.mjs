@@ -161,6 +161,9 @@ async function showInAllLanes(page, target, panelTitle) {
 }
 
 async function shot(page, name, clip) {
+  // the pointer rests on the empty Debug Console, so no hover covers a view
+  await page.mouse.move(1000, 720);
+  await sleep(1500);
   const path = join(outDir, name);
   await page.screenshot({ path, clip });
   console.log(`wrote ${path}`);
@@ -186,7 +189,8 @@ async function main() {
     await laneItem.waitFor({ timeout: 60000 });
     await setPaneExpanded(page, 'Loaded Scripts', false);
     await setPaneExpanded(page, 'GPU Lanes', true);
-    await row(page, 'GPU Lanes', 'Lane 0').waitFor({ timeout: 30000 });
+    // the view scrolls to the focused lane, so its first rows may be out of view
+    await row(page, 'GPU Lanes', '◀ focus').waitFor({ timeout: 30000 });
     // Locals comes first, so VS Code expands it itself.
     await row(page, 'Variables', /^tx/).waitFor();
     await sleep(1500);
