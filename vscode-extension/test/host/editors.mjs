@@ -271,6 +271,7 @@ async function main() {
       if (!/\* focus: AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
     });
     await check('AMD LDS view: tile at 0x0 and row_sums at 0x440, both marked', async () => {
+      await repl(page, 'lane 2'); // an active lane of wave 0
       await runCommand(page, 'GPU Debug: Open Shared Memory (LDS)');
       const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
       await frame.locator('.chip', { hasText: 'tile' }).waitFor({ timeout: 30000 });
