@@ -5,8 +5,8 @@ number. A variable's storage kind says where a DW_OP_addr address points
 (param: the kernel parameter bank, shared: the CTA's shared memory);
 a pointer type's says what it points into (generic when absent). DW_OP_regx
 operands are packed ASCII PTX register names, found in SASS registers through
-the cubin's register map at the lane's PC. The frame base is the CFA, R1 plus
-an offset in the per-lane local window. Generic addresses inside the shared
+the cubin's register map at the lane's PC. The frame base is the CFA, the value
+R1 plus an offset (a local-window offset, as cuda-gdb reads it). Generic addresses inside the shared
 or local window (the dump's `shared` / `local` apertures) are those spaces,
 anything else is global.
 """
@@ -201,7 +201,13 @@ class NvptxAdapter(TargetAdapter):
         return found
 
     def call_frame_cfa(self, code_object, target, pc: int):
-        """DW_OP_call_frame_cfa from the cubin's .debug_frame: R1 + offset in the lane's local window."""
+        """DW_OP_call_frame_cfa from the cubin's .debug_frame: the value R1 + offset.
+
+        As in cuda-gdb, the CFA is the stack pointer's value (an offset in the lane's local
+        window), pushed as a value so DWARF arithmetic (`fbreg -176; plus_uconst 0x48`)
+        applies to it; the variable's storage kind (local) then says which space it names,
+        with or without the dump's local aperture.
+        """
         if code_object is None:
             return None
         try:
@@ -325,13 +331,10 @@ class NvptxWaveTarget(WaveTarget):
         return space
 
     def frame_base_address(self, regno, value):
-        # R1 and the CFA are offsets in the lane's local window; as generic addresses DWARF
-        # arithmetic (fbreg; plus_uconst) applies to them, and the storage kind turns them back
-        offset = value & np.uint64(0xFFFFFFFF)
-        ap = (self.state.target.apertures or {}).get("local")
-        if ap is None:
-            return LOCAL, offset
-        return GENERIC, offset + np.uint64(ap.base)
+        # R1 and the CFA hold offsets in the lane's local window. They are values (a generic
+        # address, as DWARF 5 reads a frame base), so fbreg / plus_uconst arithmetic applies;
+        # the variable's storage kind turns them into local addresses (place_variable)
+        return GENERIC, value & np.uint64(0xFFFFFFFF)
 
     # ------------------------------------------------------------------ registers
 
