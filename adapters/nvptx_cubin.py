@@ -317,3 +317,98 @@ def read_cubin_debug(data: bytes, label: str = "cubin") -> tuple[CubinLayout, Re
     sec = elf.by_name(".nv_debug_info_reg_sass")
     regmap = RegisterMap.parse(elf.body(sec)) if sec is not None else RegisterMap({})
     return CubinLayout(functions), regmap
+
+
+# ---------------------------------------------------------------------- .nv.info attributes
+
+# `.nv.info` (per cubin) and `.nv.info.<kernel>` hold ptxas's attributes: records of
+# {u8 format, u8 attribute, u16 value-or-size}, the EIFMT_SVAL format (4) followed by
+# `size` bytes. Only the attributes that say where a kernel's state lives are read.
+EIFMT_SVAL = 4
+EIATTR_PARAM_CBANK = 0x0A  # {u32 symbol of .nv.constant0.<kernel>, u16 offset, u16 size}
+EIATTR_KPARAM_INFO = 0x17  # {u32 index, u16 ordinal, u16 offset, u32 flags: size in bits 18-31}
+EIATTR_CBANK_PARAM_SIZE = 0x19
+EIATTR_REGCOUNT = 0x2F  # {u32 function symbol, u32 registers}
+
+
+@dataclass(frozen=True)
+class KernelParameter:
+    ordinal: int
+    offset: int  # from the start of the parameters
+    size: int
+
+
+@dataclass(frozen=True)
+class KernelParameters:
+    """Where a kernel's parameters sit: constant bank 0 from `offset` (c[0x0][offset]), `size` bytes."""
+
+    offset: int
+    size: int
+    parameters: tuple[KernelParameter, ...]
+
+
+def _attributes(elf: _Elf64, sec: _Section) -> list[tuple[int, int, bytes]]:
+    """(attribute, value, payload) of every record; value is the SVAL size or the inline u16."""
+    body = elf.body(sec)
+    out, pos = [], 0
+    while pos < len(body):
+        if pos + 4 > len(body):
+            raise CodeObjectError(f"{elf.label}: {sec.name}: truncated attribute at {pos:#x}")
+        fmt, attribute, value = struct.unpack_from("<BBH", body, pos)
+        pos += 4
+        payload = b""
+        if fmt == EIFMT_SVAL:
+            if pos + value > len(body):
+                raise CodeObjectError(f"{elf.label}: {sec.name}: attribute {attribute:#x} runs past the section")
+            payload = body[pos:pos + value]
+            pos += value
+        out.append((attribute, value, payload))
+    return out
+
+
+def _symbol_names(elf: _Elf64) -> list[str]:
+    symtab = next((s for s in elf.sections if s.type == SHT_SYMTAB), None)
+    if symtab is None or not 0 <= symtab.link < len(elf.sections):
+        return []
+    names = elf.body(elf.sections[symtab.link])
+    body = elf.body(symtab)
+    out = []
+    for n in range(len(body) // 24):
+        name_at = struct.unpack_from("<I", body, n * 24)[0]
+        end = names.find(b"\0", name_at)
+        out.append(names[name_at:end].decode("latin-1") if 0 <= name_at < len(names) and end >= 0 else "")
+    return out
+
+
+def kernel_parameters(data: bytes, kernel: str, label: str = "cubin") -> KernelParameters | None:
+    """The kernel's parameter layout from `.nv.info.<kernel>`; None when ptxas wrote none."""
+    elf = _Elf64(bytes(data), label)
+    sec = elf.by_name(f".nv.info.{kernel}")
+    if sec is None:
+        return None
+    bank, params = None, []
+    for attribute, _, payload in _attributes(elf, sec):
+        if attribute == EIATTR_PARAM_CBANK and len(payload) >= 8:
+            _, offset, size = struct.unpack_from("<IHH", payload)
+            bank = (offset, size)
+        elif attribute == EIATTR_KPARAM_INFO and len(payload) >= 12:
+            _, ordinal, offset, flags = struct.unpack_from("<IHHI", payload)
+            params.append(KernelParameter(ordinal, offset, flags >> 18))
+    if bank is None:
+        return None
+    return KernelParameters(bank[0], bank[1], tuple(sorted(params, key=lambda p: p.ordinal)))
+
+
+def register_counts(data: bytes, label: str = "cubin") -> dict[str, int]:
+    """Registers each function uses (EIATTR_REGCOUNT in `.nv.info`), by function name."""
+    elf = _Elf64(bytes(data), label)
+    sec = elf.by_name(".nv.info")
+    if sec is None:
+        return {}
+    names = _symbol_names(elf)
+    out = {}
+    for attribute, _, payload in _attributes(elf, sec):
+        if attribute == EIATTR_REGCOUNT and len(payload) >= 8:
+            symbol, count = struct.unpack_from("<II", payload)
+            out[names[symbol] if symbol < len(names) else f"symbol {symbol}"] = count
+    return out

@@ -12,10 +12,11 @@ import pytest
 from dap_client import REPO_ROOT, launched
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
-from dumpgen.cuda_engine import LOCAL_WINDOW  # noqa: E402
-from dumpgen.cuda_examples import SPECS  # noqa: E402
+from dumpgen.cuda_engine import LOCAL_WINDOW, call_return_address  # noqa: E402
+from dumpgen.cuda_examples import ARCHES, SPECS  # noqa: E402
 
 STATES = Path(REPO_ROOT) / "examples" / "cuda" / "dumps"
+EXAMPLES = [(name, arch) for arch in ARCHES for name in sorted(SPECS)]
 
 
 def start(dump_dir):
@@ -56,9 +57,9 @@ def check(c, var, expected, where):
         assert same(var["value"], expected), f"{where}: shows {var['value']}, model {expected}"
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_every_variable_for_several_lanes(name):
-    spec = SPECS[name]()
+@pytest.mark.parametrize("name,arch", EXAMPLES, ids=lambda v: v)
+def test_every_variable_for_several_lanes(name, arch):
+    spec = SPECS[name](arch)
     dump = STATES / spec.name
     c, stopped = start(dump)
     try:
@@ -90,8 +91,9 @@ def test_every_variable_for_several_lanes(name):
         c.close()
 
 
-def test_generic_pointer_shows_its_resolved_space():
-    spec = SPECS["scratch_struct"]()
+@pytest.mark.parametrize("arch", ARCHES)
+def test_generic_pointer_shows_its_resolved_space(arch):
+    spec = SPECS["scratch_struct"](arch)
     c, stopped = start(STATES / spec.name)
     try:
         tid = stopped["threadId"]
@@ -109,8 +111,8 @@ def test_generic_pointer_shows_its_resolved_space():
 
 
 def test_lds_tiles_out_col_out_row_not_computed_yet():
-    # stopped at line 32: %r8/%r9 get their SASS registers only from line 34 on
-    spec = SPECS["lds_tiles"]()
+    # sm_90, stopped at line 32: %r8/%r9 get their SASS registers only from line 34 on
+    spec = SPECS["lds_tiles"]("sm_90")
     c, stopped = start(STATES / spec.name)
     try:
         _, shown = frame_vars(c, stopped["threadId"])
@@ -120,8 +122,41 @@ def test_lds_tiles_out_col_out_row_not_computed_yet():
         c.close()
 
 
-def test_divergent_call_shows_settle_called_from_divergent_per_lane():
-    spec = SPECS["divergent_call"]()
+def _caller_steps_kept(spec) -> bool:
+    """Whether the kernel keeps `steps` at the call to settle in a register settle preserves:
+    the register map (where %r of `steps` lives at the CALL) and settle's CFI (same_value)."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from aspace_dap.adapters.nvptx_cubin import LOC_REG, ptx_register_name, read_cubin_debug, relocate_cubin
+    from aspace_dap.dwarf.cfi import CallFrameInfo
+    from aspace_dap.dwarf.index import DwarfIndex
+    from aspace_dap.dwarf.ops import decode
+
+    image = relocate_cubin(spec.cubin.read_bytes())
+    layout, regmap = read_cubin_debug(image)
+    call = call_return_address(image, spec.caller) - 1
+    kernel = layout.function_at(call)
+    index = DwarfIndex(ELFFile(io.BytesIO(image)), load_bias=0, e_machine=190)
+    frame = index.frames_at(call)[-1]
+    steps = next(v for v in index.variables(frame, call) if v.name == "steps")
+    (op,) = decode(steps.location_at(call), frame.dialect)
+    places = regmap.places(kernel.name, ptx_register_name(op.operands[0]), call - kernel.start)
+    if not places:
+        return False
+    settle = next(f for f in layout.functions if f.name == "_Z6settlefii")
+    rules = CallFrameInfo(ELFFile(io.BytesIO(image)), e_machine=190).rules_at(settle.start)
+    return all(p.kind == LOC_REG and rules.rule_for(LOC_REG << 24 | p.index).kind == "same_value" for p in places)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_divergent_call_shows_settle_called_from_divergent_per_lane(arch):
+    spec = SPECS["divergent_call"](arch)
+    image = spec.cubin.read_bytes()
+    from aspace_dap.adapters.nvptx_cubin import relocate_cubin
+    return_pc = call_return_address(relocate_cubin(image), spec.caller)
+    steps_kept = _caller_steps_kept(spec)
     c, stopped = start(STATES / spec.name)
     try:
         tid = stopped["threadId"]
@@ -129,17 +164,19 @@ def test_divergent_call_shows_settle_called_from_divergent_per_lane():
             c.request("setFocus", {"threadId": tid, "lane": lane})
             frames = c.request("stackTrace", {"threadId": tid})["stackFrames"]
             assert [f["name"].split("(")[0] for f in frames[:2]] == ["settle", "divergent"], frames
-            assert frames[1]["line"] == 21 and frames[1]["instructionPointerReference"] == "0xe20"
+            assert frames[1]["line"] == 21 and frames[1]["instructionPointerReference"] == hex(return_pc)
             shown = {}
             for scope in c.request("scopes", {"frameId": frames[1]["id"]})["scopes"]:
                 for v in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
                     shown[v["name"]] = v
             model = spec.caller_values((lane, 0, 0))
-            assert set(model) == {"gid", "lane", "x"}
+            assert set(model) == {"gid", "lane", "x", "steps"}
             for name, value in model.items():
+                if name == "steps" and not steps_kept:
+                    # the register map gives it no place at the call: never guessed
+                    assert shown["steps"]["value"] == "<optimized out>"
+                    continue
                 check(c, shown[name], value, f"caller lane {lane} {name}")
-            # the register map gives it no place at the call: never guessed
-            assert shown["steps"]["value"] == "<optimized out>"
             callee = frame_vars(c, tid)[1]
             assert same(callee["lane"]["value"], lane) and same(callee["steps"]["value"], lane % 5 + 1)
         # an even lane never made the call: only its own frame
@@ -149,3 +186,8 @@ def test_divergent_call_shows_settle_called_from_divergent_per_lane():
         c.request("disconnect")
     finally:
         c.close()
+
+
+def test_sm_120_keeps_steps_at_the_call_and_older_sms_do_not():
+    # what the three builds' register maps and CFI say, so both branches above are exercised
+    assert [_caller_steps_kept(SPECS["divergent_call"](arch)) for arch in ARCHES] == [False, False, True]

@@ -11,8 +11,9 @@ from elftools.elf.elffile import ELFFile
 
 from aspace_dap.adapters import adapter_for
 from aspace_dap.adapters.nvptx import GENERIC, LOCAL, PARAM, SHARED, NvptxAdapter
-from aspace_dap.adapters.nvptx_cubin import (LOC_PRED, LOC_REG, RegisterMap, ptx_register_name, ptx_register_number,
-                                  ptx_register_size, read_cubin_debug, relocate_cubin)
+from aspace_dap.adapters.nvptx_cubin import (LOC_PRED, LOC_REG, RegisterMap, kernel_parameters, ptx_register_name,
+                                             ptx_register_number, ptx_register_size, read_cubin_debug, register_counts,
+                                             relocate_cubin)
 from aspace_dap.dwarf.cfi import CallFrameInfo
 from aspace_dap.dwarf.index import DwarfIndex
 from aspace_dap.dwarf.ops import decode
@@ -32,7 +33,7 @@ def relocated(path: Path) -> bytes:
 
 
 def test_examples_are_built():
-    assert len(DEBUG_CUBINS) == 3 and len(CUBINS) == 6
+    assert len(DEBUG_CUBINS) == 9 and len(CUBINS) == 18
 
 
 @pytest.mark.parametrize("path", CUBINS, ids=lambda p: p.name)
@@ -188,3 +189,55 @@ def test_corrupt_relocation_entry_is_reported():
     data[at:at + 8] = ((info & ~0xFFFFFFFF) | 99).to_bytes(8, "little")
     with pytest.raises(CodeObjectError, match="relocation type 99"):
         relocate_cubin(bytes(data))
+
+
+@pytest.mark.parametrize("path", DEBUG_CUBINS, ids=lambda p: p.name)
+def test_parameter_bank_offset_from_nv_info_matches_the_dwarf(path):
+    # ptxas's EIATTR_PARAM_CBANK and cicc's DW_OP_addr of each param-class variable agree
+    # (0x160 on sm_80, 0x210 on sm_90, 0x380 on sm_120)
+    image = relocated(path)
+    index = DwarfIndex(ELFFile(io.BytesIO(image)), load_bias=0, e_machine=190)
+    layout, _ = read_cubin_debug(image)
+    checked = 0
+    for function in layout.functions:
+        params = kernel_parameters(image, function.name)
+        if params is None:
+            continue
+        assert {"sm_80": 0x160, "sm_90": 0x210, "sm_120": 0x380}[path.name.split(".")[1]] == params.offset
+        assert sum(p.size for p in params.parameters) <= params.size
+        frame = index.frames_at(function.start + 0x10)[-1]
+        addresses = []
+        for var in index.variables(frame, function.start + 0x10):
+            if var.kind == "parameter" and var.address_space == 7:
+                (op,) = decode(var.location_at(function.start + 0x10), NVIDIA)
+                addresses.append(op.operands[0])
+        # (a parameter the DWARF keeps in a register, `dt`, has no address to compare)
+        assert addresses and set(addresses) <= {params.offset + p.offset for p in params.parameters}
+        checked += 1
+    assert checked == 1
+
+
+@pytest.mark.parametrize("path", DEBUG_CUBINS, ids=lambda p: p.name)
+def test_register_counts_cover_the_register_map(path):
+    image = relocated(path)
+    counts = register_counts(image)
+    _, regmap = read_cubin_debug(image)
+    assert counts and set(regmap.functions) <= set(counts)
+    for function, registers in regmap.functions.items():
+        used = [p.index for places in registers.values() for p in places if p.kind == LOC_REG]
+        assert max(used) < counts[function]
+    if ".sm_80." in path.name:
+        # sm_80 cubins also carry the count in each code section's sh_info bits 24-31
+        elf = ELFFile(io.BytesIO(image))
+        for function, count in counts.items():
+            assert elf.get_section_by_name(f".text.{function}")["sh_info"] >> 24 == count
+
+
+def test_nv_info_attributes_reject_a_truncated_section():
+    data = bytearray((CUDA / "lds_tiles.sm_90.G.cubin").read_bytes())
+    elf = ELFFile(io.BytesIO(bytes(data)))
+    sec = elf.get_section_by_name(".nv.info._Z15transpose_tilesPKfPfS1_ii")
+    # grow the first record's SVAL size past the section's end
+    struct.pack_into("<H", data, sec["sh_offset"] + 2, 0xFFFF)
+    with pytest.raises(CodeObjectError, match="runs past the section"):
+        kernel_parameters(bytes(data), "_Z15transpose_tilesPKfPfS1_ii")

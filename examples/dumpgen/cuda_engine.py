@@ -10,6 +10,7 @@ new dump, so the bytes sit exactly where a debugger reading the cubin looks.
 
 from __future__ import annotations
 
+import os
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -17,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
+from aspace_dap.adapters.nvptx_cubin import (STACK_REGISTER, kernel_parameters, read_cubin_debug, register_counts,
+                                             relocate_cubin)
 from aspace_dap.dwarf.locations import Location
 from aspace_dap.dwarf.storage import write_bytes
+from aspace_dap.errors import AspaceError
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
 
@@ -31,9 +34,7 @@ LOCAL_WINDOW = 0x7F00_0100_0000
 WINDOW_SIZE = 0x100_0000  # 16 MiB each
 STACK_TOP = 0xFFFC00  # local address of the top of each thread's stack
 LOCAL_PER_LANE = 0x400
-PARAM_BASE = 0x210  # sm_90: kernel parameters start at c[0x0][0x210]
-REGISTERS = 40
-PREDICATES = 7
+PREDICATES = 7  # P0-P6 (P7 is PT, always true)
 
 
 @dataclass
@@ -54,7 +55,7 @@ class CudaDumpSpec:
     block: tuple[int, int, int]
     block_id: tuple[int, int, int]
     warps: list[WarpSpec]
-    params: bytes  # the param bank from PARAM_BASE
+    params: bytes  # the kernel parameters as the C ABI lays them out (placed where the cubin says)
     values: object  # callable(thread (x,y,z)) -> {variable name: value}; None values stay unwritten
     shared_size: int = 0
     shared: object = None  # callable() -> {variable name: value} for shared variables (one per CTA)
@@ -80,14 +81,21 @@ def stop_pc(image: bytes, spec: CudaDumpSpec) -> int:
     return pcs[min(spec.pc_offset, len(pcs) - 1)]
 
 
-R_CUDA_ABS32_LO_32 = 56  # MOV R20, 32@lo(return address)
-R_CUDA_ABS32_HI_32 = 57  # MOV R21, 32@hi(return address)
-RETURN_REGISTERS = ("R20", "R21")  # the .debug_frame return address column and its high half
+R_CUDA_ABS32_LO_32 = 56  # MOV Rlo, 32@lo(return address)
+R_CUDA_ABS32_HI_32 = 57  # MOV Rhi, 32@hi(return address)
 
 
-def return_address(image: bytes, caller: str) -> int:
-    """Where a call in `caller` returns: nvcc loads it into R20/R21 through a pair of
-    ABS32 relocations against the caller's own symbol, addend = offset after the CALL."""
+@dataclass(frozen=True)
+class ReturnAddress:
+    """What the caller's CALL sequence loads: the address after the CALL, into a register pair."""
+
+    address: int
+    low: str  # register names, as the SASS writes them
+    high: str
+
+
+def _relocations(image: bytes, caller: str) -> dict[int, tuple[int, int]]:
+    """ABS32 lo/hi relocations against the caller's own symbol: type -> (instruction offset, value)."""
     import io
 
     from elftools.elf.elffile import ELFFile
@@ -97,39 +105,115 @@ def return_address(image: bytes, caller: str) -> int:
     symtab = elf.get_section_by_name(".symtab")
     if rela is None or symtab is None:
         raise ValueError(f"{caller}: no relocations, so no call")
-    found = {r["r_info_type"]: symtab.get_symbol(r["r_info_sym"]).entry.st_value + r["r_addend"]
-             for r in rela.iter_relocations()
-             if r["r_info_type"] in (R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32)
-             and symtab.get_symbol(r["r_info_sym"]).name == caller}
-    if set(found) != {R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32} or len(set(found.values())) != 1:
+    found = {}
+    for r in rela.iter_relocations():
+        symbol = symtab.get_symbol(r["r_info_sym"])
+        if r["r_info_type"] in (R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32) and symbol.name == caller:
+            found[r["r_info_type"]] = (r["r_offset"], symbol.entry.st_value + r["r_addend"])
+    if set(found) != {R_CUDA_ABS32_LO_32, R_CUDA_ABS32_HI_32} or \
+            found[R_CUDA_ABS32_LO_32][1] != found[R_CUDA_ABS32_HI_32][1]:
         raise ValueError(f"{caller}: expected one return address pair, found {found}")
-    return found[R_CUDA_ABS32_LO_32]
+    return found
+
+
+def call_return_address(image: bytes, caller: str) -> int:
+    """Where the call in `caller` returns (function-relative in an unrelocated cubin), from its relocations."""
+    return _relocations(image, caller)[R_CUDA_ABS32_LO_32][1]
+
+
+def nvdisasm() -> str:
+    """nvdisasm from PATH, else from the nvidia-cuda-nvdisasm wheel (`pip install nvidia-cuda-nvdisasm`)."""
+    import glob
+    import shutil
+    import sys
+
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    for root in sys.path:
+        for candidate in sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", "nvdisasm"))):
+            return candidate
+    raise FileNotFoundError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel or the CUDA toolkit")
+
+
+def sass(image: bytes) -> dict[str, dict[int, str]]:
+    """The cubin's SASS as nvdisasm prints it: function -> {offset in the function: instruction}."""
+    import re
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "image.cubin"
+        path.write_bytes(image)
+        text = subprocess.run([nvdisasm(), "-c", str(path)], check=True, capture_output=True, text=True).stdout
+    out: dict[str, dict[int, str]] = {}
+    current = None
+    for line in text.splitlines():
+        header = re.match(r"^\.text\.(\S+):", line)
+        if header:
+            current = out.setdefault(header.group(1), {})
+            continue
+        insn = re.match(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$", line)
+        if insn and current is not None:
+            current[int(insn.group(1), 16)] = insn.group(2).rstrip(" ;")
+    # a laid-out image prints addresses; offsets count from each function's first instruction
+    return {name: {at - min(code): insn for at, insn in code.items()} for name, code in out.items() if code}
+
+
+def return_address(image: bytes, caller: str) -> ReturnAddress:
+    """Where a call in `caller` returns and the registers that carry it: nvcc loads the address
+    into a register pair through two ABS32 relocations against the caller's own symbol (addend =
+    offset after the CALL); the MOVs they patch, read from the SASS, name the registers."""
+    import re
+
+    found = _relocations(image, caller)
+    code = sass(image).get(caller, {})
+    registers = []
+    for rtype, half in ((R_CUDA_ABS32_LO_32, "lo"), (R_CUDA_ABS32_HI_32, "hi")):
+        offset = found[rtype][0]
+        insn = code.get(offset, "")
+        m = re.match(rf"MOV (R\d+), 32@{half}\(", insn)
+        if not m:
+            raise ValueError(f"{caller}+{offset:#x}: expected MOV Rn, 32@{half}(...), the SASS has {insn!r}")
+        registers.append(m.group(1))
+    return ReturnAddress(found[R_CUDA_ABS32_LO_32][1], *registers)
+
+
+def processor(image: bytes) -> str:
+    """sm_NN from the cubin header: the SM number in e_flags bits 8-15 (ELF ABI version 8)."""
+    flags = struct.unpack_from("<I", image, 48)[0]
+    return f"sm_{flags >> 8 & 0xFF}"
 
 
 def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
-    writer = StateWriter("nvidia", "sm_90", LANES,
+    params = kernel_parameters(image, spec.kernel, spec.cubin.name)
+    if params is None:
+        raise ValueError(f"{spec.name}: the cubin gives {spec.kernel} no parameter bank (.nv.info)")
+    if len(spec.params) > params.size:
+        raise ValueError(f"{spec.name}: {len(spec.params)} parameter bytes, the kernel takes {params.size}")
+    registers = max(register_counts(image, spec.cubin.name).values())
+    writer = StateWriter("nvidia", processor(image), LANES,
                          apertures={"shared": (SHARED_WINDOW, WINDOW_SIZE), "local": (LOCAL_WINDOW, WINDOW_SIZE)},
                          producer="examples/dumpgen/cuda_engine.py")
     co = writer.add_code_object(image, 0, name=spec.cubin.name)
     for address, data in spec.memory:
         writer.add_memory("global", address, data)
-    layout = [("pc", 8), ("exec", 4)] + [(f"R{n}", 4 * LANES) for n in range(REGISTERS)] + \
+    layout = [("pc", 8), ("exec", 4)] + [(f"R{n}", 4 * LANES) for n in range(registers)] + \
         [(f"P{n}", LANES) for n in range(PREDICATES)]
     dispatch = writer.add_dispatch(spec.kernel, co, spec.grid, spec.block)
-    dispatch.add_memory("param", PARAM_BASE, spec.params)
+    dispatch.add_memory("param", params.offset, spec.params)
     wg = dispatch.add_workgroup(spec.block_id, bytes(spec.shared_size) if spec.shared_size else None)
     base = STACK_TOP - LOCAL_PER_LANE
     sp = STACK_TOP - spec.frame_size
     for n, warp in enumerate(spec.warps):
         regs = {"pc": struct.pack("<Q", pc), "exec": struct.pack("<I", warp.active)}
-        for r in range(REGISTERS):
+        for r in range(registers):
             regs[f"R{r}"] = bytes(4 * LANES)
-        regs["R1"] = np.full(LANES, sp, "<u4").tobytes()
+        regs[f"R{STACK_REGISTER}"] = np.full(LANES, sp, "<u4").tobytes()
         if spec.caller is not None:
-            # only the lanes that took the call ran the MOVs before CALL.REL
+            # only the lanes that took the call ran the MOVs before the CALL
             ret = return_address(image, spec.caller)
             took = np.array([warp.active >> lane & 1 for lane in range(LANES)], bool)
-            for name, half in zip(RETURN_REGISTERS, (ret & 0xFFFFFFFF, ret >> 32)):
+            for name, half in ((ret.low, ret.address & 0xFFFFFFFF), (ret.high, ret.address >> 32)):
                 regs[name] = np.where(took, half, 0).astype("<u4").tobytes()
         for p in range(PREDICATES):
             regs[f"P{p}"] = bytes(LANES)
@@ -170,10 +254,13 @@ def _place(session: Session, spec: CudaDumpSpec, wave) -> None:
     if spec.caller is not None:
         if len(frames) < 2 or frames[1].info is None or frames[1].info.linkage_name != spec.caller:
             raise ValueError(f"{spec.name}: no {spec.caller} frame above the stop: {frames}")
-        _place_frame(session, spec, wave, lanes, frames[1], spec.caller_values)
+        _place_frame(session, spec, wave, lanes, frames[1], spec.caller_values, caller=True)
 
 
-def _place_frame(session: Session, spec: CudaDumpSpec, wave, lanes, frame, values_of) -> None:
+def _place_frame(session: Session, spec: CudaDumpSpec, wave, lanes, frame, values_of, caller=False) -> None:
+    """Write each variable's model value where the frame's DWARF puts it. In a caller frame a
+    variable the register map gives no place at the call, or one in a register the callee
+    clobbers (the CFI says so), has nowhere to go: it stays unwritten and reads as such."""
     shared = spec.shared() if spec.shared else {}
     for var in session.variables(frame):
         if var.kind == "parameter" and var.address_space == 7:
@@ -188,4 +275,8 @@ def _place_frame(session: Session, spec: CudaDumpSpec, wave, lanes, frame, value
             if obj is None or not isinstance(obj.location, Location):
                 raise ValueError(f"{spec.name}: {var.name} has no location for lane {lane}: {read.errors}")
             raw = np.frombuffer(encode(var.type, value), np.uint8)[None, :]
-            write_bytes(obj.location, obj.target, raw)
+            try:
+                write_bytes(obj.location, obj.target, raw)
+            except AspaceError:
+                if not caller:
+                    raise

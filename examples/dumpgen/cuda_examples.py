@@ -21,7 +21,7 @@ def _f32s(values) -> bytes:
 
 # --- lds_tiles: stopped after the second __syncthreads (line 32) ---------------------------------
 
-def lds_tiles() -> CudaDumpSpec:
+def lds_tiles(arch: str = "sm_90") -> CudaDumpSpec:
     rows = cols = 32
     data = np.arange(rows * cols, dtype=F32) * F32(0.25)
     bx, by = 1, 0
@@ -47,7 +47,7 @@ def lds_tiles() -> CudaDumpSpec:
 
     params = struct.pack("<QQQii", IN_ADDR, OUT_ADDR, SUMS_ADDR, rows, cols)
     return CudaDumpSpec(
-        name="lds_tiles.sm_90.G", cubin=CUDA / "lds_tiles.sm_90.G.cubin", kernel="_Z15transpose_tilesPKfPfS1_ii",
+        name=f"lds_tiles.{arch}.G", cubin=CUDA / f"lds_tiles.{arch}.G.cubin", kernel="_Z15transpose_tilesPKfPfS1_ii",
         file="lds_tiles.cu", line=32, grid=(2, 2, 1), block=(TILE, TILE, 1), block_id=(bx, by, 0),
         warps=[WarpSpec(0, 0xFFFFFFFF), WarpSpec(5, 0xFFFFFFFF)], params=params, values=thread_values,
         shared_size=0x880, shared=shared, memory=[(IN_ADDR, data.tobytes())])
@@ -58,7 +58,7 @@ def lds_tiles() -> CudaDumpSpec:
 STEPS, NEIGHBORS = 24, 6
 
 
-def scratch_struct() -> CudaDumpSpec:
+def scratch_struct(arch: str = "sm_90") -> CudaDumpSpec:
     n, dt = 200, F32(0.01)
     block = (64, 1, 1)
     bid = 2
@@ -94,7 +94,7 @@ def scratch_struct() -> CudaDumpSpec:
 
     params = struct.pack("<QQQif", IN_ADDR, PROBE_ADDR, OUT_ADDR, n, dt)
     return CudaDumpSpec(
-        name="scratch_struct.sm_90.G", cubin=CUDA / "scratch_struct.sm_90.G.cubin",
+        name=f"scratch_struct.{arch}.G", cubin=CUDA / f"scratch_struct.{arch}.G.cubin",
         kernel="_Z9integratePKfPKiPfif", file="scratch_struct.cu", line=54, grid=(4, 1, 1), block=block,
         block_id=(bid, 0, 0), warps=[WarpSpec(0, 0xFFFFFFFF), WarpSpec(1, 0xFFFFFFFF)], params=params,
         values=thread_values, frame_size=frame,
@@ -103,7 +103,7 @@ def scratch_struct() -> CudaDumpSpec:
 
 # --- divergent_call: odd lanes inside settle() at `return acc` (line 9), even lanes inactive --------------
 
-def divergent_call() -> CudaDumpSpec:
+def divergent_call(arch: str = "sm_90") -> CudaDumpSpec:
     n = 100
     data = np.arange(n, dtype=F32) * F32(0.5) + F32(1)
 
@@ -120,28 +120,30 @@ def divergent_call() -> CudaDumpSpec:
         return {"x": float(x), "lane": lane, "steps": steps, "acc": float(acc)}
 
     def caller_values(t):
-        # the kernel at line 21, inside `result = settle(x, lane, steps)`: result is not assigned yet and
-        # the register map gives `steps` no place at the call (it went to settle in a clobbered register)
+        # the kernel at line 21, inside `result = settle(x, lane, steps)`: result is not assigned yet;
+        # `steps` reads as its value only where the register map keeps it at the call in a register
+        # settle preserves (sm_120: R2), else it is optimized out there (sm_80, sm_90)
         gid = t[0]
         lane = gid % 32
         if not lane & 1:
             return {}
         x = data[gid] if gid < n else F32(0)
-        return {"gid": gid, "lane": lane, "x": float(x)}
+        return {"gid": gid, "lane": lane, "x": float(x), "steps": lane % 5 + 1}
 
     params = struct.pack("<QQi", IN_ADDR, OUT_ADDR, n)
     return CudaDumpSpec(
-        name="divergent_call.sm_90.G", cubin=CUDA / "divergent_call.sm_90.G.cubin", kernel="_Z9divergentPKfPfi",
+        name=f"divergent_call.{arch}.G", cubin=CUDA / f"divergent_call.{arch}.G.cubin", kernel="_Z9divergentPKfPfi",
         file="divergent_call.cu", line=9, grid=(1, 1, 1), block=(64, 1, 1), block_id=(0, 0, 0),
         warps=[WarpSpec(0, 0xAAAAAAAA), WarpSpec(1, 0xAAAAAAAA)], params=params, values=thread_values,
         memory=[(IN_ADDR, data.tobytes())], caller="_Z9divergentPKfPfi", caller_values=caller_values)
 
 
 SPECS = {"lds_tiles": lds_tiles, "scratch_struct": scratch_struct, "divergent_call": divergent_call}
+ARCHES = ("sm_80", "sm_90", "sm_120")  # examples/cuda/build.sh builds each kernel for these
 
 
 def specs() -> list[CudaDumpSpec]:
-    return [make() for make in SPECS.values()]
+    return [make(arch) for arch in ARCHES for make in SPECS.values()]
 
 
 def main() -> int:
