@@ -7,16 +7,24 @@ Tables hold fixed rows of sh_entsize bytes (newer drivers append fields, so rows
 the structs below, never shorter). A child section names its parent table by sh_link (a section
 index) and one row of it by sh_info:
 
-    devtbl  <- smtbl, gridtbl          ctxtbl <- modtbl <- elfimg / relfimg (cubins)
-    smtbl   <- ctatbl <- shared        gridtbl <- param (kernel parameters at paramsOffset)
+    devtbl  <- ctxtbl, smtbl, gridtbl  (one devtbl; sh_info = the device's row)
+    ctxtbl  <- modtbl <- elfimg / relfimg (cubins)
+    gridtbl <- param (kernel parameters at paramsOffset), cbankstbl (constant banks in global memory)
+    smtbl   <- ctatbl <- shared
     ctatbl  <- wptbl  <- lntbl, uregs, upred
-    lntbl   <- regs (u32 per register), pred (u32 per predicate), local (sh_addr = lane address)
+    lntbl   <- regs (u32 per register), pred (u32 per predicate), local (sh_addr = lane address),
+               bt (the lane's call stack: return addresses, level 0 = the innermost caller)
     global / managed: sh_addr and sh_size place the bytes
 
-In the model a warp is a wave, a CTA a workgroup (its shared memory the `lds`), a grid a dispatch;
-lane registers become the `R0…` vector layout (lane 0 first), local memory the per_lane private
-memory, lane PCs `lane_pcs`. Section bytes are mapped from the core file, not copied, except the
-registers, which are transposed from per-lane to per-register order.
+Rows grew with the driver (r346 … r575): a reader takes the row size from sh_entsize and reads
+the fields that fit in it, newer fields reading as 0 (ROW_SIZES lists the sizes drivers wrote).
+
+In the model a warp is a wave, a CTA a workgroup (its shared memory the `lds`), a grid a dispatch
+(grids of every device, wave ids unique across devices); lane registers become the `R0…` vector
+layout (lane 0 first), predicates `P0…`, uniform registers `UR0…` and uniform predicates `UP0…`,
+local memory the per_lane private memory, lane PCs `lane_pcs`, the backtrace tables each wave's
+`return_addresses`, constant banks the dispatch's `const` memory. Section bytes are mapped from the
+core file, not copied, except the registers, which are transposed from per-lane to per-register order.
 """
 
 from __future__ import annotations
@@ -68,9 +76,12 @@ SHT_PRED = _LOUSER + 17
 SHT_PARAM = _LOUSER + 18
 SHT_UREGS = _LOUSER + 19
 SHT_UPRED = _LOUSER + 20
+SHT_BT = _LOUSER + 8
+SHT_CB_TABLE = _LOUSER + 21
 
 # Generic addresses inside these windows are shared / local (cuda-gdb's fixed window size).
 WINDOW_SIZE = 1 << 24
+MAX_ROWS = 1 << 20  # more rows than any GPU has SMs, warps or lanes: a corrupt size, not a table
 
 EXCEPTIONS = {
     1: "Lane Illegal Address", 2: "Lane User Stack Overflow", 3: "Device Hardware Stack Overflow",
@@ -85,10 +96,15 @@ EXCEPTION_UNKNOWN = 0xFFFFFFFF
 
 @dataclass(frozen=True)
 class RowFormat:
-    """One table's row struct: the fields this reader uses, in order, as little-endian struct codes."""
+    """One table's row struct, every field through the newest driver's, as little-endian struct codes.
+
+    `sizes` are the row sizes drivers wrote, oldest first: a row of sh_entsize bytes holds the
+    fields that end within it; the others read as 0 (a newer driver's larger row is read the same way).
+    """
 
     table: str
     fields: tuple[tuple[str, str], ...]
+    sizes: tuple[int, ...]
 
     @property
     def fmt(self) -> str:
@@ -96,33 +112,90 @@ class RowFormat:
 
     @property
     def size(self) -> int:
-        return struct.calcsize(self.fmt)
+        """The oldest row size: no row may be shorter."""
+        return self.sizes[0]
 
-    def pack(self, **values: int) -> bytes:
-        return struct.pack(self.fmt, *(values.get(name, 0) for name, _ in self.fields))
+    def _offsets(self) -> list[tuple[str, str, int]]:
+        out, at = [], 0
+        for name, code in self.fields:
+            out.append((name, code, at))
+            at += struct.calcsize("<" + code)
+        return out
+
+    def unpack(self, body: bytes, at: int, entsize: int) -> dict[str, int]:
+        row = {}
+        for name, code, offset in self._offsets():
+            width = struct.calcsize("<" + code)
+            row[name] = struct.unpack_from("<" + code, body, at + offset)[0] if offset + width <= entsize else 0
+        return row
+
+    def pack(self, entsize: int | None = None, **values: int) -> bytes:
+        entsize = self.sizes[-1] if entsize is None else entsize
+        out = bytearray(entsize)
+        for name, code, offset in self._offsets():
+            width = struct.calcsize("<" + code)
+            if offset + width <= entsize:
+                struct.pack_into("<" + code, out, offset, values.get(name, 0))
+        return bytes(out)
 
 
-def _row(table: str, spec: str) -> RowFormat:
-    return RowFormat(table, tuple((name, code) for code, name in (f.split(":") for f in spec.split())))
+def _row(table: str, sizes: tuple[int, ...], spec: str) -> RowFormat:
+    form = RowFormat(table, tuple((name, code) for code, name in (f.split(":") for f in spec.split())), sizes)
+    assert struct.calcsize(form.fmt) == sizes[-1], table
+    return form
 
 
-DEVICE_ROW = _row("devtbl", "Q:devName Q:devType Q:smType I:devId I:pciBusId I:pciDevId I:numSMs I:numWarpsPerSM "
-                            "I:numLanesPerWarp I:numRegsPerLane I:numPredicatesPrLane I:smMajor I:smMinor "
-                            "I:instructionSize I:status")
-GRID_ROW = _row("gridtbl", "Q:gridId64 Q:contextId Q:function Q:functionEntry Q:moduleHandle Q:parentGridId64 "
-                           "Q:paramsOffset I:kernelType I:origin I:gridStatus I:numRegs I:gridDimX I:gridDimY "
-                           "I:gridDimZ I:blockDimX I:blockDimY I:blockDimZ I:attrLaunchBlocking I:attrHostTid")
-SM_ROW = _row("smtbl", "I:smId I:pad")
-CTA_ROW = _row("ctatbl", "Q:gridId64 I:blockIdxX I:blockIdxY I:blockIdxZ I:pad")
-WARP_ROW = _row("wptbl", "Q:errorPC I:warpId I:validLanesMask I:activeLanesMask I:isWarpBroken I:errorPCValid I:pad")
-LANE_ROW = _row("lntbl", "Q:virtualPC Q:physPC I:ln I:threadIdxX I:threadIdxY I:threadIdxZ I:exception "
-                         "I:callDepth I:syscallCallDepth I:ccRegister")
-MODULE_ROW = _row("modtbl", "Q:moduleHandle")
-CONTEXT_ROW = _row("ctxtbl", "Q:contextId Q:sharedWindowBase Q:localWindowBase Q:globalWindowBase "
-                             "I:deviceIdx I:tid")
+DEVICE_ROW = _row("devtbl", (72, 80, 88),
+                  "Q:devName Q:devType Q:smType I:devId I:pciBusId I:pciDevId I:numSMs I:numWarpsPerSM "
+                  "I:numLanesPerWarp I:numRegsPerLane I:numPredicatesPrLane I:smMajor I:smMinor "
+                  "I:instructionSize I:status "
+                  "I:numUniformRegsPrWarp I:numUniformPredicatesPrWarp "  # r400
+                  "I:numConvergenceBarriersPrWarp I:padding0")  # r575
+GRID_ROW = _row("gridtbl", (104, 120, 136),
+                "Q:gridId64 Q:contextId Q:function Q:functionEntry Q:moduleHandle Q:parentGridId64 "
+                "Q:paramsOffset I:kernelType I:origin I:gridStatus I:numRegs I:gridDimX I:gridDimY "
+                "I:gridDimZ I:blockDimX I:blockDimY I:blockDimZ I:attrLaunchBlocking I:attrHostTid "
+                "I:clusterDimX I:clusterDimY I:clusterDimZ I:padding0 "  # r525
+                "I:preferredClusterDimX I:preferredClusterDimY I:preferredClusterDimZ I:padding1")  # r565
+SM_ROW = _row("smtbl", (8, 40),
+              "I:smId I:padding0 "
+              "I:exception I:errorPCValid Q:errorPC I:clusterExceptionTargetBlockIdxValid "  # r555
+              "I:clusterExceptionTargetBlockIdxX I:clusterExceptionTargetBlockIdxY I:clusterExceptionTargetBlockIdxZ")
+CTA_ROW = _row("ctatbl", (24, 40, 56),
+               "Q:gridId64 I:blockIdxX I:blockIdxY I:blockIdxZ I:padding0 "
+               "I:clusterIdxX I:clusterIdxY I:clusterIdxZ I:padding1 "  # r525
+               "I:clusterDimX I:clusterDimY I:clusterDimZ I:padding2")  # r565
+WARP_ROW = _row("wptbl", (32, 40, 48, 64),
+                "Q:errorPC I:warpId I:validLanesMask I:activeLanesMask I:isWarpBroken I:errorPCValid I:padding0 "
+                "I:numRegs I:padding1 "  # r525
+                "I:sharedMemSize I:padding2 "  # r570
+                "I:inSyscallLanesMask I:cbuActiveLanesMask I:cbuExitedLanesMask I:cbuCollectiveLanesMask")  # r575
+LANE_ROW = _row("lntbl", (48, 56),
+                "Q:virtualPC Q:physPC I:ln I:threadIdxX I:threadIdxY I:threadIdxZ I:exception "
+                "I:callDepth I:syscallCallDepth I:ccRegister "
+                "I:cbuThreadState I:padding0")  # r575
+BACKTRACE_ROW = _row("bt", (24,), "Q:returnAddress Q:virtualReturnAddress I:level I:padding0")
+CONST_BANK_ROW = _row("cbankstbl", (16,), "Q:addr I:size I:bankId")  # r550
+MODULE_ROW = _row("modtbl", (8,), "Q:moduleHandle")
+CONTEXT_ROW = _row("ctxtbl", (40,), "Q:contextId Q:sharedWindowBase Q:localWindowBase Q:globalWindowBase "
+                                    "I:deviceIdx I:tid")
 
 TABLES = {SHT_DEV_TABLE: DEVICE_ROW, SHT_GRID_TABLE: GRID_ROW, SHT_SM_TABLE: SM_ROW, SHT_CTA_TABLE: CTA_ROW,
-          SHT_WP_TABLE: WARP_ROW, SHT_LN_TABLE: LANE_ROW, SHT_MOD_TABLE: MODULE_ROW, SHT_CTX_TABLE: CONTEXT_ROW}
+          SHT_WP_TABLE: WARP_ROW, SHT_LN_TABLE: LANE_ROW, SHT_MOD_TABLE: MODULE_ROW, SHT_CTX_TABLE: CONTEXT_ROW,
+          SHT_BT: BACKTRACE_ROW, SHT_CB_TABLE: CONST_BANK_ROW}
+
+# Row sizes by driver (cudacoredump.h's format history): what write_core(version=...) writes.
+ROW_SIZES = {
+    "r346": {"devtbl": 72, "gridtbl": 104, "smtbl": 8, "ctatbl": 24, "wptbl": 32, "lntbl": 48},
+    "r400": {"devtbl": 80, "gridtbl": 104, "smtbl": 8, "ctatbl": 24, "wptbl": 32, "lntbl": 48},
+    "r525": {"devtbl": 80, "gridtbl": 120, "smtbl": 8, "ctatbl": 40, "wptbl": 40, "lntbl": 48},
+    "r555": {"devtbl": 80, "gridtbl": 120, "smtbl": 40, "ctatbl": 40, "wptbl": 40, "lntbl": 48},
+    "r565": {"devtbl": 80, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 40, "lntbl": 48},
+    "r570": {"devtbl": 80, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 48, "lntbl": 48},
+    "r575": {"devtbl": 88, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 64, "lntbl": 56},
+}
+CONST_BANKS_SINCE = "r550"  # the constant bank table
+UNIFORM_SINCE = "r400"  # uniform registers and predicates
 
 
 def _head(path: str | os.PathLike) -> bytes:
@@ -233,9 +306,10 @@ class _CoreElf:
         if sec.size % sec.entsize:
             raise StateError(f"{sec.size} bytes is not a whole number of {sec.entsize}-byte rows "
                              f"(truncated table)", sec.name)
+        if sec.size // sec.entsize > MAX_ROWS:
+            raise StateError(f"{sec.size // sec.entsize} rows is more than a {form.table} table holds", sec.name)
         body = self.body(sec)
-        names = [name for name, _ in form.fields]
-        return [dict(zip(names, struct.unpack_from(form.fmt, body, at))) for at in range(0, len(body), sec.entsize)]
+        return [form.unpack(body, at, sec.entsize) for at in range(0, len(body), sec.entsize)]
 
     def parent(self, sec: _Section, table_type: int) -> tuple[_Section, dict[str, int]]:
         """The parent table (sh_link) and the row of it (sh_info) that `sec` belongs to."""
@@ -339,14 +413,22 @@ class _CoreReader:
         self.lane_exceptions: dict[tuple[int, int], int] = {}  # (wave id, lane) -> CUDBGException_t
         # parent (section, row) -> child sections, each link checked once
         self.lanes_by_warp = elf.children(SHT_LN_TABLE, SHT_WP_TABLE)
-        self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL)}
+        self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL, SHT_BT)}
         self.uregs = elf.children(SHT_UREGS, SHT_WP_TABLE)
+        self.upreds = elf.children(SHT_UPRED, SHT_WP_TABLE)
 
     def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
         if not found:
             raise StateError(f"the core has no {what} table", str(self.elf.path))
+        if len(found) > 1 and sh_type == SHT_DEV_TABLE:
+            raise StateError(f"{len(found)} device tables; a core has one", found[1].name)
         return found[0], self.elf.rows(found[0])
+
+    def _device_of(self, sec: _Section) -> int:
+        """The device row a per-device table (ctxtbl, smtbl, gridtbl) belongs to (sh_link / sh_info)."""
+        self.elf.parent(sec, SHT_DEV_TABLE)
+        return sec.info
 
     def build(self) -> GpuState:
         elf = self.elf
@@ -357,16 +439,15 @@ class _CoreReader:
         if any((d["smMajor"], d["smMinor"], d["numLanesPerWarp"]) !=
                (device["smMajor"], device["smMinor"], device["numLanesPerWarp"]) for d in devices):
             raise StateError("devices of different SM types in one core are not supported", dev_sec.name)
+        self.devices = devices
         self.lanes = device["numLanesPerWarp"]
         if not 0 < self.lanes <= 64:
             raise StateError(f"numLanesPerWarp {self.lanes} is not a warp size", dev_sec.name)
-        self.num_regs = device["numRegsPerLane"]
-        self.num_preds = device["numPredicatesPrLane"]
         processor = elf.string(device["smType"]) or f"sm_{device['smMajor']}{device['smMinor']}"
         target = Target("nvidia", processor, self.lanes, self._apertures())
         code_objects, modules = self._code_objects()
         memory = self._global_memory()
-        dispatches = self._dispatches(modules)
+        dispatches = self._dispatches(modules, memory.get("global"))
         focus, stop = self._focus(dispatches)
         manifest = {"format": "cuda-core", "producer": "cuda core dump", "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
@@ -374,34 +455,48 @@ class _CoreReader:
                         target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
                         focus=focus, stop=stop, files=self.files)
 
+    def _context_device(self, sec: _Section) -> int:
+        # a context table names its device by sh_link/sh_info; one without a link is device 0's
+        return 0 if sec.link == 0 else self._device_of(sec)
+
     def _apertures(self) -> dict[str, Aperture]:
-        contexts = [row for sec in self.elf.of_type(SHT_CTX_TABLE) for row in self.elf.rows(sec)]
-        if not contexts:
+        windows = {}
+        for sec in self.elf.of_type(SHT_CTX_TABLE):
+            self._context_device(sec)
+            for row in self.elf.rows(sec):
+                found = (row["sharedWindowBase"], row["localWindowBase"])
+                windows.setdefault(found, sec.name)
+        if not windows:
             return {}
-        ctx = contexts[0]
+        if len(windows) > 1:
+            # one address space per target in the model: contexts must agree on the windows
+            raise StateError("contexts place the shared and local windows differently", list(windows.values())[1])
+        shared, local = next(iter(windows))
         out = {}
-        if ctx["sharedWindowBase"]:
-            out["shared"] = Aperture(ctx["sharedWindowBase"], WINDOW_SIZE)
-        if ctx["localWindowBase"]:
-            out["local"] = Aperture(ctx["localWindowBase"], WINDOW_SIZE)
+        if shared:
+            out["shared"] = Aperture(shared, WINDOW_SIZE)
+        if local:
+            out["local"] = Aperture(local, WINDOW_SIZE)
         return out
 
-    def _code_objects(self) -> tuple[list[CodeObjectRef], dict[int, tuple[int, bytes]]]:
-        """One code object per module handle, the relocated image preferred; handle -> (id, image)."""
-        images: dict[int, tuple[_Section, bool]] = {}
+    def _code_objects(self) -> tuple[list[CodeObjectRef], dict[tuple[int, int], tuple[int, bytes]]]:
+        """One code object per (device, module handle), the relocated image preferred."""
+        images: dict[tuple[int, int], tuple[_Section, bool]] = {}
         for sh_type, relocated in ((SHT_ELF_IMG, False), (SHT_RELF_IMG, True)):
             for sec in self.elf.of_type(sh_type):
-                _, module = self.elf.parent(sec, SHT_MOD_TABLE)
-                if relocated or module["moduleHandle"] not in images:
-                    images[module["moduleHandle"]] = (sec, relocated)
+                mod_sec, module = self.elf.parent(sec, SHT_MOD_TABLE)
+                ctx_sec, _ = self.elf.parent(mod_sec, SHT_CTX_TABLE)
+                key = (self._context_device(ctx_sec), module["moduleHandle"])
+                if relocated or key not in images:
+                    images[key] = (sec, relocated)
         refs, modules = [], {}
-        for co_id, (handle, (sec, _)) in enumerate(sorted(images.items())):
+        for co_id, (key, (sec, _)) in enumerate(sorted(images.items())):
             data = self.elf.body(sec)
             if not data.startswith(ELF_MAGIC):
                 raise StateError("the embedded cubin is not an ELF image", sec.name)
-            name = f"module-{handle:x}.cubin"
+            name = f"dev{key[0]}-module-{key[1]:x}.cubin" if key[0] else f"module-{key[1]:x}.cubin"
             refs.append(CodeObjectRef(co_id, self.files.write_image(name, data), 0, name))
-            modules[handle] = (co_id, data)
+            modules[key] = (co_id, data)
         return refs, modules
 
     def _regions(self, sections: list[_Section], space: str, path: str, base: int | None = None) -> SparseMemory:
@@ -413,8 +508,24 @@ class _CoreReader:
         sections = self.elf.of_type(SHT_GLOBAL) + self.elf.of_type(SHT_MANAGED)
         return {"global": self._regions(sections, "global", ".cudbg.global")} if sections else {}
 
-    def _kernel_name(self, grid: dict[str, int], modules: dict[int, tuple[int, bytes]]) -> str:
-        module = modules.get(grid["moduleHandle"])
+    def _const_banks(self, table: _Section | None, global_memory: SparseMemory | None) -> SparseMemory | None:
+        """A grid's constant banks (rows {addr, size, bankId}): each bank's bytes are global memory at
+        addr, so they are the parts of the .cudbg.global sections inside it; the rest stays unknown."""
+        if table is None:
+            return None
+        regions = []
+        for row_index, row in enumerate(self.elf.rows(table)):
+            if row["addr"] + row["size"] > 1 << 64:
+                raise StateError(f"row {row_index}: bank {row['bankId']} runs past the address space", table.name)
+            start, end = row["addr"], row["addr"] + row["size"]
+            for sec in (global_memory.regions if global_memory is not None else []):
+                lo, hi = max(start, sec.address), min(end, sec.end)
+                if lo < hi:
+                    regions.append(Region(lo - start, hi - lo, sec.file, sec.file_offset + lo - sec.address,
+                                          bank=row["bankId"], span=sec.span))
+        return SparseMemory(regions, "const", table.name)
+
+    def _kernel_name(self, grid: dict[str, int], module: tuple[int, bytes] | None) -> str:
         if module is not None:
             from ..adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
 
@@ -427,45 +538,52 @@ class _CoreReader:
                     return function.name
         return f"{grid['functionEntry']:#x}"
 
-    def _dispatches(self, modules: dict[int, tuple[int, bytes]]) -> list[Dispatch]:
+    def _dispatches(self, modules: dict[tuple[int, int], tuple[int, bytes]],
+                    global_memory: SparseMemory | None) -> list[Dispatch]:
         elf = self.elf
         params = elf.children(SHT_PARAM, SHT_GRID_TABLE)
-        grids: dict[int, tuple[dict[str, int], SparseMemory | None]] = {}
+        banks = elf.children(SHT_CB_TABLE, SHT_GRID_TABLE)
+        # (device, gridId64) -> (grid row, param memory, constant banks): grid ids are unique per device
+        grids: dict[tuple[int, int], tuple[dict[str, int], SparseMemory | None, SparseMemory | None]] = {}
         for sec in elf.of_type(SHT_GRID_TABLE):
+            dev = self._device_of(sec)
             for i, grid in enumerate(elf.rows(sec)):
                 found = params.get((sec.index, i), [])
                 memory = self._regions(found, "param", found[0].name, grid["paramsOffset"]) if found else None
-                grids.setdefault(grid["gridId64"], (grid, memory))
-        workgroups: dict[int, list[Workgroup]] = {}
+                bank_tables = banks.get((sec.index, i), [])
+                const = self._const_banks(bank_tables[0] if bank_tables else None, global_memory)
+                grids.setdefault((dev, grid["gridId64"]), (grid, memory, const))
+        workgroups: dict[tuple[int, int], list[Workgroup]] = {}
         shared = elf.children(SHT_SHARED, SHT_CTA_TABLE)
         warps_by_cta = elf.children(SHT_WP_TABLE, SHT_CTA_TABLE)
-        for sm_sec in elf.of_type(SHT_SM_TABLE):
-            elf.parent(sm_sec, SHT_DEV_TABLE)
+        sm_devices = {sec.index: self._device_of(sec) for sec in elf.of_type(SHT_SM_TABLE)}
         for cta_sec in elf.of_type(SHT_CTA_TABLE):
-            elf.parent(cta_sec, SHT_SM_TABLE)
+            sm_sec, _ = elf.parent(cta_sec, SHT_SM_TABLE)
+            dev = sm_devices[sm_sec.index]
             for row_index, cta in enumerate(elf.rows(cta_sec)):
-                if cta["gridId64"] not in grids:
+                key = (dev, cta["gridId64"])
+                if key not in grids:
                     raise StateError(f"CTA row {row_index} names grid {cta['gridId64']}, which the grid "
-                                     f"table does not hold", cta_sec.name)
-                grid = grids[cta["gridId64"]][0]
+                                     f"table of device {dev} does not hold", cta_sec.name)
+                grid = grids[key][0]
                 lds_sections = shared.get((cta_sec.index, row_index), [])
                 lds = self._regions(lds_sections, "local", lds_sections[0].name, 0) if lds_sections else None
                 waves = []
                 for wp_sec in warps_by_cta.get((cta_sec.index, row_index), []):
                     waves.extend(self._warps(wp_sec, grid))
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
-                workgroups.setdefault(cta["gridId64"], []).append(
-                    Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
+                workgroups.setdefault(key, []).append(Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
         dispatches = []
-        for number, (grid_id, (grid, param)) in enumerate(grids.items()):
-            if grid_id not in workgroups:
+        for key, (grid, param, const) in grids.items():
+            if key not in workgroups:
                 continue
-            module = modules.get(grid["moduleHandle"])
+            module = modules.get((key[0], grid["moduleHandle"]))
+            memory = {name: m for name, m in (("param", param), ("const", const)) if m is not None}
+            where = f"device {key[0]} grid {key[1]}" if len(self.devices) > 1 else f"grid {key[1]}"
             dispatches.append(Dispatch(
-                number, self._kernel_name(grid, modules), None if module is None else module[0],
+                len(dispatches), self._kernel_name(grid, module), None if module is None else module[0],
                 (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
-                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[grid_id],
-                {"param": param} if param is not None else {}, f"grid {grid_id}"))
+                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where))
         return dispatches
 
     def _warps(self, wp_sec: _Section, grid: dict[str, int]) -> list[Wave]:
@@ -479,8 +597,8 @@ class _CoreReader:
                         raise StateError(f"row {i} names lane {lane['ln']} of a {self.lanes}-lane warp",
                                          ln_sec.name)
                     lane_rows[lane["ln"]] = (ln_sec, i, lane)
-            ureg_sections = self.uregs.get((wp_sec.index, w), [])
-            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, ureg_sections, grid))
+            uniform = (self.uregs.get((wp_sec.index, w), []), self.upreds.get((wp_sec.index, w), []))
+            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, uniform, grid))
         return waves
 
     def _lane_words(self, kind_sections: dict, lane_rows: dict, valid: np.ndarray, count: int) -> np.ndarray:
@@ -497,7 +615,26 @@ class _CoreReader:
             out[ln] = values[:n]
         return out
 
-    def _wave(self, wp_sec, warp, lane_rows, per_lane, ureg_sections, grid) -> Wave:
+    def _uniform_words(self, sections: list[_Section]) -> np.ndarray:
+        if not sections:
+            return np.zeros(0, dtype="<u4")
+        return np.frombuffer(self.elf.body(sections[0])[:sections[0].size // 4 * 4], dtype="<u4")
+
+    def _return_addresses(self, lane_rows) -> dict[int, list[int]] | None:
+        """Each lane's call stack from its backtrace table: virtual return addresses by level (level 0
+        is the innermost caller), None when the core has no backtrace tables for this warp."""
+        found = {}
+        for ln, (ln_sec, i, _) in lane_rows.items():
+            for sec in self.per_lane[SHT_BT].get((ln_sec.index, i), []):
+                levels = {}
+                for row in self.elf.rows(sec):
+                    levels.setdefault(row["level"], row["virtualReturnAddress"])
+                if sorted(levels) != list(range(len(levels))):
+                    raise StateError(f"backtrace levels {sorted(levels)} are not 0..{len(levels) - 1}", sec.name)
+                found[ln] = [levels[k] for k in range(len(levels))]
+        return found or None
+
+    def _wave(self, wp_sec, warp, lane_rows, per_lane, uniform, grid) -> Wave:
         lanes = self.lanes
         where = f"{wp_sec.name}[warp {warp['warpId']}]"
         valid = mask_to_lanes(warp["validLanesMask"], lanes)
@@ -514,19 +651,21 @@ class _CoreReader:
         warp_pc = int(pcs[first]) if first is not None else warp["errorPC"]
         pcs[~valid] = warp_pc
 
-        regs = self._lane_words(per_lane[SHT_REGS], lane_rows, valid, self.num_regs)
-        preds = self._lane_words(per_lane[SHT_PRED], lane_rows, valid, self.num_preds)
-        uniform = np.frombuffer(self.elf.body(ureg_sections[0])[:ureg_sections[0].size // 4 * 4], dtype="<u4") \
-            if ureg_sections else np.zeros(0, dtype="<u4")
+        device = self.devices[0]
+        regs = self._lane_words(per_lane[SHT_REGS], lane_rows, valid, device["numRegsPerLane"])
+        preds = self._lane_words(per_lane[SHT_PRED], lane_rows, valid, device["numPredicatesPrLane"])
+        uregs, upreds = (self._uniform_words(sections) for sections in uniform)
         mask_bytes = (lanes + 7) // 8
         layout = [("pc", 8), ("exec", mask_bytes)]
         layout += [(f"R{i}", 4 * lanes) for i in range(regs.shape[1])]
         layout += [(f"P{i}", lanes) for i in range(preds.shape[1])]
-        layout += [(f"UR{i}", 4) for i in range(len(uniform))]
+        layout += [(f"UR{i}", 4) for i in range(len(uregs))]
+        layout += [(f"UP{i}", 1) for i in range(len(upreds))]
         data = (struct.pack("<Q", warp_pc) + active.to_bytes(mask_bytes, "little")
                 + np.ascontiguousarray(regs.T).tobytes()
-                + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uniform.tobytes())
-        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uniform)}"
+                + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uregs.tobytes()
+                + (upreds & 0xFF).astype(np.uint8).tobytes())
+        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uregs)}_up{len(upreds)}"
         self.layouts[layout_name] = layout
         registers = RegisterFile(layout, _ArraySpan(data), f"{where}.registers", layout_name)
 
@@ -534,8 +673,10 @@ class _CoreReader:
         self.next_wave += 1
         for ln, (_, _, lane) in lane_rows.items():
             self.lane_exceptions[(wave_id, ln)] = lane["exception"]
-        return Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
+        wave = Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
                     self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
+        wave.return_addresses = self._return_addresses(lane_rows)
+        return wave
 
     def _index_in_block(self, warp, lane_rows, grid) -> int:
         # the lane table's thread index says where the warp sits in its block (warpId is the SM's slot)
@@ -607,10 +748,12 @@ class _CoreBuilder:
         self.sections.append(_OutSection(name, sh_type, bytes(data), link, info, entsize, addr))
         return len(self.sections) - 1
 
-    def table(self, name: str, sh_type: int, rows: list[dict[str, int]], *, link: int = 0, info: int = 0) -> int:
+    def table(self, name: str, sh_type: int, rows: list[dict[str, int]], *, link: int = 0, info: int = 0,
+              entsize: int | None = None) -> int:
         form = TABLES[sh_type]
-        return self.add(name, sh_type, b"".join(form.pack(**row) for row in rows), link=link, info=info,
-                        entsize=form.size)
+        entsize = form.sizes[-1] if entsize is None else entsize
+        return self.add(name, sh_type, b"".join(form.pack(entsize, **row) for row in rows), link=link, info=info,
+                        entsize=entsize)
 
     def string(self, text: str) -> int:
         at = len(self.strings)
@@ -669,114 +812,182 @@ def _register_words(wave: Wave, prefix: str, per_lane: int) -> np.ndarray:
     return out
 
 
-def _function_entry(code_path: Path, kernel: str) -> int:
+def _cubin_layout(code_path: Path):
     from ..adapters.nvptx_cubin import read_cubin_debug, relocate_cubin
 
     layout, _ = read_cubin_debug(relocate_cubin(code_path.read_bytes(), str(code_path)), str(code_path))
-    for function in layout.functions:
+    return layout
+
+
+def _function_entry(code_path: Path, kernel: str) -> int:
+    for function in _cubin_layout(code_path).functions:
         if function.name == kernel:
             return function.start
     raise StateError(f"kernel {kernel} is not a function of {code_path.name}", str(code_path))
 
 
 WRITABLE_REGISTERS = ("pc", "exec")
+CONST_BANK_BASE = 0x7FFF_0000_0000  # where the writer places each grid's constant bank 0 in global memory
+CONST_BANK_STRIDE = 0x1_0000
+
+
+def _numbered(wave: Wave, prefix: str) -> list[str]:
+    names = sorted((n for n in wave.registers.names if n.startswith(prefix) and n[len(prefix):].isdigit()),
+                   key=lambda n: int(n[len(prefix):]))
+    if [int(n[len(prefix):]) for n in names] != list(range(len(names))):
+        raise StateError(f"{prefix} registers are not numbered from 0 without gaps", wave.registers.path)
+    return names
+
+
+def _uniform_words(wave: Wave, prefix: str, size: int) -> list[int]:
+    values = [wave.registers.value(name) for name in _numbered(wave, prefix)]
+    if any(v is None for v in values):
+        raise StateError(f"a uniform register ({prefix}) is not fully known; a core cannot say so",
+                         wave.registers.path)
+    return [v & ((1 << 8 * size) - 1) for v in values]
 
 
 def write_core(state: GpuState, path: str | os.PathLike, *,
-               exception: tuple[int, int, int] | None = None) -> Path:
+               exception: tuple[int, int, int] | None = None, version: str = "r575", devices: int = 1,
+               backtraces: dict[tuple[int, int], list[int]] | None = None, param_sections: bool = True) -> Path:
     """Write `state` (an NVIDIA state) as a CUDA core dump.
 
-    One device; each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index
-    in the block. `exception` = (wave id, lane, CUDBGException_t code) marks that lane as the one that
-    faulted (its warp's errorPC is its PC). Registers must be known for every valid lane, and memory is
-    written up to its first unknown byte: the format has no way to say "unknown".
+    Each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index in the
+    block. `exception` = (wave id, lane, CUDBGException_t code) marks that lane as the one that
+    faulted (its warp's errorPC is its PC). `version` picks the driver whose row sizes are written
+    (ROW_SIZES; constant banks from r550, uniform registers from r400). `devices` > 1 spreads the
+    waves over that many devices (wave i on device i % devices, each with its copy of the grid and
+    CTA), as a multi-GPU core holds them. `backtraces` gives lanes' call stacks ((wave id, lane) ->
+    return addresses, innermost caller first) for the `.cudbg.bt` tables. Each grid's parameters go
+    into constant bank 0 (the `.cudbg.cbankstbl` table, bank bytes in global memory) and, unless
+    `param_sections` is False, a `.cudbg.param` section too. Registers must be known for every valid
+    lane, and memory is written up to its first unknown byte: the format has no way to say "unknown".
     """
     path = Path(path)
     target = state.target
     if target.vendor != "nvidia":
         raise StateError(f"a CUDA core dump holds NVIDIA state, not {target.vendor}", "target.vendor")
+    if version not in ROW_SIZES:
+        raise StateError(f"unknown driver version {version!r}; known: {', '.join(ROW_SIZES)}", "version")
+    if devices < 1:
+        raise StateError(f"{devices} devices", "devices")
     for space in state.memory:
         if space != "global":
             raise StateError(f"{space} memory has no place in a CUDA core dump", f"memory.{space}")
-    lanes = target.lanes
     digits = target.processor.removeprefix("sm_")
     if not digits[:-1].isdigit():
         raise StateError(f"processor {target.processor!r} is not an sm_NN name", "target.processor")
+    sizes = ROW_SIZES[version]
+    uniform = version >= UNIFORM_SINCE
     out = _CoreBuilder()
     waves = state.waves
-    num_regs = max((len([n for n in w.registers.names if n.startswith("R") and n[1:].isdigit()]) for w in waves),
-                   default=0)
-    num_preds = max((len([n for n in w.registers.names if n.startswith("P") and n[1:].isdigit()]) for w in waves),
-                    default=0)
-    workgroups = [wg for d in state.dispatches for wg in d.workgroups]
-    device = dict(devName=out.string("aspace-dap core"), devType=out.string("GPU"),
-                  smType=out.string(target.processor), numSMs=max(len(workgroups), 1),
-                  numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
-                  numLanesPerWarp=lanes, numRegsPerLane=num_regs, numPredicatesPrLane=num_preds,
-                  smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16)
-    dev = out.table(".cudbg.devtbl", SHT_DEV_TABLE, [device])
-    apertures = target.apertures or {}
-    ctx = out.table(".cudbg.ctxtbl", SHT_CTX_TABLE, [dict(
-        contextId=1, sharedWindowBase=apertures["shared"].base if "shared" in apertures else 0,
-        localWindowBase=apertures["local"].base if "local" in apertures else 0)])
-    handles = {ref.id: 0x1000 + ref.id for ref in state.code_objects}
-    mod = out.table(".cudbg.modtbl", SHT_MOD_TABLE, [dict(moduleHandle=h) for h in handles.values()], link=ctx)
-    from ..adapters.nvptx_cubin import relocate_cubin
-
-    for row, ref in enumerate(state.code_objects):
-        image = ref.path.read_bytes()
-        out.add(f".cudbg.elfimg.{handles[ref.id]:x}", SHT_ELF_IMG, image, link=mod, info=row)
-        out.add(f".cudbg.relfimg.{handles[ref.id]:x}", SHT_RELF_IMG, relocate_cubin(image, str(ref.path)),
-                link=mod, info=row)
-    grid_rows = []
-    for d in state.dispatches:
-        ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
-        entry = _function_entry(ref.path, d.kernel) if ref is not None else 0
-        param = d.memory.get("param")
-        grid_rows.append(dict(
-            gridId64=d.id + 1, contextId=1, function=entry, functionEntry=entry,
-            moduleHandle=handles.get(d.code_object, 0),
-            paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
-            kernelType=1, numRegs=num_regs,
-            gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
-            blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2]))
-        for space in d.memory:
-            if space != "param":
-                raise StateError(f"dispatch {space} memory has no place in a CUDA core dump", d.path)
-    grid_tbl = out.table(".cudbg.gridtbl.dev0", SHT_GRID_TABLE, grid_rows, link=dev, info=0)
-    for row, d in enumerate(state.dispatches):
-        param = d.memory.get("param")
-        if param is not None and param.regions:
-            if len(param.regions) > 1:
-                raise StateError("a core holds the parameter bank as one range", d.path)
-            region = param.regions[0]
-            out.add(f".cudbg.param.dev0.grid{d.id + 1}", SHT_PARAM, _known_prefix(param, region.address, region.size),
-                    link=grid_tbl, info=row)
-    global_memory = state.memory.get("global")
-    for address, size in (global_memory.ranges() if global_memory is not None else []):
-        data, _ = global_memory.read(address, size)
-        out.add(".cudbg.global", SHT_GLOBAL, data.tobytes(), addr=address)
-    sm_tbl = out.table(".cudbg.smtbl.dev0", SHT_SM_TABLE, [dict(smId=i) for i in range(len(workgroups))],
-                       link=dev, info=0)
-    sm = 0
+    for wave in waves:
+        for name, _ in wave.registers.layout:
+            if name not in WRITABLE_REGISTERS and not any(
+                    name.startswith(p) and name[len(p):].isdigit() for p in ("R", "P", "UR", "UP")):
+                raise StateError(f"register {name} has no place in a CUDA core dump", wave.registers.path)
+    num_regs = max((len(_numbered(w, "R")) for w in waves), default=0)
+    num_preds = max((len(_numbered(w, "P")) for w in waves), default=0)
+    num_uregs = max((len(_numbered(w, "UR")) for w in waves), default=0)
+    num_upreds = max((len(_numbered(w, "UP")) for w in waves), default=0)
+    if not uniform and (num_uregs or num_upreds):
+        raise StateError(f"a {version} core has no uniform registers", "version")
+    # device d holds the waves i with i % devices == d, grouped by their workgroup
+    placement: list[list[tuple[Dispatch, Workgroup, list[Wave]]]] = [[] for _ in range(devices)]
     for d in state.dispatches:
         for wg in d.workgroups:
-            _write_cta(out, state, d, wg, sm, sm_tbl, exception)
-            sm += 1
+            for dev in range(devices):
+                mine = [w for w in wg.waves if waves.index(w) % devices == dev]
+                if mine:
+                    placement[dev].append((d, wg, mine))
+    device_rows = [dict(devName=out.string("aspace-dap core"), devType=out.string("GPU"),
+                        smType=out.string(target.processor), devId=dev, numSMs=max(len(placement[dev]), 1),
+                        numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
+                        numLanesPerWarp=target.lanes, numRegsPerLane=num_regs, numPredicatesPrLane=num_preds,
+                        smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16,
+                        numUniformRegsPrWarp=num_uregs, numUniformPredicatesPrWarp=num_upreds)
+                   for dev in range(devices)]
+    dev_tbl = out.table(".cudbg.devtbl", SHT_DEV_TABLE, device_rows, entsize=sizes["devtbl"])
+    global_memory = state.memory.get("global")
+    for address, size in (global_memory.ranges() if global_memory is not None else []):
+        out.add(".cudbg.global", SHT_GLOBAL, _known_prefix(global_memory, address, size), addr=address)
+    from ..adapters.nvptx_cubin import relocate_cubin
+
+    apertures = target.apertures or {}
+    for dev in range(devices):
+        ctx = out.table(f".cudbg.ctxtbl.dev{dev}", SHT_CTX_TABLE, [dict(
+            contextId=1, deviceIdx=dev, sharedWindowBase=apertures["shared"].base if "shared" in apertures else 0,
+            localWindowBase=apertures["local"].base if "local" in apertures else 0)], link=dev_tbl, info=dev)
+        handles = {ref.id: 0x1000 + ref.id for ref in state.code_objects}
+        mod = out.table(f".cudbg.modtbl.dev{dev}.ctx0", SHT_MOD_TABLE,
+                        [dict(moduleHandle=h) for h in handles.values()], link=ctx, info=0)
+        for row, ref in enumerate(state.code_objects):
+            image = ref.path.read_bytes()
+            out.add(f".cudbg.elfimg.dev{dev}.ctx0", SHT_ELF_IMG, image, link=mod, info=row)
+            out.add(f".cudbg.relfimg.dev{dev}.ctx0", SHT_RELF_IMG, relocate_cubin(image, str(ref.path)),
+                    link=mod, info=row)
+        grids = [d for d in state.dispatches if any(p[0] is d for p in placement[dev])]
+        grid_rows = []
+        for d in grids:
+            for space in d.memory:
+                if space != "param":
+                    raise StateError(f"dispatch {space} memory has no place in a CUDA core dump", d.path)
+            ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
+            entry = _function_entry(ref.path, d.kernel) if ref is not None else 0
+            param = d.memory.get("param")
+            grid_rows.append(dict(
+                gridId64=d.id + 1, contextId=1, function=entry, functionEntry=entry,
+                moduleHandle=handles.get(d.code_object, 0),
+                paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
+                kernelType=1, numRegs=num_regs,
+                gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
+                blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2],
+                clusterDimX=1, clusterDimY=1, clusterDimZ=1))
+        grid_tbl = out.table(f".cudbg.gridtbl.dev{dev}", SHT_GRID_TABLE, grid_rows, link=dev_tbl, info=dev,
+                             entsize=sizes["gridtbl"])
+        for row, d in enumerate(grids):
+            _write_parameters(out, d, dev, row, grid_tbl, version, param_sections)
+        sm_tbl = out.table(f".cudbg.smtbl.dev{dev}", SHT_SM_TABLE,
+                           [dict(smId=i) for i in range(len(placement[dev]))], link=dev_tbl, info=dev,
+                           entsize=sizes["smtbl"])
+        for sm, (d, wg, mine) in enumerate(placement[dev]):
+            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces or {})
     out.write(path)
     return path
 
 
-def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, sm: int, sm_tbl: int,
-               exception: tuple[int, int, int] | None) -> None:
-    where = f"dev0.sm{sm}.cta0"
-    cta = out.table(f".cudbg.ctatbl.dev0.sm{sm}", SHT_CTA_TABLE, [dict(
-        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2])], link=sm_tbl, info=sm)
+def _write_parameters(out: _CoreBuilder, d: Dispatch, dev: int, row: int, grid_tbl: int, version: str,
+                      param_sections: bool) -> None:
+    param = d.memory.get("param")
+    if param is None or not param.regions:
+        return
+    if len(param.regions) > 1:
+        raise StateError("a core holds the parameter bank as one range", d.path)
+    region = param.regions[0]
+    known = _known_prefix(param, region.address, region.size)
+    if param_sections:
+        out.add(f".cudbg.param.dev{dev}.grid{row}", SHT_PARAM, known, link=grid_tbl, info=row)
+    if version >= CONST_BANKS_SINCE and known:
+        # bank 0 in global memory; only its parameter bytes are known, so only they are dumped
+        bank = CONST_BANK_BASE + (dev * 64 + d.id) * CONST_BANK_STRIDE
+        out.add(".cudbg.global", SHT_GLOBAL, known, addr=bank + region.address)
+        out.table(f".cudbg.cbankstbl.dev{dev}.grid{row}", SHT_CB_TABLE,
+                  [dict(addr=bank, size=region.address + len(known), bankId=0)], link=grid_tbl, info=row)
+
+
+def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, waves: list[Wave], dev: int,
+               sm: int, sm_tbl: int, exception: tuple[int, int, int] | None, sizes: dict[str, int],
+               backtraces: dict[tuple[int, int], list[int]]) -> None:
+    where = f"dev{dev}.sm{sm}.cta0"
+    cta = out.table(f".cudbg.ctatbl.dev{dev}.sm{sm}", SHT_CTA_TABLE, [dict(
+        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2])], link=sm_tbl, info=sm,
+        entsize=sizes["ctatbl"])
     if wg.lds is not None and wg.lds.regions:
         out.add(f".cudbg.shared.{where}", SHT_SHARED, _known_prefix(wg.lds, 0, wg.lds.regions[-1].end),
                 link=cta, info=0)
+    num_regs = len(_numbered(waves[0], "R"))
     warp_rows = []
-    for wave in wg.waves:
+    for wave in waves:
         faulted = exception is not None and exception[0] == wave.id
         pc = wave.pc or 0
         error_pc = int(wave.lane_pcs[exception[1]]) if faulted and wave.lane_pcs is not None else pc
@@ -784,32 +995,32 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, s
         active = wave.valid_lanes if exec_mask is None else exec_mask & wave.valid_lanes
         warp_rows.append(dict(errorPC=error_pc if faulted else 0, warpId=wave.index_in_workgroup,
                               validLanesMask=lanes_to_mask(wave.valid_lanes), activeLanesMask=lanes_to_mask(active),
-                              errorPCValid=int(faulted)))
-    wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0)
-    for row, wave in enumerate(wg.waves):
-        for name, _ in wave.registers.layout:
-            if name not in WRITABLE_REGISTERS and not (name[:1] in "RP" and name[1:].isdigit()) \
-                    and not (name.startswith("UR") and name[2:].isdigit()):
-                raise StateError(f"register {name} has no place in a CUDA core dump", wave.registers.path)
+                              errorPCValid=int(faulted), numRegs=num_regs))
+    wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0, entsize=sizes["wptbl"])
+    layout = None
+    for row, wave in enumerate(waves):
         valid_lanes = [int(ln) for ln in np.flatnonzero(wave.valid_lanes)]
         pc = wave.pc or 0
+        ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
         lane_rows = []
         for ln in valid_lanes:
             lane_pc = int(wave.lane_pcs[ln]) if wave.lane_pcs is not None else pc
             tid = wave.local_id(ln)
             code = exception[2] if exception is not None and exception[:2] == (wave.id, ln) else EXCEPTION_NONE
             lane_rows.append(dict(virtualPC=lane_pc, physPC=lane_pc, ln=ln, threadIdxX=tid[0], threadIdxY=tid[1],
-                                  threadIdxZ=tid[2], exception=code))
+                                  threadIdxZ=tid[2], exception=code,
+                                  callDepth=len(backtraces.get((wave.id, ln), ()))))
         wp_where = f"{where}.wp{wave.index_in_workgroup}"
-        ln_tbl = out.table(f".cudbg.lntbl.{wp_where}", SHT_LN_TABLE, lane_rows, link=wp_tbl, info=row)
+        ln_tbl = out.table(f".cudbg.lntbl.{wp_where}", SHT_LN_TABLE, lane_rows, link=wp_tbl, info=row,
+                           entsize=sizes["lntbl"])
         regs = _register_words(wave, "R", 4)
         preds = _register_words(wave, "P", 1)
-        uregs = [wave.registers.value(f"UR{i}") for i in range(sum(
-            1 for n in wave.registers.names if n.startswith("UR") and n[2:].isdigit()))]
-        if any(u is None for u in uregs):
-            raise StateError("a uniform register is not fully known; a core cannot say so", wave.registers.path)
+        uregs, upreds = _uniform_words(wave, "UR", 4), _uniform_words(wave, "UP", 1)
         if uregs:
             out.add(f".cudbg.uregs.{wp_where}", SHT_UREGS, struct.pack(f"<{len(uregs)}I", *uregs),
+                    link=wp_tbl, info=row)
+        if upreds:
+            out.add(f".cudbg.upred.{wp_where}", SHT_UPRED, struct.pack(f"<{len(upreds)}I", *upreds),
                     link=wp_tbl, info=row)
         private = wave.private
         if private is not None and private.layout != PER_LANE:
@@ -819,8 +1030,21 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, s
             out.add(f".cudbg.regs.{lane_where}", SHT_REGS, regs[ln].tobytes(), link=ln_tbl, info=lane_row)
             if preds.shape[1]:
                 out.add(f".cudbg.pred.{lane_where}", SHT_PRED, preds[ln].tobytes(), link=ln_tbl, info=lane_row)
+            stack = backtraces.get((wave.id, ln))
+            if stack:
+                if layout is None:
+                    layout = _cubin_layout(ref.path) if ref is not None else None
+                out.table(f".cudbg.bt.{lane_where}", SHT_BT, [
+                    dict(returnAddress=_offset_in_caller(layout, ret), virtualReturnAddress=ret, level=level)
+                    for level, ret in enumerate(stack)], link=ln_tbl, info=lane_row)
         # local memory of the warp's lanes back to back, so a reader can map it as one range
         for lane_row, ln in enumerate(valid_lanes if private is not None else []):
             block = _known_prefix(private.wave_view, ln * private.lane_size, private.lane_size)
             out.add(f".cudbg.local.{wp_where}.ln{ln}", SHT_LOCAL, block, link=ln_tbl, info=lane_row,
                     addr=private.base)
+
+
+def _offset_in_caller(layout, address: int) -> int:
+    """returnAddress: the return address as an offset from the start of the function it returns into."""
+    function = layout.function_at(address) if layout is not None else None
+    return address - function.start if function is not None else address

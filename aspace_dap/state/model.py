@@ -89,6 +89,9 @@ class Wave:
         self.dispatch: Dispatch | None = None
         self._loader: Callable[[Wave], list] | None = None
         self._parts: list | None = [registers, valid_lanes, private, lane_pcs]
+        # the call stack the dump itself records per lane (a CUDA core's backtrace tables): return
+        # addresses, innermost caller first; None when the dump records none
+        self.return_addresses: dict[int, list[int]] | None = None
 
     @classmethod
     def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
@@ -103,6 +106,7 @@ class Wave:
         wave.dispatch = None
         wave._loader = loader
         wave._parts = None
+        wave.return_addresses = None
         return wave
 
     @property
