@@ -284,6 +284,8 @@ class CallerState:
     saved_lanes: dict[int, int] = field(default_factory=dict)
     memory_space: str = "private_lane"
     clobbered: frozenset[int] = frozenset()
+    level: int = 1  # which caller: 1 = the innermost frame's caller
+    note: str | None = None  # what the user should know about this frame (e.g. two unwinders disagree)
 
 
 class CallerFrameTarget:

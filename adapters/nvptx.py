@@ -14,6 +14,7 @@ anything else is global.
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -238,6 +239,49 @@ class NvptxAdapter(TargetAdapter):
         return cfi.rules_at(pc)
 
     def unwind(self, code_object, target, function_low, pc, lane):
+        """The caller's PC and registers, cross-checked with the call stack the dump records.
+
+        A CUDA core's backtrace tables say where each lane's frames return; the CFI says the
+        same from the code. When both exist and agree the frame is the CFI's; when they
+        disagree the core's return address stands (it is what the hardware recorded), every
+        register of that frame reads as unavailable (the CFI's recovery cannot be trusted
+        there) and the frame carries a note saying so.
+        """
+        prev = getattr(target, "_state", None)
+        level = prev.level + 1 if isinstance(prev, CallerState) else 1
+        try:
+            state = self._unwind_cfi(code_object, target, pc, lane)
+        except AspaceError:
+            state = None
+        recorded = getattr(target.wave, "return_addresses", None)
+        if recorded is None:
+            return state if state is None else replace(state, level=level)
+        stack = recorded.get(int(lane), [])
+        core_pc = stack[level - 1] if level <= len(stack) else None
+        if state is not None and state.pc == core_pc:
+            return replace(state, level=level, how="cfi, as the core's backtrace")
+        if core_pc is None:
+            if state is None:
+                return None
+            raise UnavailableError(f"lane {lane}: the CFI unwinds to {state.pc:#x} but the core's backtrace "
+                                   f"has no frame {level}; the stack ends here")
+        cfi = f"the CFI unwinds to {state.pc:#x}" if state is not None else "the CFI finds no caller"
+        every = frozenset(self._sass_registers(target.wave))
+        return CallerState(pc=core_pc, how="core backtrace", memory_space=LOCAL.name, clobbered=every, level=level,
+                           note=f"lane {lane} frame {level}: the core's backtrace returns to {core_pc:#x}, {cfi}; "
+                                f"its registers are shown as unavailable")
+
+    @staticmethod
+    def _sass_registers(wave) -> list[int]:
+        out = []
+        for name in wave.registers.names:
+            for kind, prefix in ((LOC_UREG, "UR"), (LOC_REG, "R"), (LOC_PRED, "P")):
+                if name.startswith(prefix) and name[len(prefix):].isdigit():
+                    out.append(sass_regno(kind, int(name[len(prefix):])))
+                    break
+        return out
+
+    def _unwind_cfi(self, code_object, target, pc, lane):
         """The caller's PC and registers from the callee's .debug_frame row at `pc`.
 
         nvcc -G describes every SASS register: "undefined" ones are the callee's to

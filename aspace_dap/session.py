@@ -491,6 +491,8 @@ class Session:
                 state = None
             if state is None:
                 return out
+            if state.note and state.note not in self.warnings:
+                self.warnings.append(state.note)
             caller_state = state
             runtime_pc = state.pc
             # a return address follows the call; the call's own line is one byte back

@@ -99,3 +99,88 @@ def test_core_with_an_exception_stops_on_the_faulting_lane(tmp_path):
         c.request("disconnect")
     finally:
         c.close()
+
+
+SAMPLED_LANES = (0, 1, 7, 16, 31)  # odd and even lanes: both sides of divergent_call's branch
+
+
+def _all_lanes(c) -> dict:
+    """(thread name, lane, frame index, function, variable) -> value shown, for the sampled lanes of
+    every thread and every frame, over DAP (every lane is compared in process below)."""
+    out = {}
+    for thread in c.request("threads")["threads"]:
+        tid = thread["id"]
+        lanes = c.request("lanes", {"threadId": tid})["lanes"]
+        for lane in lanes:
+            if lane["state"] == "invalid" or lane["lane"] not in SAMPLED_LANES:
+                continue
+            c.request("setFocus", {"threadId": tid, "lane": lane["lane"]})
+            name = thread["name"].split(" [")[0]
+            for depth, frame in enumerate(c.request("stackTrace", {"threadId": tid})["stackFrames"]):
+                out[name, lane["lane"], depth, frame["name"], "pc"] = frame.get("instructionPointerReference")
+                for scope in c.request("scopes", {"frameId": frame["id"]})["scopes"]:
+                    for v in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
+                        out[name, lane["lane"], depth, frame["name"], v["name"]] = v["value"]
+    return out
+
+
+def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:
+    """Each lane's return addresses as our CFI unwinding finds them, for the core's backtrace tables."""
+    from aspace_dap.session import Session
+
+    out = {}
+    with load_state(folder) as state:
+        session = Session(state)
+        for wave in state.waves:
+            for lane in np.flatnonzero(wave.valid_lanes):
+                frames = session.frames(wave.id, int(lane))
+                if len(frames) > 1:
+                    out[wave.id, int(lane)] = [f.runtime_pc for f in frames[1:]]
+    return out
+
+
+EXAMPLES = sorted(p for p in DUMPS.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", EXAMPLES, ids=lambda p: p.name)
+def test_every_lane_and_frame_reads_the_same_from_a_two_device_core(folder, tmp_path):
+    # the core carries backtraces, uniform registers and the grid on two devices (one warp each)
+    backtraces = _backtraces(folder)
+    with load_state(folder) as state:
+        assert state.waves[0].registers.has("UR4")
+        core = write_core(state, tmp_path / "two.cudbg", devices=2, backtraces=backtraces)
+    with load_state(core) as opened:
+        assert len({w.id for w in opened.waves}) == len(opened.waves) == 2
+        assert [d.path for d in opened.dispatches] == [f"device {n} grid 1" for n in (0, 1)]
+        assert all(w.return_addresses is not None for w in opened.waves) == bool(backtraces)
+    seen = []
+    for path in (folder, core):
+        c, _ = start(path)
+        try:
+            seen.append(_all_lanes(c))
+            c.request("disconnect")
+        finally:
+            c.close()
+    from_folder, from_core = seen
+    assert len(from_folder) > 50
+    assert from_core == from_folder
+    # every lane of every wave, every frame, through the same session the server runs
+    assert _every_lane_in_process(core) == _every_lane_in_process(folder)
+
+
+def _every_lane_in_process(path) -> dict:
+    from aspace_dap.inspect import frame_report
+    from aspace_dap.session import Session
+
+    out = {}
+    with load_state(path) as state:
+        session = Session(state)
+        for wave in state.waves:
+            name = session.thread_name(wave).split(" [")[0]
+            for lane in np.flatnonzero(wave.valid_lanes):
+                for frame in frame_report(session, wave.id, int(lane))["frames"]:
+                    out[name, int(lane), frame["index"], frame["function"], "pc"] = frame["pc"]
+                    for var in frame["variables"]:
+                        out[name, int(lane), frame["index"], frame["function"], var["name"]] = var["value"]
+        assert not [w for w in session.warnings if "backtrace" in w], session.warnings
+    return out

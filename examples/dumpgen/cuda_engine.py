@@ -1,7 +1,9 @@
 """Build a CUDA example dump: machine state from the spec, source variables placed where the DWARF says.
 
 A draft dump holds the warp's fixed state (pc, exec, the stack register R1,
-kernel parameters in the param bank, global inputs, shared memory size). The
+kernel parameters in the param bank, global inputs, shared memory size), with
+the registers the cubin says the code uses (EIATTR_REGCOUNT, and the uniform
+registers its SASS names), zero where the model gives no value. The
 draft is opened with the project's own session; every variable in scope at the
 stop PC is located per lane through the NVIDIA adapter (register map, CFA,
 storage kinds) and its model value written there. The result is saved as a
@@ -159,6 +161,18 @@ def sass(image: bytes) -> dict[str, dict[int, str]]:
     return {name: {at - min(code): insn for at, insn in code.items()} for name, code in out.items() if code}
 
 
+def uniform_registers(image: bytes) -> tuple[int, int]:
+    """(uniform registers, uniform predicates) the SASS names: UR0..URn and UP0..UPn up to the highest used."""
+    import re
+
+    text = " ".join(insn for code in sass(image).values() for insn in code.values())
+    counts = []
+    for prefix in ("UR", "UP"):
+        used = [int(n) for n in re.findall(rf"\b{prefix}(\d+)\b", text)]
+        counts.append(max(used) + 1 if used else 0)
+    return counts[0], counts[1]
+
+
 def return_address(image: bytes, caller: str) -> ReturnAddress:
     """Where a call in `caller` returns and the registers that carry it: nvcc loads the address
     into a register pair through two ABS32 relocations against the caller's own symbol (addend =
@@ -197,8 +211,10 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
     co = writer.add_code_object(image, 0, name=spec.cubin.name)
     for address, data in spec.memory:
         writer.add_memory("global", address, data)
+    uregs, upreds = uniform_registers(image)
     layout = [("pc", 8), ("exec", 4)] + [(f"R{n}", 4 * LANES) for n in range(registers)] + \
-        [(f"P{n}", LANES) for n in range(PREDICATES)]
+        [(f"P{n}", LANES) for n in range(PREDICATES)] + [(f"UR{n}", 4) for n in range(uregs)] + \
+        [(f"UP{n}", 1) for n in range(upreds)]
     dispatch = writer.add_dispatch(spec.kernel, co, spec.grid, spec.block)
     dispatch.add_memory("param", params.offset, spec.params)
     wg = dispatch.add_workgroup(spec.block_id, bytes(spec.shared_size) if spec.shared_size else None)
@@ -217,6 +233,10 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
                 regs[name] = np.where(took, half, 0).astype("<u4").tobytes()
         for p in range(PREDICATES):
             regs[f"P{p}"] = bytes(LANES)
+        for u in range(uregs):
+            regs[f"UR{u}"] = bytes(4)
+        for u in range(upreds):
+            regs[f"UP{u}"] = bytes(1)
         wg.add_wave(n, warp.index_in_workgroup, regs, layout, valid_lanes=warp.valid,
                     private=np.zeros((LANES, LOCAL_PER_LANE), np.uint8), private_layout="per_lane",
                     private_base=base)
