@@ -1,0 +1,279 @@
+"""CUDA core tables beyond the basic ones: every driver's row sizes, constant banks, uniform registers
+and predicates, backtraces cross-checked with the CFI, several devices, and corrupted files."""
+
+from __future__ import annotations
+
+import random
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aspace_dap.errors import AspaceError, StateError
+from aspace_dap.inspect import frame_report
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.state.cudacore import (BACKTRACE_ROW, CONST_BANK_ROW, ROW_SIZES, SHT_BT, SHT_CB_TABLE, SHT_CTA_TABLE,
+                                       SHT_DEV_TABLE, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_SM_TABLE, SHT_UPRED,
+                                       SHT_UREGS, SHT_WP_TABLE, load_core, write_core)
+
+DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
+TABLE_TYPES = {SHT_DEV_TABLE: "devtbl", SHT_GRID_TABLE: "gridtbl", SHT_SM_TABLE: "smtbl", SHT_CTA_TABLE: "ctatbl",
+               SHT_WP_TABLE: "wptbl", SHT_LN_TABLE: "lntbl"}
+
+
+def _sections(path: Path) -> list[dict]:
+    """The section headers, read here with struct (not through the reader under test)."""
+    data = path.read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 60)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
+    names = data[headers[shstrndx][4]:headers[shstrndx][4] + headers[shstrndx][5]]
+    return [dict(index=i, at=shoff + 64 * i, name=names[h[0]:names.index(b"\0", h[0])].decode(), type=h[1],
+                 addr=h[3], offset=h[4], size=h[5], link=h[6], info=h[7], entsize=h[9])
+            for i, h in enumerate(headers)]
+
+
+def _values(path) -> dict:
+    """(wave, lane, frame, variable) -> shown value, every valid lane of every wave."""
+    out = {}
+    with load_state(path) as state:
+        session = Session(state)
+        for wave in state.waves:
+            for lane in np.flatnonzero(wave.valid_lanes):
+                for frame in frame_report(session, wave.id, int(lane))["frames"]:
+                    for var in frame["variables"]:
+                        out[wave.index_in_workgroup, int(lane), frame["index"], var["name"]] = var["value"]
+    return out
+
+
+def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:
+    out = {}
+    with load_state(folder) as state:
+        session = Session(state)
+        for wave in state.waves:
+            for lane in np.flatnonzero(wave.valid_lanes):
+                frames = session.frames(wave.id, int(lane))
+                if len(frames) > 1:
+                    out[wave.id, int(lane)] = [f.runtime_pc for f in frames[1:]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def divergent_values():
+    return _values(DUMPS / "divergent_call.sm_90.G")
+
+
+@pytest.mark.parametrize("version", sorted(ROW_SIZES))
+def test_every_driver_row_size_reads_back(version, tmp_path, divergent_values):
+    folder = DUMPS / "divergent_call.sm_90.G"
+    with load_state(folder) as state:
+        if version < "r400":
+            for wave in state.waves:  # r346 had no uniform registers
+                wave.registers.layout[:] = [r for r in wave.registers.layout if not r[0].startswith("U")]
+        core = write_core(state, tmp_path / f"{version}.cudbg", version=version)
+    sections = _sections(core)
+    for sec in sections:
+        if sec["type"] in TABLE_TYPES:
+            assert sec["entsize"] == ROW_SIZES[version][TABLE_TYPES[sec["type"]]], sec["name"]
+            assert sec["size"] % sec["entsize"] == 0
+    types = {sec["type"] for sec in sections}
+    assert (SHT_CB_TABLE in types) == (version >= "r550")
+    assert (SHT_UREGS in types) == (version >= "r400")
+    assert _values(core) == divergent_values
+
+
+def test_newer_rows_than_any_known_driver_still_read(tmp_path, divergent_values):
+    # a later driver appends fields: rows longer than this reader knows keep their known prefix
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        core = write_core(state, tmp_path / "r575.cudbg")
+    data = bytearray(core.read_bytes())
+    wide = bytearray()
+    for sec in _sections(core):
+        if sec["type"] == SHT_WP_TABLE:
+            rows = [data[sec["offset"] + i:sec["offset"] + i + 64] for i in range(0, sec["size"], 64)]
+            body = b"".join(bytes(r) + b"\xee" * 16 for r in rows)  # 80-byte rows (r590)
+            at = len(data) + len(wide)
+            wide += body
+            struct.pack_into("<QQ", data, sec["at"] + 24, at, len(body))
+            struct.pack_into("<Q", data, sec["at"] + 56, 80)
+    path = tmp_path / "r590.cudbg"
+    path.write_bytes(bytes(data + wide))
+    assert _values(path) == divergent_values
+
+
+def test_parameters_from_constant_bank_0_alone(tmp_path, divergent_values):
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        core = write_core(state, tmp_path / "banks.cudbg", param_sections=False)
+        params_offset = state.dispatches[0].memory["param"].regions[0].address
+    banks = [s for s in _sections(core) if s["type"] == SHT_CB_TABLE]
+    assert len(banks) == 1 and banks[0]["entsize"] == CONST_BANK_ROW.size == 16
+    with load_core(core) as opened:
+        assert "param" not in opened.dispatches[0].memory
+        bank0 = opened.dispatches[0].const_bank(0)
+        # the bank's bytes below the parameters were not dumped: unknown, never zero
+        assert not bank0.read(0, 8)[1].any() and bank0.read(params_offset, 8)[1].all()
+    assert _values(core) == divergent_values
+
+
+def test_uniform_registers_and_predicates_round_trip(tmp_path):
+    with load_state(DUMPS / "scratch_struct.sm_120.G") as state:
+        for wave in state.waves:
+            for n in range(6):
+                wave.registers.write(f"UR{n}", 0, struct.pack("<I", 0x1000 * (wave.id + 1) + n))
+        written = [[w.registers.value(f"UR{n}") for n in range(6)] for w in state.waves]
+        core = write_core(state, tmp_path / "uregs.cudbg")
+    assert sum(s["type"] == SHT_UREGS for s in _sections(core)) == 2
+    with load_core(core) as opened:
+        assert [[w.registers.value(f"UR{n}") for n in range(6)] for w in opened.waves] == written
+        assert written[1][5] == 0x2005
+
+
+def test_uniform_predicates_are_read_per_warp(tmp_path):
+    with load_state(DUMPS / "lds_tiles.sm_80.G") as state:
+        core = write_core(state, tmp_path / "up.cudbg")
+    data = bytearray(core.read_bytes())
+    # append a .cudbg.upred section to warp row 1 by reusing the uregs header slot of that warp
+    ureg = [s for s in _sections(core) if s["type"] == SHT_UREGS][1]
+    struct.pack_into("<I", data, ureg["at"] + 4, SHT_UPRED)
+    struct.pack_into("<Q", data, ureg["at"] + 32, 8)  # two predicates
+    struct.pack_into("<II", data, ureg["offset"], 1, 0)
+    path = tmp_path / "upred.cudbg"
+    path.write_bytes(bytes(data))
+    with load_core(path) as opened:
+        regs = opened.waves[1].registers
+        assert (regs.value("UP0"), regs.value("UP1")) == (1, 0) and not regs.has("UR0")
+        assert opened.waves[0].registers.has("UR0") and not opened.waves[0].registers.has("UP0")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_120"])
+def test_backtraces_match_the_cfi(arch, tmp_path):
+    folder = DUMPS / f"divergent_call.{arch}.G"
+    backtraces = _backtraces(folder)
+    assert len(backtraces) == 32  # the odd lanes of both warps are inside settle
+    with load_state(folder) as state:
+        core = write_core(state, tmp_path / "bt.cudbg", backtraces=backtraces)
+    rows = [s for s in _sections(core) if s["type"] == SHT_BT]
+    assert len(rows) == 32 and all(s["entsize"] == BACKTRACE_ROW.size for s in rows)
+    data = core.read_bytes()
+    ret, virtual, level, _ = struct.unpack_from("<QQII", data, rows[0]["offset"])
+    assert level == 0 and virtual > ret  # returnAddress is the offset into the caller, virtual the address
+    with load_core(core) as opened:
+        got = {(w.id, ln): stack for w in opened.waves for ln, stack in (w.return_addresses or {}).items()}
+        assert got == backtraces
+        session = Session(opened)
+        frames = session.frames(0, 1)
+        assert [f.name for f in frames] == ["settle", "divergent"] and frames[1].caller_state.how.startswith("cfi")
+        assert not session.warnings
+
+
+def test_a_backtrace_that_disagrees_with_the_cfi_is_said_and_its_registers_unavailable(tmp_path):
+    folder = DUMPS / "divergent_call.sm_90.G"
+    backtraces = _backtraces(folder)
+    wrong = backtraces[0, 3][0] + 0x40
+    backtraces[0, 3] = [wrong]
+    with load_state(folder) as state:
+        core = write_core(state, tmp_path / "disagree.cudbg", backtraces=backtraces)
+    with load_core(core) as opened:
+        session = Session(opened)
+        frames = session.frames(0, 3)
+        assert frames[1].runtime_pc == wrong and frames[1].caller_state.how == "core backtrace"
+        assert any(f"returns to {wrong:#x}" in w and "the CFI unwinds to" in w for w in session.warnings)
+        report = frame_report(session, 0, 3)["frames"][1]
+        shown = {v["name"]: v["value"] for v in report["variables"]}
+        assert shown["gid"] == shown["lane"] == shown["x"] == "<unavailable>"
+        # lane 5 agrees: its frame is the CFI's, with values
+        assert frame_report(session, 0, 5)["frames"][1]["variables"]
+
+
+def test_a_backtrace_shorter_than_the_cfi_ends_the_stack_and_says_so(tmp_path):
+    folder = DUMPS / "divergent_call.sm_90.G"
+    backtraces = _backtraces(folder)
+    backtraces[0, 3] = []
+    backtraces[0, 5] = [backtraces[0, 5][0]]
+    with load_state(folder) as state:
+        core = write_core(state, tmp_path / "short.cudbg", backtraces={k: v for k, v in backtraces.items() if v})
+    with load_core(core) as opened:
+        session = Session(opened)
+        assert len(session.frames(0, 3)) == 1
+        assert any("has no frame 1" in w for w in session.warnings)
+
+
+def test_two_devices_show_waves_of_both_with_unique_ids(tmp_path):
+    folder = DUMPS / "lds_tiles.sm_120.G"
+    with load_state(folder) as state:
+        core = write_core(state, tmp_path / "two.cudbg", devices=2)
+    sections = _sections(core)
+    assert sum(s["type"] == SHT_DEV_TABLE for s in sections) == 1
+    grids = [s for s in sections if s["type"] == SHT_GRID_TABLE]
+    assert [(g["name"], g["info"]) for g in grids] == [(".cudbg.gridtbl.dev0", 0), (".cudbg.gridtbl.dev1", 1)]
+    with load_core(core) as opened:
+        assert [w.id for w in opened.waves] == [0, 1]
+        assert [w.index_in_workgroup for w in opened.waves] == [0, 5]
+        assert [d.path for d in opened.dispatches] == ["device 0 grid 1", "device 1 grid 1"]
+        assert len(opened.code_objects) == 2
+    assert _values(core) == _values(folder)
+
+
+# ---------------------------------------------------------------------- corrupted cores
+
+@pytest.fixture(scope="module")
+def full_core(tmp_path_factory):
+    folder = DUMPS / "divergent_call.sm_120.G"
+    with load_state(folder) as state:
+        return write_core(state, tmp_path_factory.mktemp("fuzz") / "full.cudbg", devices=2,
+                          backtraces=_backtraces(folder))
+
+
+def _variants(core: Path, count: int, seed: int = 1234):
+    """`count` corrupted copies: header fields of sections, table bytes, truncations."""
+    rng = random.Random(seed)
+    data = core.read_bytes()
+    sections = _sections(core)
+    tables = [s for s in sections if s["entsize"] and s["size"]]
+    for n in range(count):
+        out = bytearray(data)
+        kind = n % 4
+        if kind == 0:  # a section header field
+            sec = rng.choice(sections[1:])
+            field, fmt = rng.choice([(4, "<I"), (16, "<Q"), (24, "<Q"), (32, "<Q"), (40, "<I"), (44, "<I"),
+                                     (56, "<Q")])
+            value = rng.choice([0, 1, 7, 0xFFFF, 0xFFFFFFFF, rng.getrandbits(32), 1 << 40])
+            struct.pack_into(fmt, out, sec["at"] + field, value & (0xFFFFFFFF if fmt == "<I" else (1 << 64) - 1))
+        elif kind == 1:  # bytes of a table row
+            sec = rng.choice(tables)
+            for _ in range(rng.randint(1, 8)):
+                out[sec["offset"] + rng.randrange(sec["size"])] = rng.getrandbits(8)
+        elif kind == 2:  # the file cut short
+            out = out[:rng.randrange(64, len(out))]
+        else:  # random bytes anywhere
+            for _ in range(rng.randint(1, 32)):
+                out[rng.randrange(len(out))] = rng.getrandbits(8)
+        yield n, bytes(out)
+
+
+def test_200_corrupted_cores_give_clean_errors_fast(full_core, tmp_path):
+    opened = failed = 0
+    slowest = 0.0
+    for n, data in _variants(full_core, 200):
+        path = tmp_path / f"v{n}.cudbg"
+        path.write_bytes(data)
+        start = time.perf_counter()
+        try:
+            with load_state(path) as state:
+                session = Session(state)
+                for wave in state.waves:  # everything a client would ask first
+                    frame_report(session, wave.id, int(np.flatnonzero(wave.valid_lanes)[0])
+                                 if wave.valid_lanes.any() else 0)
+            opened += 1
+        except AspaceError as exc:
+            failed += 1
+            assert str(exc)
+            if isinstance(exc, StateError):
+                assert exc.path, f"variant {n}: {exc} names no structure"
+        slowest = max(slowest, time.perf_counter() - start)
+        path.unlink()
+        assert slowest < 1.0, f"variant {n} took {slowest:.2f}s"
+    assert failed > 50 and opened > 10, (failed, opened)
