@@ -71,7 +71,7 @@ class NvptxAdapter(TargetAdapter):
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
-        self._frame_info = weakref.WeakKeyDictionary()  # code object -> CallFrameInfo
+        self._frame_info = weakref.WeakKeyDictionary()  # code object -> (CallFrameInfo, rows by PC)
 
     def spaces(self):
         return SPACES
@@ -233,10 +233,13 @@ class NvptxAdapter(TargetAdapter):
     def _frame_rules(self, code_object, pc: int):
         from aspace_dap.dwarf.cfi import CallFrameInfo
 
-        cfi = self._frame_info.get(code_object)
-        if cfi is None:
-            cfi = self._frame_info[code_object] = CallFrameInfo(code_object.elf, e_machine=code_object.e_machine)
-        return cfi.rules_at(pc)
+        found = self._frame_info.get(code_object)
+        if found is None:
+            found = self._frame_info[code_object] = (CallFrameInfo(code_object.elf, e_machine=code_object.e_machine), {})
+        cfi, rows = found
+        if pc not in rows:  # every lane of a warp asks for the same few PCs
+            rows[pc] = cfi.rules_at(pc)
+        return rows[pc]
 
     def unwind(self, code_object, target, function_low, pc, lane):
         """The caller's PC and registers, cross-checked with the call stack the dump records.

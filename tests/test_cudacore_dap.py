@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dap_client import REPO_ROOT, launched
+from lane_views import every_lane
 
 from aspace_dap.state import load_state
 from aspace_dap.state.cudacore import write_core
@@ -169,18 +170,6 @@ def test_every_lane_and_frame_reads_the_same_from_a_two_device_core(folder, tmp_
 
 
 def _every_lane_in_process(path) -> dict:
-    from aspace_dap.inspect import frame_report
-    from aspace_dap.session import Session
-
-    out = {}
-    with load_state(path) as state:
-        session = Session(state)
-        for wave in state.waves:
-            name = session.thread_name(wave).split(" [")[0]
-            for lane in np.flatnonzero(wave.valid_lanes):
-                for frame in frame_report(session, wave.id, int(lane))["frames"]:
-                    out[name, int(lane), frame["index"], frame["function"], "pc"] = frame["pc"]
-                    for var in frame["variables"]:
-                        out[name, int(lane), frame["index"], frame["function"], var["name"]] = var["value"]
-        assert not [w for w in session.warnings if "backtrace" in w], session.warnings
-    return out
+    shown, warnings = every_lane(path)
+    assert not [w for w in warnings if "backtrace" in w], warnings
+    return shown

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lane_views import every_lane
+
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.inspect import frame_report
 from aspace_dap.session import Session
@@ -37,16 +39,8 @@ def _sections(path: Path) -> list[dict]:
 
 
 def _values(path) -> dict:
-    """(wave, lane, frame, variable) -> shown value, every valid lane of every wave."""
-    out = {}
-    with load_state(path) as state:
-        session = Session(state)
-        for wave in state.waves:
-            for lane in np.flatnonzero(wave.valid_lanes):
-                for frame in frame_report(session, wave.id, int(lane))["frames"]:
-                    for var in frame["variables"]:
-                        out[wave.index_in_workgroup, int(lane), frame["index"], var["name"]] = var["value"]
-    return out
+    """What every valid lane of every wave shows, every frame (see lane_views)."""
+    return every_lane(path)[0]
 
 
 def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aspace_dap.inspect import frame_report
-from aspace_dap.session import Session
-from aspace_dap.state import load_state
+from lane_views import every_lane
 
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
 EXAMPLES = sorted(DUMPS.glob("*.G"))
@@ -28,20 +26,8 @@ def _without_apertures(dump: Path, tmp_path: Path) -> Path:
 
 def _every_lane(path: Path) -> dict:
     """(lane, frame, variable) -> the value shown, for every valid lane of the first wave."""
-    state = load_state(path)
-    try:
-        session = Session(state)
-        out = {}
-        wave = state.waves[0]
-        for lane in range(wave.lanes):
-            if not wave.valid_lanes[lane]:
-                continue
-            for frame in frame_report(session, wave.id, lane)["frames"]:
-                for var in frame["variables"]:
-                    out[lane, frame["index"], var["name"]] = var["value"]
-        return out
-    finally:
-        state.close()
+    shown, _ = every_lane(path, first_wave_only=True)
+    return {key[1:3] + key[4:]: value for key, value in shown.items()}
 
 
 def test_every_example_is_covered():

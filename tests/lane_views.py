@@ -1,0 +1,32 @@
+"""What the session shows for every lane of a dump: the shared reading of the CUDA core and frame-base tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.values.format import format_obj
+
+
+def every_lane(path, first_wave_only: bool = False) -> tuple[dict, list[str]]:
+    """(thread name, lane, frame index, function, variable or "pc") -> the text shown, for every valid
+    lane and every frame; shared (per-block) variables once per wave, as all its lanes see the same
+    bytes. Also the session's warnings."""
+    out = {}
+    with load_state(path) as state:
+        session = Session(state)
+        for wave in state.waves[:1] if first_wave_only else state.waves:
+            name = session.thread_name(wave).split(" [")[0]
+            for n, lane in enumerate(int(x) for x in np.flatnonzero(wave.valid_lanes)):
+                for frame in session.frames(wave.id, lane):
+                    key = (name, lane, frame.index, frame.name)
+                    out[key + ("pc",)] = hex(frame.runtime_pc)
+                    for var in session.variables(frame):
+                        if n and session.adapter.workgroup_variable(var):
+                            continue
+                        read = session.read_variable(frame, var, [lane])
+                        obj = read.obj_for(lane)
+                        out[key + (var.name,)] = format_obj(obj, 0) if obj is not None else \
+                            str(read.errors.get(lane, "<unavailable>"))
+        return out, list(session.warnings)
