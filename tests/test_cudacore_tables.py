@@ -211,6 +211,23 @@ def test_two_devices_show_waves_of_both_with_unique_ids(tmp_path):
     assert _values(core) == _values(folder)
 
 
+def test_an_sm_exception_stops_there_when_no_lane_reports_one(tmp_path):
+    # r555 SM rows: {smId, pad, exception, errorPCValid, errorPC, ...}
+    with load_state(DUMPS / "lds_tiles.sm_90.G") as state:
+        core = write_core(state, tmp_path / "sm.cudbg", devices=2)
+    data = bytearray(core.read_bytes())
+    sm1 = next(s for s in _sections(core) if s["name"] == ".cudbg.smtbl.dev1")
+    struct.pack_into("<IIQ", data, sm1["offset"] + 8, 14, 1, 0x4f0)
+    path = tmp_path / "sm-exception.cudbg"
+    path.write_bytes(bytes(data))
+    with load_core(path) as opened:
+        assert opened.stop.reason == "exception"
+        assert opened.stop.description == "CUDA Exception: Warp Illegal Address (14) on SM 0 at 0x4f0"
+        assert opened.focus.wave == 1  # the warp on device 1's SM
+    with load_core(core) as untouched:
+        assert untouched.stop.reason == "pause"
+
+
 # ---------------------------------------------------------------------- corrupted cores
 
 @pytest.fixture(scope="module")

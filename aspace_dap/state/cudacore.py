@@ -416,6 +416,8 @@ class _CoreReader:
         self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL, SHT_BT)}
         self.uregs = elf.children(SHT_UREGS, SHT_WP_TABLE)
         self.upreds = elf.children(SHT_UPRED, SHT_WP_TABLE)
+        self.waves_by_sm: dict[tuple[int, int], list[Wave]] = {}  # (smtbl section, row) -> its warps
+        self.error_pc_valid: dict[int, int] = {}  # wave id -> the warp row's errorPCValid
 
     def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
@@ -571,6 +573,7 @@ class _CoreReader:
                 waves = []
                 for wp_sec in warps_by_cta.get((cta_sec.index, row_index), []):
                     waves.extend(self._warps(wp_sec, grid))
+                self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
                 workgroups.setdefault(key, []).append(Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
         dispatches = []
@@ -673,6 +676,7 @@ class _CoreReader:
         self.next_wave += 1
         for ln, (_, _, lane) in lane_rows.items():
             self.lane_exceptions[(wave_id, ln)] = lane["exception"]
+        self.error_pc_valid[wave_id] = warp["errorPCValid"]
         wave = Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
                     self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
         wave.return_addresses = self._return_addresses(lane_rows)
@@ -717,6 +721,20 @@ class _CoreReader:
                 if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
                     name = EXCEPTIONS.get(code, f"exception {code}")
                     return Focus(wave.id, int(ln)), Stop("exception", f"CUDA Exception: {name} ({code})")
+        # r555+: an SM row keeps the exception even when the faulting warps exited (no lane says so);
+        # the focus goes to a warp of that SM whose errorPC is valid, else its first warp
+        for (sm_sec, sm_row), on_sm in self.waves_by_sm.items():
+            row = self.elf.rows(self.elf.sections[sm_sec])[sm_row]
+            code = row["exception"]
+            if code in (EXCEPTION_NONE, EXCEPTION_UNKNOWN) or not on_sm:
+                continue
+            wave = next((w for w in on_sm if self.error_pc_valid.get(w.id)), on_sm[0])
+            active = np.flatnonzero(wave.active_lanes)
+            lane = int(active[0]) if len(active) else int(np.flatnonzero(wave.valid_lanes)[0]) \
+                if wave.valid_lanes.any() else 0
+            name = EXCEPTIONS.get(code, f"exception {code}")
+            where = f" at {row['errorPC']:#x}" if row["errorPCValid"] else ""
+            return Focus(wave.id, lane), Stop("exception", f"CUDA Exception: {name} ({code}) on SM {row['smId']}{where}")
         for wave in waves:
             active = np.flatnonzero(wave.active_lanes)
             if len(active):
