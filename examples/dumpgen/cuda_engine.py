@@ -202,8 +202,10 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
     params = kernel_parameters(image, spec.kernel, spec.cubin.name)
     if params is None:
         raise ValueError(f"{spec.name}: the cubin gives {spec.kernel} no parameter bank (.nv.info)")
-    if len(spec.params) > params.size:
-        raise ValueError(f"{spec.name}: {len(spec.params)} parameter bytes, the kernel takes {params.size}")
+    if len(spec.params) != params.size or \
+            params.parameters and params.parameters[-1].offset + params.parameters[-1].size != params.size:
+        raise ValueError(f"{spec.name}: {len(spec.params)} parameter bytes, the kernel takes {params.size} "
+                         f"({params.parameters})")
     registers = max(register_counts(image, spec.cubin.name).values())
     writer = StateWriter("nvidia", processor(image), LANES,
                          apertures={"shared": (SHARED_WINDOW, WINDOW_SIZE), "local": (LOCAL_WINDOW, WINDOW_SIZE)},
