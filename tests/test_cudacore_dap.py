@@ -105,15 +105,15 @@ def test_core_with_an_exception_stops_on_the_faulting_lane(tmp_path):
 SAMPLED_LANES = (0, 1, 7, 16, 31)  # odd and even lanes: both sides of divergent_call's branch
 
 
-def _all_lanes(c, lanes=SAMPLED_LANES) -> dict:
-    """(thread name, lane, frame index, function, variable) -> value shown, for `lanes` of every
+def _all_lanes(c, wanted=SAMPLED_LANES) -> dict:
+    """(thread name, lane, frame index, function, variable) -> value shown, for the `wanted` lanes of every
     thread and every frame, over DAP (every lane is also compared in process)."""
     out = {}
     for thread in c.request("threads")["threads"]:
         tid = thread["id"]
         lanes = c.request("lanes", {"threadId": tid})["lanes"]
         for lane in lanes:
-            if lane["state"] == "invalid" or lane["lane"] not in lanes:
+            if lane["state"] == "invalid" or lane["lane"] not in wanted:
                 continue
             c.request("setFocus", {"threadId": tid, "lane": lane["lane"]})
             name = thread["name"].split(" [")[0]
