@@ -350,11 +350,13 @@ class NvptxAdapter(TargetAdapter):
     # --- naming -----------------------------------------------------------------------
 
     def thread_name(self, wave, active: int, total: int) -> str:
-        # cuda-gdb: block (x,y,z) and the warp's first thread
+        # cuda-gdb: block (x,y,z) and the warp's first thread; the device when the dump holds several
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
         first = wave.local_id(0) if wave.dispatch is not None else (0, 0, 0)
+        device = getattr(wave.dispatch, "device", None)
+        on = f" device {device}" if device is not None else ""
         return (f"CUDA warp {wave.index_in_workgroup} block ({wg[0]},{wg[1]},{wg[2]}) "
-                f"thread ({first[0]},{first[1]},{first[2]}) [{active}/{total} active]")
+                f"thread ({first[0]},{first[1]},{first[2]}){on} [{active}/{total} active]")
 
     def wave_target(self, state, wave, dialect):
         return NvptxWaveTarget(self, state, wave, dialect)

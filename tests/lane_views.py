@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.values.format import format_obj
+
+
+def thread_key(name: str) -> str:
+    """A thread's name without its lane counts and device: the same warp in a folder dump and a core."""
+    return re.sub(r" device \d+$", "", name.split(" [")[0])
 
 
 def every_lane(path, first_wave_only: bool = False) -> tuple[dict, list[str]]:
@@ -17,7 +24,7 @@ def every_lane(path, first_wave_only: bool = False) -> tuple[dict, list[str]]:
     with load_state(path) as state:
         session = Session(state)
         for wave in state.waves[:1] if first_wave_only else state.waves:
-            name = session.thread_name(wave).split(" [")[0]
+            name = thread_key(session.thread_name(wave))
             for n, lane in enumerate(int(x) for x in np.flatnonzero(wave.valid_lanes)):
                 for frame in session.frames(wave.id, lane):
                     key = (name, lane, frame.index, frame.name)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dap_client import REPO_ROOT, launched
-from lane_views import every_lane
+from lane_views import every_lane, thread_key
 
 from aspace_dap.state import load_state
 from aspace_dap.state.cudacore import write_core
@@ -116,7 +116,7 @@ def _all_lanes(c, wanted=SAMPLED_LANES) -> dict:
             if lane["state"] == "invalid" or lane["lane"] not in wanted:
                 continue
             c.request("setFocus", {"threadId": tid, "lane": lane["lane"]})
-            name = thread["name"].split(" [")[0]
+            name = thread_key(thread["name"])
             for depth, frame in enumerate(c.request("stackTrace", {"threadId": tid})["stackFrames"]):
                 out[name, lane["lane"], depth, frame["name"], "pc"] = frame.get("instructionPointerReference")
                 for scope in c.request("scopes", {"frameId": frame["id"]})["scopes"]:
@@ -153,6 +153,7 @@ def test_every_lane_and_frame_reads_the_same_from_a_two_device_core(folder, tmp_
     with load_state(core) as opened:
         assert len({w.id for w in opened.waves}) == len(opened.waves) == 2
         assert [d.path for d in opened.dispatches] == [f"device {n} grid 1" for n in (0, 1)]
+        assert [d.device for d in opened.dispatches] == [0, 1]
         assert all(w.return_addresses is not None for w in opened.waves) == bool(backtraces)
     # every lane over DAP for the richest example (two frames, divergence), sampled ones elsewhere
     lanes = range(32) if folder.name == "divergent_call.sm_120.G" else SAMPLED_LANES

@@ -208,6 +208,9 @@ def test_two_devices_show_waves_of_both_with_unique_ids(tmp_path):
         assert [w.index_in_workgroup for w in opened.waves] == [0, 5]
         assert [d.path for d in opened.dispatches] == ["device 0 grid 1", "device 1 grid 1"]
         assert len(opened.code_objects) == 2
+        names = [Session(opened).thread_name(w) for w in opened.waves]
+        assert names[0].startswith("CUDA warp 0 block (1,0,0) thread (0,0,0) device 0 [")
+        assert names[1].startswith("CUDA warp 5 block (1,0,0) thread (0,10,0) device 1 [")
     assert _values(core) == _values(folder)
 
 

@@ -583,10 +583,13 @@ class _CoreReader:
             module = modules.get((key[0], grid["moduleHandle"]))
             memory = {name: m for name, m in (("param", param), ("const", const)) if m is not None}
             where = f"device {key[0]} grid {key[1]}" if len(self.devices) > 1 else f"grid {key[1]}"
-            dispatches.append(Dispatch(
+            dispatch = Dispatch(
                 len(dispatches), self._kernel_name(grid, module), None if module is None else module[0],
                 (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
-                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where))
+                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
+            if len(self.devices) > 1:
+                dispatch.device = key[0]
+            dispatches.append(dispatch)
         return dispatches
 
     def _warps(self, wp_sec: _Section, grid: dict[str, int]) -> list[Wave]:

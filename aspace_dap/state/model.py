@@ -225,6 +225,7 @@ class Dispatch:
         self.workgroups = workgroups
         self.memory = memory or {}
         self.path = path
+        self.device: int | None = None  # which GPU ran it, when the dump holds several
         for workgroup in workgroups:
             workgroup.dispatch = self
             for wave in workgroup.waves:
