@@ -252,13 +252,16 @@ class NvptxAdapter(TargetAdapter):
         """
         prev = getattr(target, "_state", None)
         level = prev.level + 1 if isinstance(prev, CallerState) else 1
-        try:
-            state = self._unwind_cfi(code_object, target, pc, lane)
-        except AspaceError:
-            state = None
         recorded = getattr(target.wave, "return_addresses", None)
         if recorded is None:
+            state = self._unwind_cfi(code_object, target, pc, lane)
             return state if state is None else replace(state, level=level)
+        try:
+            state = self._unwind_cfi(code_object, target, pc, lane)
+        except AspaceError as exc:
+            state, failure = None, f"the CFI fails ({exc})"
+        else:
+            failure = "the CFI finds no caller"
         stack = recorded.get(int(lane), [])
         core_pc = stack[level - 1] if level <= len(stack) else None
         if state is not None and state.pc == core_pc:
@@ -268,7 +271,7 @@ class NvptxAdapter(TargetAdapter):
                 return None
             raise UnavailableError(f"lane {lane}: the CFI unwinds to {state.pc:#x} but the core's backtrace "
                                    f"has no frame {level}; the stack ends here")
-        cfi = f"the CFI unwinds to {state.pc:#x}" if state is not None else "the CFI finds no caller"
+        cfi = f"the CFI unwinds to {state.pc:#x}" if state is not None else failure
         every = frozenset(self._sass_registers(target.wave))
         return CallerState(pc=core_pc, how="core backtrace", memory_space=LOCAL.name, clobbered=every, level=level,
                            note=f"lane {lane} frame {level}: the core's backtrace returns to {core_pc:#x}, {cfi}; "
