@@ -182,6 +182,22 @@ def test_a_backtrace_that_disagrees_with_the_cfi_is_said_and_its_registers_unava
         assert frame_report(session, 0, 5)["frames"][1]["variables"]
 
 
+def test_a_backtrace_where_the_cfi_finds_no_caller_follows_the_core(tmp_path):
+    # even lanes never made the call (no return address in R20/R21); a core that says otherwise wins, said so
+    folder = DUMPS / "divergent_call.sm_80.G"
+    backtraces = _backtraces(folder)
+    assert (0, 2) not in backtraces
+    backtraces[0, 2] = list(backtraces[0, 1])
+    with load_state(folder) as state:
+        core = write_core(state, tmp_path / "even.cudbg", backtraces=backtraces)
+    with load_core(core) as opened:
+        session = Session(opened)
+        frames = session.frames(0, 2)
+        assert [f.name for f in frames] == ["settle", "divergent"]  # inactive lanes share the warp PC
+        assert frames[1].runtime_pc == backtraces[0, 2][0]
+        assert any("lane 2 frame 1" in w and "the CFI finds no caller" in w for w in session.warnings)
+
+
 def test_a_backtrace_shorter_than_the_cfi_ends_the_stack_and_says_so(tmp_path):
     folder = DUMPS / "divergent_call.sm_90.G"
     backtraces = _backtraces(folder)
