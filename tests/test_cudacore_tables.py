@@ -75,6 +75,10 @@ def test_every_driver_row_size_reads_back(version, tmp_path, divergent_values):
             assert sec["size"] % sec["entsize"] == 0
     types = {sec["type"] for sec in sections}
     assert (SHT_CB_TABLE in types) == (version >= "r550")
+    with load_core(core) as opened:
+        expected = f"cuda core dump by aspace-dap write_core, driver {version[1:]}.0, CUDA 0.0" \
+            if version >= "r565" else "cuda core dump"
+        assert opened.producer == expected
     assert (SHT_UREGS in types) == (version >= "r400")
     assert _values(core) == divergent_values
 

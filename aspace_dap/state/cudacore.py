@@ -78,6 +78,7 @@ SHT_UREGS = _LOUSER + 19
 SHT_UPRED = _LOUSER + 20
 SHT_BT = _LOUSER + 8
 SHT_CB_TABLE = _LOUSER + 21
+SHT_META = _LOUSER + 22
 
 # Generic addresses inside these windows are shared / local (cuda-gdb's fixed window size).
 WINDOW_SIZE = 1 << 24
@@ -176,13 +177,15 @@ LANE_ROW = _row("lntbl", (48, 56),
                 "I:cbuThreadState I:padding0")  # r575
 BACKTRACE_ROW = _row("bt", (24,), "Q:returnAddress Q:virtualReturnAddress I:level I:padding0")
 CONST_BANK_ROW = _row("cbankstbl", (16,), "Q:addr I:size I:bankId")  # r550
+META_ROW = _row("meta", (32,), "Q:generatorName I:driverVersionMajor I:driverVersionMinor I:cudaDriverVersionMajor "
+                            "I:cudaDriverVersionMinor I:flags I:timestamp")  # r565
 MODULE_ROW = _row("modtbl", (8,), "Q:moduleHandle")
 CONTEXT_ROW = _row("ctxtbl", (40,), "Q:contextId Q:sharedWindowBase Q:localWindowBase Q:globalWindowBase "
                                     "I:deviceIdx I:tid")
 
 TABLES = {SHT_DEV_TABLE: DEVICE_ROW, SHT_GRID_TABLE: GRID_ROW, SHT_SM_TABLE: SM_ROW, SHT_CTA_TABLE: CTA_ROW,
           SHT_WP_TABLE: WARP_ROW, SHT_LN_TABLE: LANE_ROW, SHT_MOD_TABLE: MODULE_ROW, SHT_CTX_TABLE: CONTEXT_ROW,
-          SHT_BT: BACKTRACE_ROW, SHT_CB_TABLE: CONST_BANK_ROW}
+          SHT_BT: BACKTRACE_ROW, SHT_CB_TABLE: CONST_BANK_ROW, SHT_META: META_ROW}
 
 # Row sizes by driver (cudacoredump.h's format history): what write_core(version=...) writes.
 ROW_SIZES = {
@@ -195,6 +198,7 @@ ROW_SIZES = {
     "r575": {"devtbl": 88, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 64, "lntbl": 56},
 }
 CONST_BANKS_SINCE = "r550"  # the constant bank table
+META_SINCE = "r565"  # .cudbg.meta: who wrote the core, driver and CUDA versions
 UNIFORM_SINCE = "r400"  # uniform registers and predicates
 
 
@@ -451,11 +455,22 @@ class _CoreReader:
         memory = self._global_memory()
         dispatches = self._dispatches(modules, memory.get("global"))
         focus, stop = self._focus(dispatches)
-        manifest = {"format": "cuda-core", "producer": "cuda core dump", "register_layouts":
+        producer = self._producer()
+        manifest = {"format": "cuda-core", "producer": producer, "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
-        return GpuState(root=None, source=self.files.source, producer="cuda core dump", manifest=manifest,
+        return GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
                         target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
                         focus=focus, stop=stop, files=self.files)
+
+    def _producer(self) -> str:
+        """"cuda core dump", with the writer and driver versions when the core has metadata (r565+)."""
+        for sec in self.elf.of_type(SHT_META):
+            for meta in self.elf.rows(sec)[:1]:
+                name = self.elf.string(meta["generatorName"]) or "unnamed writer"
+                return (f"cuda core dump by {name}, driver {meta['driverVersionMajor']}."
+                        f"{meta['driverVersionMinor']}, CUDA {meta['cudaDriverVersionMajor']}."
+                        f"{meta['cudaDriverVersionMinor']}")
+        return "cuda core dump"
 
     def _context_device(self, sec: _Section) -> int:
         # a context table names its device by sh_link/sh_info; one without a link is device 0's
@@ -929,6 +944,9 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                         numUniformRegsPrWarp=num_uregs, numUniformPredicatesPrWarp=num_upreds)
                    for dev in range(devices)]
     dev_tbl = out.table(".cudbg.devtbl", SHT_DEV_TABLE, device_rows, entsize=sizes["devtbl"])
+    if version >= META_SINCE:
+        out.table(".cudbg.meta", SHT_META, [dict(generatorName=out.string("aspace-dap write_core"),
+                                                driverVersionMajor=int(version[1:]))])
     global_memory = state.memory.get("global")
     for address, size in (global_memory.ranges() if global_memory is not None else []):
         out.add(".cudbg.global", SHT_GLOBAL, _known_prefix(global_memory, address, size), addr=address)
