@@ -16,16 +16,17 @@ def thread_key(name: str) -> str:
     return re.sub(r" device \d+$", "", name.split(" [")[0])
 
 
-def every_lane(path, first_wave_only: bool = False) -> tuple[dict, list[str]]:
+def every_lane(path, first_wave_only: bool = False, active_only: bool = False) -> tuple[dict, list[str]]:
     """(thread name, lane, frame index, function, variable or "pc") -> the text shown, for every valid
-    lane and every frame; shared (per-block) variables once per wave, as all its lanes see the same
-    bytes. Also the session's warnings."""
+    (or only every active) lane and every frame; shared (per-block) variables once per wave, as all
+    its lanes see the same bytes. Also the session's warnings."""
     out = {}
     with load_state(path) as state:
         session = Session(state)
         for wave in state.waves[:1] if first_wave_only else state.waves:
             name = thread_key(session.thread_name(wave))
-            for n, lane in enumerate(int(x) for x in np.flatnonzero(wave.valid_lanes)):
+            lanes = session.active_lanes(wave) if active_only else wave.valid_lanes
+            for n, lane in enumerate(int(x) for x in np.flatnonzero(lanes)):
                 for frame in session.frames(wave.id, lane):
                     key = (name, lane, frame.index, frame.name)
                     out[key + ("pc",)] = hex(frame.runtime_pc)

@@ -39,8 +39,10 @@ def _sections(path: Path) -> list[dict]:
 
 
 def _values(path) -> dict:
-    """What every valid lane of every wave shows, every frame (see lane_views)."""
-    return every_lane(path)[0]
+    """What every active lane of every wave shows, every frame (see lane_views). An inactive lane of a
+    folder dump has no PC of its own; a core must give it one (the writer takes the warp's), so
+    inactive lanes are not compared."""
+    return every_lane(path, active_only=True)[0]
 
 
 def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:

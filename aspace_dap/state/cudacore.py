@@ -898,6 +898,8 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     into constant bank 0 (the `.cudbg.cbankstbl` table, bank bytes in global memory) and, unless
     `param_sections` is False, a `.cudbg.param` section too. Registers must be known for every valid
     lane, and memory is written up to its first unknown byte: the format has no way to say "unknown".
+    Every valid lane needs a PC in a core: a lane the state gives none of its own (an inactive lane
+    of a dump without lane PCs) gets the warp's.
     """
     path = Path(path)
     target = state.target
