@@ -34,8 +34,9 @@ def test_sources_open_from_a_clone_elsewhere(tmp_path, monkeypatch, family, dump
     frames = s.frames()
     assert frames[0].file == str(dest / source)
     recorded = s.program_for(s.wave()).index.line_for_pc(frames[0].pc).file
-    if recorded != str(dest / source):
-        # said once, with the mapping that would choose the file explicitly
+    if os.path.isabs(recorded) and recorded != str(dest / source):
+        # another clone's build folder: said once, with the mapping that would choose the file explicitly
+        # (a relative DWARF path, as the CUDA examples record, found beside the dump needs no word)
         assert len(s.notes) == 1
         assert recorded in s.notes[0] and str(dest / source) in s.notes[0] and '"sourceMap"' in s.notes[0]
     s.frames()
