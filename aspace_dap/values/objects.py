@@ -85,6 +85,8 @@ class Obj:
         return self.type.strip()
 
     def sub(self, type_: Type, byte_off: int, *, bit_offset: int = 0, bit_size: int | None = None) -> "Obj":
+        if self._data is None and self.location is not None and self.error is None and self.size <= EAGER_LIMIT:
+            self.bytes(0, 0)  # one read of a small object serves every member and element made from it
         loc = None
         if self.location is not None:
             loc = self.location.shifted(np.full(len(self.lanes), byte_off * 8, np.int64))
@@ -151,6 +153,8 @@ class Obj:
         else:
             nbytes = self.size
         data, state = self.bytes(0, nbytes)
+        if self.bit_size is None and nbytes in (1, 2, 4, 8):
+            return self._whole_scalar_bits(data, state, nbytes, _is_signed(t))
         values, states = [], []
         for i in range(len(self.lanes)):
             st = int(state[i].max()) if state.shape[1] else OK
@@ -164,6 +168,14 @@ class Obj:
             values.append(raw if st == OK else None)
             states.append(st)
         return values, states
+
+    @staticmethod
+    def _whole_scalar_bits(data, state, nbytes: int, signed: bool):
+        """scalar_bits of a 1-, 2-, 4- or 8-byte value for every lane at once."""
+        kind = np.dtype(f"<{'i' if signed else 'u'}{nbytes}")
+        raw = np.ascontiguousarray(data).view(kind).reshape(-1).tolist()
+        states = state.max(axis=1).tolist() if state.shape[1] else [OK] * len(raw)
+        return [v if st == OK else None for v, st in zip(raw, states)], states
 
     def is_implicit_pointer(self, i: int = 0) -> ImplicitPointerLocation | None:
         if self.location is None:
