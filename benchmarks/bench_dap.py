@@ -142,6 +142,54 @@ class StdioClient(_Client):
             self._proc.wait(30)
 
 
+class PipeFloorClient(_Client):
+    """Not our server: a bare process that answers each request with one prepared readMemory
+    response of the same size, base64-encoding 1 MiB each time. What it costs is the floor any
+    Python DAP server on this pipe and client pays: base64, the pipe, the client's JSON parse."""
+    name = "bare pipe"
+    _PROGRAM = (
+        "import base64, fcntl, os\n"
+        "try:\n    fcntl.fcntl(1, 1031, 1 << 20)\nexcept OSError:\n    pass\n"
+        "plain = bytes(range(256)) * 4096\n"
+        "while True:\n"
+        "    request = os.read(0, 65536)\n"
+        "    if not request:\n        break\n"
+        "    seq = request[request.index(b'\"seq\": ') + 7:].split(b',')[0]\n"
+        "    body = (b'{\"seq\": 1, \"type\": \"response\", \"request_seq\": ' + seq +\n"
+        "            b', \"success\": true, \"command\": \"readMemory\", \"body\": {\"address\": \"0x0\", \"data\": \"'\n"
+        "            + base64.b64encode(plain) + b'\"}}')\n"
+        "    view = memoryview(b'Content-Length: %d\\r\\n\\r\\n' % len(body) + body)\n"
+        "    while view:\n        view = view[os.write(1, view):]\n")
+
+    def __init__(self):
+        super().__init__()
+        self._proc = subprocess.Popen([sys.executable, "-c", self._PROGRAM], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, bufsize=0)
+
+    def _write(self, data: bytes) -> None:
+        self._proc.stdin.write(data)
+
+    def _read_more(self) -> bytes:
+        return self._proc.stdout.read(65536)
+
+    def close(self) -> None:
+        self._proc.stdin.close()
+        self._proc.wait(30)
+
+
+def pipe_floor(rounds: int) -> tuple[list[float], list[float]]:
+    """readMemory-sized answers from the bare pipe process, with base64 timed beside each."""
+    client, reads, encodes = PipeFloorClient(), [], []
+    plain = bytes(range(256)) * (MIB // 256)
+    try:
+        for _ in range(max(5, rounds // 4)):
+            encodes += _timed(lambda: base64.b64encode(plain).decode("ascii"), 1)
+            reads += _timed(lambda: client.request("readMemory", {"memoryReference": "0x0", "count": MIB}), 1)
+    finally:
+        client.close()
+    return reads, encodes
+
+
 def _open(client: _Client, dump: str) -> int:
     client.request("initialize", {"adapterID": "aspace-bench", "supportsInvalidatedEvent": True})
     seq = client.send("launch", {"state": dump})
@@ -217,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aspace-bench-") as tmp:
         dump = str(write_dump(Path(tmp) / "many_locals"))
         results = [(cls.name, measure(cls(), dump, args.rounds)) for cls in (InProcessClient, StdioClient)]
+    floor_reads, floor_encodes = pipe_floor(args.rounds)
     encode_p50 = _p([ms for _, r in results for ms in r["encodes"]], 0.5)
 
     print(f"frame: many_locals at line 237, {results[0][1]['shown']['variables']} variables "
@@ -243,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
             p50 = _p(r["server_reads"], 0.5)
             print(f"{'  of which server side (handler+JSON)':<38}{name:<14}{p50:>8.2f}ms"
                   f"{MIB / 1e6 / (p50 / 1e3):>10.0f}  {p50 / own_encode:.1f}x")
+    p50 = _p(floor_reads, 0.5)
+    print(f"{'same-size answer, bare Python process':<38}{'stdio pipe':<14}{p50:>8.2f}ms"
+          f"{MIB / 1e6 / (p50 / 1e3):>10.0f}  {p50 / _p(floor_encodes, 0.5):.1f}x (the floor of this pipe and client)")
     return 0
 
 
