@@ -30,18 +30,15 @@ core file, not copied, except the registers, which are transposed from per-lane 
 from __future__ import annotations
 
 import os
-import re
 import struct
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..errors import AspaceError, StateError
-from ..paths import make_temp_dir, remove_temp_dir
-from .files import DumpFiles, FileSpan
+from .corefiles import BytesSpan, CoreFiles
+from .files import FileSpan
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
                     lanes_to_mask, mask_to_lanes)
@@ -343,64 +340,13 @@ class _CoreElf:
         return ""
 
 
-class CoreFiles(DumpFiles):
-    """What a core-backed GpuState keeps open: the core itself and the cubins extracted from it."""
-
-    def __init__(self, path: Path):
-        self.source = path.resolve()
-        self._tempdir: list[str | None] = [None]
-        self._finalizer = weakref.finalize(self, CoreFiles._cleanup, self._tempdir)
-
-    @staticmethod
-    def _cleanup(holder: list) -> None:
-        if holder[0]:
-            remove_temp_dir(holder[0])
-
-    def write_image(self, name: str, data: bytes) -> Path:
-        if self._tempdir[0] is None:
-            self._tempdir[0] = make_temp_dir("aspace-cudacore-")  # removed on SIGTERM too
-        # the name may come from the core (a link map entry): keep a plain file name of it
-        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)[:100].lstrip(".") or "image"
-        target = Path(self._tempdir[0]) / safe
-        target.write_bytes(data)
-        return target
-
-    def read_manifest(self) -> bytes:
-        raise StateError("a CUDA core dump has no manifest", str(self.source))
-
-    def size(self, rel: str) -> int | None:
-        return None
-
-    def span(self, rel: str) -> FileSpan:
-        raise StateError("missing", rel)
-
-    def materialise(self, rel: str) -> Path:
-        raise StateError("missing", rel)
-
-    def close(self) -> None:
-        self._finalizer()
-
-
-class _ArraySpan(FileSpan):
-    """Bytes built in memory (registers transposed to the model's order) behind the FileSpan interface."""
-
-    def __init__(self, data: bytes):
-        super().__init__(lambda: (Path(os.devnull), 0), len(data))
-        self._array = np.frombuffer(data, dtype=np.uint8)
-
-    def chunks(self, start: int, length: int, chunk: int = 16 << 20) -> Iterator[bytes]:
-        end = min(start + length, self.length)
-        for lo in range(start, end, chunk):
-            yield self._array[lo:min(end, lo + chunk)].tobytes()
-
-
 # ---------------------------------------------------------------------- reading: the model
 
 
 def load_core(path: str | os.PathLike) -> GpuState:
     """Open a CUDA core dump; raises StateError(message, section name) for the first problem."""
     path = Path(path)
-    files = CoreFiles(path)
+    files = CoreFiles(path, "a CUDA core dump", "aspace-cudacore-")
     try:
         return _CoreReader(_CoreElf(path), files).build()
     except BaseException:
@@ -688,7 +634,7 @@ class _CoreReader:
                 + (upreds & 0xFF).astype(np.uint8).tobytes())
         layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uregs)}_up{len(upreds)}"
         self.layouts[layout_name] = layout
-        registers = RegisterFile(layout, _ArraySpan(data), f"{where}.registers", layout_name)
+        registers = RegisterFile(layout, BytesSpan(data), f"{where}.registers", layout_name)
 
         wave_id = self.next_wave
         self.next_wave += 1

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StateError
-from .cudacore import CoreFiles, _ArraySpan
+from .corefiles import BytesSpan, CoreFiles
 from .files import FileSpan
 from .memory import Region, SparseMemory
 from .model import CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
@@ -257,7 +257,7 @@ def _registers(xml: str) -> list[tuple[str, int]]:
 def load_intel_core(path: str | os.PathLike) -> GpuState:
     """Open an Intel GPU core; raises StateError(message, structure) for the first problem."""
     path = Path(path)
-    files = CoreFiles(path)
+    files = CoreFiles(path, "an Intel GPU core", "aspace-intelcore-")
     try:
         return _build(_read_core(path), files)
     except BaseException:
@@ -323,7 +323,7 @@ def _with_ip(layout, span: FileSpan):
     ip = data[offset + CR0_IP_OFFSET:offset + CR0_IP_OFFSET + 4]
     if len(ip) < 4:
         return layout, span
-    return [("ip", 4)] + list(layout), _ArraySpan(ip + data)
+    return [("ip", 4)] + list(layout), BytesSpan(ip + data)
 
 
 def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import struct
 import urllib.parse
-import weakref
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +31,9 @@ import numpy as np
 
 from .. import limits
 from ..errors import AspaceError, StateError
-from ..paths import PathRefused, make_temp_dir, open_regular, remove_temp_dir
-from .files import DumpFiles, FileSpan
+from ..paths import PathRefused, open_regular
+from .corefiles import BytesSpan, CoreFiles
+from .files import FileSpan
 from .memory import Region, SparseMemory
 from .model import Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
 from .private import SWIZZLED, PrivateMemory
@@ -270,42 +270,6 @@ def parse_note(desc: bytes) -> CoreState:
 # ---------------------------------------------------------------------- files kept open
 
 
-class CoreFiles(DumpFiles):
-    """What a core-backed GpuState keeps: the core itself and code objects copied out of it."""
-
-    def __init__(self, path: Path):
-        self.source = path.resolve()
-        self._tempdir: list[str | None] = [None]
-        self._finalizer = weakref.finalize(self, CoreFiles._cleanup, self._tempdir)
-
-    @staticmethod
-    def _cleanup(holder: list) -> None:
-        if holder[0]:
-            remove_temp_dir(holder[0])
-
-    def write_image(self, name: str, data: bytes) -> Path:
-        if self._tempdir[0] is None:
-            self._tempdir[0] = make_temp_dir("aspace-rocmcore-")  # removed on SIGTERM too
-        target = Path(self._tempdir[0]) / name
-        target.write_bytes(data)
-        return target
-
-    def read_manifest(self) -> bytes:
-        raise StateError("a ROCm GPU core has no manifest", str(self.source))
-
-    def size(self, rel: str) -> int | None:
-        return None
-
-    def span(self, rel: str) -> FileSpan:
-        raise StateError("missing", rel)
-
-    def materialise(self, rel: str) -> Path:
-        raise StateError("missing", rel)
-
-    def close(self) -> None:
-        self._finalizer()
-
-
 class _SliceSpan(FileSpan):
     """Part of the core file's mapping (a wave's save record): a view, never a copy."""
 
@@ -319,21 +283,13 @@ class _SliceSpan(FileSpan):
         return self._parent.array[self._offset:self._offset + self.length]
 
 
-class _BytesSpan(FileSpan):
-    """A few bytes copied out of the core (a record split over segments) behind the FileSpan interface."""
-
-    def __init__(self, data: bytes):
-        super().__init__(lambda: (Path(os.devnull), 0), len(data))
-        self._array = np.frombuffer(data, dtype=np.uint8)
-
-
 # ---------------------------------------------------------------------- reading
 
 
 def load_core(path: str | os.PathLike, *, search_paths: list[str] | None = None) -> GpuState:
     """Open a ROCm GPU core; raises StateError(message, structure) for the first problem."""
     path = Path(path)
-    files = CoreFiles(path)
+    files = CoreFiles(path, "a ROCm GPU core", "aspace-rocmcore-")
     try:
         return _Reader(CoreElf(path), files).build()
     except BaseException:
@@ -609,7 +565,7 @@ class _Reader:
                 break
         data, valid = self.memory.read(start, size)
         known = size if valid.all() else int(np.argmin(valid))
-        return _BytesSpan(data[:known].tobytes())
+        return BytesSpan(data[:known].tobytes())
 
     def _scratch(self, queue_info: dict, record, xcc: int, where: str) -> PrivateMemory | None:
         cwsr = _cwsr()
