@@ -1,4 +1,5 @@
-"""AMDGPU machine code: instruction sizes and the register effects a caller-frame unwinder needs.
+"""AMDGPU machine code: instruction sizes, operand fields, and the register effects a
+caller-frame unwinder needs (the LDS address scan reads the same decode).
 
 Decodes GFX9 (gfx90a, gfx940-942), GFX10 (gfx1030) and GFX11 (gfx1100) encodings from the
 ISA manuals' field layouts; opcodes that move between generations (SOP1, SOPP, VOP3 lane
@@ -13,9 +14,19 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
-LITERAL = 0xFF
+LITERAL = 0xFF  # source operand code: a 32-bit constant follows the instruction
+VCC_LO = 106
 EXEC_LO, EXEC_HI = 126, 127
+SRC_SHARED_BASE = 0xEB  # source operand code: the shared (LDS) aperture's 64-bit base
+HW_REG_SH_MEM_BASES = 15  # s_getreg register id: the shared and private aperture bases
+# opcodes with the same number in every generation decoded here
+S_MOVK_I32 = 0x00  # SOPK
+S_ADD_U32, S_ADDC_U32 = 0x00, 0x04  # SOP2
+V_MOV_B32, V_READFIRSTLANE_B32 = 0x01, 0x02  # VOP1
+V_MOV_B64 = 0x38  # VOP1, gfx940+
+V_LSHL_ADD_U64 = 0x208  # VOP3, gfx940+: (src0 << src1) + src2 on 64-bit pairs
 ALL = "all"  # "every register of the file may have been written"
 
 
@@ -62,6 +73,14 @@ class Opcodes:
     flat_stores: dict[int, int]
     flat_dword_load: int
     flat_offset_bits: int
+    s_getpc: int
+    s_getreg: int
+    s_lshl_b32: int
+    s_lshr_b64: int
+    v_add_co_vop3: int  # v_add_co_u32_e64: carry out into an SGPR (pair)
+    v_addc_co_vop3: int  # v_addc_co_u32_e64: carry in from src2
+    v_add_co_vop2: int | None  # v_add_co_u32_e32 (carry into vcc); GFX10+ have no such e32 form
+    v_addc_co_vop2: int
     # opcodes whose destination is a register pair or wider (from llvm-mc-19's disassembly of
     # every opcode); every other SOP/VALU destination is one 32-bit register
     sop1_wide: frozenset = frozenset()
@@ -82,6 +101,8 @@ GFX9 = Opcodes(
     vop3_carry_out=(0x119, 0x11A, 0x11B, 0x11C, 0x11D, 0x11E, 0x1E0, 0x1E1, 0x1E8, 0x1E9),
     mubuf_stores={0x1C: 1, 0x1D: 2, 0x1E: 3, 0x1F: 4}, mubuf_dword_load=0x14,
     flat_stores={0x1C: 1, 0x1D: 2, 0x1E: 3, 0x1F: 4}, flat_dword_load=0x14, flat_offset_bits=13,
+    s_getpc=0x1C, s_getreg=0x11, s_lshl_b32=0x1C, s_lshr_b64=0x1F, v_add_co_vop3=0x119, v_addc_co_vop3=0x11C,
+    v_add_co_vop2=0x19, v_addc_co_vop2=0x1C,
     sop1_wide=frozenset([0x1, 0x3, 0x5, 0x7, 0x9, 0x19, 0x1B, 0x1C, 0x1E, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26,
                          0x27, 0x29, 0x2B, 0x2D, 0x33, 0x34, 0x35, 0x36, 0x37]),
     sop2_wide=frozenset([0xB, 0xD, 0xF, 0x11, 0x13, 0x15, 0x17, 0x19, 0x1B, 0x1D, 0x1F, 0x21, 0x23, 0x27, 0x28, 0x70,
@@ -94,11 +115,14 @@ GFX10 = Opcodes(
     s_mov_b32=0x03, s_mov_b64=0x04, or_saveexec=(0x25, 0x3D), xor_saveexec=(0x26, 0x3E), s_setpc=0x20,
     s_swappc=0x21, s_movreld=(0x30, 0x31), sopp_branch=0x02,
     sopp_cbranch=(4, 5, 6, 7, 8, 9, 0x17, 0x18, 0x19, 0x1A), sopp_endpgm=0x01, sopk_literal=0x15,
-    sopk_call=0x16, vop2_literal=(0x2C, 0x2D, 0x37, 0x38), v_readlane=0x360, v_writelane=0x361,
+    sopk_call=0x16, vop2_literal=(0x20, 0x21, 0x2C, 0x2D, 0x37, 0x38),  # 0x20/0x21: gfx101x v_madmk/madak_f32
+    v_readlane=0x360, v_writelane=0x361,
     v_readfirstlane_vop3=0x182,
     vop3_carry_out=(0x128, 0x129, 0x12A, 0x30F, 0x310, 0x319, 0x16D, 0x16E, 0x176, 0x177),
     mubuf_stores={0x1C: 1, 0x1D: 2, 0x1E: 4, 0x1F: 3}, mubuf_dword_load=0x0C,
     flat_stores={0x1C: 1, 0x1D: 2, 0x1E: 4, 0x1F: 3}, flat_dword_load=0x0C, flat_offset_bits=12,
+    s_getpc=0x1F, s_getreg=0x12, s_lshl_b32=0x1E, s_lshr_b64=0x21, v_add_co_vop3=0x30F, v_addc_co_vop3=0x128,
+    v_add_co_vop2=None, v_addc_co_vop2=0x28,
     sop1_wide=frozenset([0x4, 0x6, 0x8, 0xA, 0xC, 0x1C, 0x1E, 0x1F, 0x21, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2A,
                          0x2B, 0x2D, 0x2F, 0x31, 0x37, 0x38, 0x39, 0x3A, 0x3B]),
     sop2_wide=frozenset([0xB, 0xF, 0x11, 0x13, 0x15, 0x17, 0x19, 0x1B, 0x1D, 0x1F, 0x21, 0x23, 0x25, 0x29, 0x2A, 0x76]),
@@ -114,6 +138,8 @@ GFX11 = Opcodes(
     vop3_carry_out=(0x120, 0x121, 0x122, 0x300, 0x301, 0x302, 0x2FC, 0x2FD, 0x2FE, 0x2FF),
     mubuf_stores={0x1A: 1, 0x1B: 2, 0x1C: 3, 0x1D: 4}, mubuf_dword_load=0x14,
     flat_stores={0x1A: 1, 0x1B: 2, 0x1C: 3, 0x1D: 4}, flat_dword_load=0x14, flat_offset_bits=13,
+    s_getpc=0x47, s_getreg=0x11, s_lshl_b32=0x08, s_lshr_b64=0x0B, v_add_co_vop3=0x300, v_addc_co_vop3=0x120,
+    v_add_co_vop2=None, v_addc_co_vop2=0x20,
     sop1_wide=frozenset([0x1, 0x3, 0x5, 0x11, 0x13, 0x14, 0x1B, 0x1D, 0x1F, 0x21, 0x23, 0x25, 0x27, 0x29, 0x2B, 0x2D,
                          0x2F, 0x31, 0x33, 0x35, 0x37, 0x41, 0x43, 0x47, 0x49, 0x4D]),
     sop2_wide=frozenset([0x9, 0xB, 0xD, 0x17, 0x19, 0x1B, 0x1D, 0x1F, 0x21, 0x23, 0x25, 0x28, 0x29, 0x2B, 0x31, 0x74]),
@@ -122,13 +148,13 @@ GFX11 = Opcodes(
 OPCODES = {9: GFX9, 10: GFX10, 11: GFX11}
 
 
-@dataclass(frozen=True)
-class Instruction:
+class Instruction(NamedTuple):  # a tuple: one is built per instruction of every scanned function
     offset: int  # from the start of the decoded bytes
     size: int
     kind: str  # encoding family: sop1, sop2, sopk, sopc, sopp, smem, vop1, vop2, vopc, vop3, vop3p, vopd, ...
     w0: int
     w1: int  # second dword (0 for 32-bit encodings)
+    w2: int = 0  # third dword (0 for encodings of 8 bytes or fewer)
 
 
 def _encoding(w: int, gen: int) -> str | None:
@@ -210,14 +236,18 @@ def decode(code: bytes, pos: int, gen: int) -> Instruction | None:
                 if (w & 0x1FF) == LITERAL or (hi & 0x1FF) == LITERAL or opx in (1, 2) or opy in (1, 2):
                     size = 12
         elif kind == "mimg":
-            # GFX10/11 non-sequential address forms add dwords; not needed here, so not sized
-            if (gen == 10 and (w >> 1) & 0x3) or (gen == 11 and w & 1):
+            # GFX10's NSA field counts the extra address dwords; GFX11's NSA form takes its
+            # count from the opcode and dimension, not needed here, so not sized
+            if gen == 11 and w & 1:
                 return None
-            size = 8
+            size = 8 + 4 * ((w >> 1) & 0x3) if gen == 10 else 8
     if pos + size > len(code):
         return None
-    w1 = struct.unpack_from("<I", code, pos + 4)[0] if size >= 8 else 0
-    return Instruction(pos, size, kind, w, w1)
+    if size == 4:
+        return Instruction(pos, 4, kind, w, 0)
+    w1 = struct.unpack_from("<I", code, pos + 4)[0]
+    w2 = struct.unpack_from("<I", code, pos + 8)[0] if size >= 12 else 0
+    return Instruction(pos, size, kind, w, w1, w2)
 
 
 def decode_all(code: bytes, gen: int) -> list[Instruction] | None:
@@ -232,6 +262,107 @@ def decode_all(code: bytes, gen: int) -> list[Instruction] | None:
     return out
 
 
+# --- operand fields -----------------------------------------------------------------------
+
+_OPCODE_FIELD = {"sop1": (8, 0xFF), "sop2": (23, 0x7F), "sopk": (23, 0x1F), "sopc": (16, 0x7F), "sopp": (16, 0x7F),
+                 "vop1": (9, 0xFF), "vop2": (25, 0x3F), "vopc": (17, 0xFF), "vop3": (16, 0x3FF), "vop3p": (16, 0x7F),
+                 "flat": (18, 0x7F), "smem": (18, 0xFF)}
+
+
+def opcode(ins: Instruction, gen: int) -> int | None:
+    """The opcode field of an instruction, None for an encoding whose opcode is not read here."""
+    if ins.kind == "ds":  # GFX9 keeps the GDS bit above the opcode, GFX10+ below it
+        return (ins.w0 >> 17) & 0xFF if gen == 9 else (ins.w0 >> 18) & 0xFF
+    if ins.kind in ("mubuf", "mtbuf"):
+        return (ins.w0 >> 18) & (0xFF if gen == 11 else 0x7F)
+    field = _OPCODE_FIELD.get(ins.kind)
+    return None if field is None else (ins.w0 >> field[0]) & field[1]
+
+
+def sdst(ins: Instruction) -> int:
+    """The SGPR destination field: SOP1/SOP2/SOPK sdst, SMEM sdata, VOP3B's carry-out sdst."""
+    if ins.kind == "smem":
+        return (ins.w0 >> 6) & 0x7F
+    if ins.kind == "vop3":
+        return (ins.w0 >> 8) & 0x7F
+    return (ins.w0 >> 16) & 0x7F
+
+
+def ssrc(ins: Instruction) -> tuple[int, int]:
+    """(ssrc0, ssrc1) operand codes of SOP1 (ssrc1 unused), SOP2 and SOPC."""
+    return ins.w0 & 0xFF, (ins.w0 >> 8) & 0xFF
+
+
+def simm16(ins: Instruction) -> int:
+    """The sign-extended 16-bit immediate of SOPK and SOPP."""
+    k = ins.w0 & 0xFFFF
+    return k - 0x10000 if k & 0x8000 else k
+
+
+def hwreg(ins: Instruction) -> tuple[int, int, int]:
+    """(register id, bit offset, bit count) named by s_getreg/s_setreg's immediate."""
+    w = ins.w0
+    return w & 0x3F, (w >> 6) & 0x1F, ((w >> 11) & 0x1F) + 1
+
+
+def relative_target(ins: Instruction) -> int:
+    """Where a SOPP branch or `s_call_b64` goes, as an offset like `ins.offset`."""
+    return ins.offset + 4 + 4 * simm16(ins)
+
+
+def vdst(ins: Instruction) -> int:
+    """The VGPR destination field (for v_readfirstlane/v_readlane/v_cmp_e64 it names an SGPR)."""
+    k, w = ins.kind, ins.w0
+    if k in ("vop1", "vop2"):
+        return (w >> 17) & 0xFF
+    if k in ("ds", "flat"):
+        return ins.w1 >> 24
+    if k in ("mubuf", "mtbuf", "mimg"):
+        return (ins.w1 >> 8) & 0xFF
+    return w & 0xFF  # VOP3, VOP3P
+
+
+def vsrc(ins: Instruction) -> tuple[int, ...]:
+    """Source operand codes (9 bits: 256+ are VGPRs) of VOP1/VOPC (src0), VOP2 (src0, vsrc1)
+    and VOP3/VOP3P (src0, src1, src2)."""
+    k, w = ins.kind, ins.w0
+    if k == "vop2":
+        return w & 0x1FF, 256 + ((w >> 9) & 0xFF)
+    if k in ("vop1", "vopc"):
+        return (w & 0x1FF,)
+    hi = ins.w1
+    return hi & 0x1FF, (hi >> 9) & 0x1FF, (hi >> 18) & 0x1FF
+
+
+def vaddr(ins: Instruction) -> int:
+    """The address VGPR of DS and FLAT/GLOBAL/SCRATCH (a 64-bit pair for flat and global)."""
+    return ins.w1 & 0xFF
+
+
+def ds_offset(ins: Instruction) -> int:
+    """The 16-bit byte offset of a DS instruction (offset1:offset0 for the two-address forms)."""
+    return ins.w0 & 0xFFFF
+
+
+def inline_constant(code: int) -> int | None:
+    """Integer value of an inline-constant source operand (128..208), else None."""
+    if 128 <= code <= 192:
+        return code - 128
+    if 193 <= code <= 208:
+        return (192 - code) & 0xFFFFFFFF
+    return None
+
+
+def literal(ins: Instruction) -> int | None:
+    """The dword a literal source operand (code 0xFF) reads: the instruction's last dword."""
+    return ins.w2 if ins.size >= 12 else ins.w1 if ins.size == 8 else None
+
+
+def plain(ins: Instruction) -> bool:
+    """Whether a VOP1/VOP2/VOPC instruction has no SDWA or DPP word (a literal may follow)."""
+    return ins.size == (8 if ins.w0 & 0x1FF == LITERAL else 4)
+
+
 # --- what an instruction does to control flow and registers -----------------------------
 
 
@@ -242,8 +373,7 @@ def control(ins: Instruction, gen: int) -> tuple[str, int | None]:
     w = ins.w0
     if ins.kind == "sopp":
         op = (w >> 16) & 0x7F
-        simm = w & 0xFFFF
-        target = ins.offset + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
+        target = relative_target(ins)
         if op == ops.sopp_branch:
             return "jump", target
         if op in ops.sopp_cbranch:
@@ -287,7 +417,7 @@ def sgpr_writes(ins: Instruction, gen: int, wave64: bool):
             sdst = (ins.w1 >> 8) & 0x7F
             out |= {sdst, sdst + 1}
         return out
-    if k == "vop1" and (w >> 9) & 0xFF == 0x02:  # v_readfirstlane_b32
+    if k == "vop1" and (w >> 9) & 0xFF == V_READFIRSTLANE_B32:
         return {(w >> 17) & 0xFF}
     if k == "vop2":
         return {106, 107}  # carry-in/out forms use vcc
@@ -315,7 +445,7 @@ def vgpr_writes(ins: Instruction, gen: int):
     w, k = ins.w0, ins.kind
     if k in ("vop1", "vop2"):
         op = (w >> 9) & 0xFF if k == "vop1" else (w >> 25) & 0x3F
-        if k == "vop1" and op == 0x02:  # v_readfirstlane_b32 writes an SGPR
+        if k == "vop1" and op == V_READFIRSTLANE_B32:  # writes an SGPR
             return set()
         dst = (w >> 17) & 0xFF
         return {dst, dst + 1} if op in (ops.vop1_wide if k == "vop1" else ops.vop2_wide) else {dst}

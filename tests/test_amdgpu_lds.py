@@ -56,6 +56,20 @@ def test_instruction_boundaries_match_llvm_objdump(path):
     assert sorted(mine) == sorted(listing(path))
 
 
+def test_instruction_lengths_of_encodings_the_examples_lack():
+    # bytes printed by `llvm-mc-19 -show-encoding`; s_endpgm after each shows where the next one starts
+    endpgm10, endpgm11 = bytes([0x00, 0x00, 0x81, 0xBF]), bytes([0x00, 0x00, 0xB0, 0xBF])
+    madmk = bytes([0x01, 0x05, 0x02, 0x40, 0x44, 0x33, 0x22, 0x11])  # gfx1010 v_madmk_f32 v1, v1, 0x11223344, v2
+    nsa10 = bytes([0x0A, 0x0F, 0x00, 0xF0, 0, 0, 0, 0, 0x02, 0, 0, 0])  # gfx1030 image_load ..., [v0, v2] (2D, NSA)
+    image11 = bytes([0x04, 0x0F, 0x00, 0xF0, 0, 0, 0, 0])  # gfx1100 image_load ..., v[0:1] (2D)
+    nsa11 = bytes([0x09, 0x0F, 0x00, 0xF0, 0, 0, 0, 0, 0x02, 0x04, 0, 0])  # gfx1100 image_load ..., [v0, v2, v4] (3D)
+    assert instruction_lengths(madmk + endpgm10, 0, 10) == {0: 8, 8: 4}
+    assert instruction_lengths(nsa10 + endpgm10, 0, 10) == {0: 12, 12: 4}
+    assert instruction_lengths(image11 + endpgm11, 0, 11) == {0: 8, 8: 4}
+    with pytest.raises(IsaError):  # GFX11 takes the NSA form's length from the opcode and dimension
+        instruction_lengths(nsa11 + endpgm11, 0, 11)
+
+
 def _constant(token: str) -> int:
     return int(token, 0) & 0xFFFFFFFF
 
