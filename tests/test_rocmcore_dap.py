@@ -17,7 +17,10 @@ from aspace_dap.state.rocmcore import write_rocm_core
 EXAMPLES = Path(REPO_ROOT) / "examples"
 CASES = [("lds_tiles", "gfx90a.O0"), ("lds_tiles", "gfx90a.O2"), ("lds_tiles", "gfx1030.O0"),
          ("lds_tiles", "gfx1030.O2"), ("scratch_struct", "gfx90a.O0"), ("scratch_struct", "gfx90a.O2"),
-         ("divergent_call", "gfx90a.O0"), ("divergent_call", "gfx90a.O2")]
+         ("divergent_call", "gfx90a.O0"), ("divergent_call", "gfx90a.O2"),
+         # clang-19 builds: gfx942's MI save area, gfx1030 and gfx1100 in wave32, caller frames included
+         ("divergent_call", "clang19.gfx942.O0"), ("divergent_call", "clang19.gfx1030.O0"),
+         ("divergent_call", "clang19.gfx1100.O0"), ("lds_tiles", "clang19.gfx90a.O0")]
 
 
 def everything_shown(c) -> dict:
