@@ -11,26 +11,18 @@
 // OUT_DIR defaults to ../docs. The workspace, user data and extensions go to
 // a fresh temporary folder, so an existing code-server setup is not touched.
 
-import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { need as needIn, runCommand, setPaneExpanded, sleep, startCodeServer } from './codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..');
 const repo = resolve(extensionDir, '..');
 
-function need(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`set ${name} (see the header of scripts/capture-screenshots.mjs)`);
-    process.exit(2);
-  }
-  return value;
-}
-
+const need = (name) => needIn(name, 'scripts/capture-screenshots.mjs');
 const codeServer = need('CODE_SERVER');
 const python = need('PYTHON');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -43,8 +35,6 @@ const port = Number(process.env.PORT ?? 8765);
 
 const root = mkdtempSync(join(tmpdir(), 'aspace-shots-'));
 const workspace = join(root, 'aspace-dap');
-const userData = join(root, 'user');
-const extensions = join(root, 'extensions');
 cpSync(join(repo, 'examples', 'lds_tiles'), join(workspace, 'examples', 'lds_tiles'), { recursive: true });
 mkdirSync(join(workspace, '.vscode'), { recursive: true });
 writeFileSync(
@@ -66,68 +56,11 @@ writeFileSync(
     2,
   ),
 );
-mkdirSync(join(userData, 'User'), { recursive: true });
-writeFileSync(
-  join(userData, 'User', 'settings.json'),
-  JSON.stringify({
-    'security.workspace.trust.enabled': false,
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'workbench.colorTheme': 'Default Dark Modern',
-    'extensions.ignoreRecommendations': true,
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'editor.minimap.enabled': false,
-    'window.commandCenter': false,
-    'chat.commandCenter.enabled': false,
-    'workbench.layoutControl.enabled': false,
-    'debug.toolBarLocation': 'docked',
-  }),
-);
 
-execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
-  stdio: 'inherit',
-});
-
-const server = spawn(
-  codeServer,
-  ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
-    '--user-data-dir', userData, '--extensions-dir', extensions, workspace],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
-server.stdout.on('data', (d) => process.stdout.write(`[code-server] ${d}`));
-server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
-
-async function waitForServer() {
-  for (let i = 0; i < 120; i++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (r.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error('code-server did not start');
-}
 
 // ---- driving the workbench ----
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor();
-  await input.fill(`>${title}`);
-  // Click the entry whose label is exactly the title: Enter could pick a
-  // near match ("Debug: Select and Start Debugging") before the list settles.
-  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
-  await page
-    .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
-    .first()
-    .click();
-}
 
 /** The row of a debug tree (Variables, Call Stack, GPU Lanes) whose text matches. */
 function row(page, paneTitle, text) {
@@ -135,11 +68,6 @@ function row(page, paneTitle, text) {
   return pane.locator('.monaco-list-row', { hasText: text }).first();
 }
 
-async function setPaneExpanded(page, paneTitle, expanded) {
-  const header = page.locator('.pane-header', { hasText: paneTitle }).first();
-  await header.waitFor();
-  if (((await header.getAttribute('aria-expanded')) === 'true') !== expanded) await header.click();
-}
 
 /** Drags the side bar's right edge so thread names and values fit. */
 async function widenSideBar(page, width) {
@@ -169,9 +97,19 @@ async function shot(page, name, clip) {
   console.log(`wrote ${path}`);
 }
 
+let server;
+
 async function main() {
   mkdirSync(outDir, { recursive: true });
-  await waitForServer();
+  server = await startCodeServer({
+    codeServer, vsix, port, root, folder: workspace, echoStdout: true,
+    settings: {
+      'extensions.ignoreRecommendations': true,
+      'window.commandCenter': false,
+      'chat.commandCenter.enabled': false,
+      'workbench.layoutControl.enabled': false,
+    },
+  });
   const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
   try {
@@ -256,4 +194,4 @@ main()
     console.error(error);
     process.exitCode = 1;
   })
-  .finally(() => server.kill());
+  .finally(() => server?.kill());

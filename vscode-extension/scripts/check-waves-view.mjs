@@ -10,26 +10,19 @@
 //   CHROMIUM=/usr/bin/chromium PYTHON=/abs/.venv/bin/python \
 //   node scripts/check-waves-view.mjs [OUT_DIR]
 
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { need as needIn, runCommand, setPaneExpanded, sleep, startCodeServer } from './codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..');
 const repo = resolve(extensionDir, '..');
 
-function need(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`set ${name} (see the header of scripts/check-waves-view.mjs)`);
-    process.exit(2);
-  }
-  return value;
-}
-
+const need = (name) => needIn(name, 'scripts/check-waves-view.mjs');
 const codeServer = need('CODE_SERVER');
 const python = need('PYTHON');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -58,8 +51,6 @@ function firstPcOfLine(line) {
 
 const root = mkdtempSync(join(tmpdir(), 'aspace-waves-'));
 const workspace = join(root, 'aspace-dap');
-const userData = join(root, 'user');
-const extensions = join(root, 'extensions');
 const dump = join(workspace, 'waves-dump');
 mkdirSync(workspace, { recursive: true });
 // the source, where the DWARF's relative path finds it
@@ -74,71 +65,23 @@ writeFileSync(
     configurations: [{ type: 'aspace-gpu', request: 'launch', name: '4,000 waves', state: dump, pythonPath: python }],
   }),
 );
-mkdirSync(join(userData, 'User'), { recursive: true });
-writeFileSync(
-  join(userData, 'User', 'settings.json'),
-  JSON.stringify({
-    'security.workspace.trust.enabled': false,
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'workbench.colorTheme': 'Default Dark Modern',
-    'extensions.ignoreRecommendations': true,
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'editor.minimap.enabled': false,
-    'debug.toolBarLocation': 'docked',
-  }),
-);
-execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
-  stdio: 'inherit',
-});
-const server = spawn(
-  codeServer,
-  ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
-    '--user-data-dir', userData, '--extensions-dir', extensions, workspace],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
-server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
 
-async function waitForServer() {
-  for (let i = 0; i < 120; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error('code-server did not start');
-}
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor();
-  await input.fill(`>${title}`);
-  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
-  await page
-    .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
-    .first()
-    .click();
-}
 
 function pane(page, title) {
   return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) });
 }
 
-async function setPaneExpanded(page, title, expanded) {
-  const header = page.locator('.pane-header', { hasText: title }).first();
-  await header.waitFor();
-  if (((await header.getAttribute('aria-expanded')) === 'true') !== expanded) await header.click();
-}
+
+let server;
 
 async function main() {
   mkdirSync(outDir, { recursive: true });
-  await waitForServer();
+  server = await startCodeServer({
+    codeServer, vsix, port, root, folder: workspace,
+    settings: { 'extensions.ignoreRecommendations': true },
+  });
   const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
   try {
@@ -200,4 +143,4 @@ main()
     console.error(error);
     process.exitCode = 1;
   })
-  .finally(() => server.kill());
+  .finally(() => server?.kill());

@@ -16,54 +16,25 @@
 // 6. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
 //    offsets the ISA gives them; and on CUDA lds_tiles' shared memory.
 
-import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { need as needIn, sleep, startCodeServer } from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
 const repo = resolve(extensionDir, '..');
-function need(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`set ${name} (see the header of test/host/editors.mjs)`);
-    process.exit(2);
-  }
-  return value;
-}
+const need = (name) => needIn(name, 'test/host/editors.mjs');
 const codeServer = need('CODE_SERVER');
 const clone = resolve(need('CLONE'));
 const { chromium } = createRequire(join(resolve(need('PLAYWRIGHT')), 'noop.js'))('playwright-core');
 const shots = process.env.SHOTS ? resolve(process.env.SHOTS) : undefined;
 const vsix = join(extensionDir, 'aspace-gpu.vsix');
 const port = Number(process.env.PORT ?? 8797);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const root = mkdtempSync(join(tmpdir(), 'aspace-host-'));
-const userData = join(root, 'user');
-const extensions = join(root, 'extensions');
-mkdirSync(join(userData, 'User'), { recursive: true });
-writeFileSync(
-  join(userData, 'User', 'settings.json'),
-  JSON.stringify({
-    'security.workspace.trust.enabled': false,
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'workbench.colorTheme': 'Default Dark Modern',
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'editor.minimap.enabled': false,
-    'window.commandCenter': false,
-    'chat.commandCenter.enabled': false,
-    'workbench.layoutControl.enabled': false,
-    'debug.toolBarLocation': 'docked',
-    'files.simpleDialog.enable': true,
-  }),
-);
-execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], { stdio: 'inherit' });
 
 // a folder away from the clone with the CUDA and Intel examples, and launch configurations
 const away = join(root, 'elsewhere');
@@ -84,25 +55,7 @@ writeFileSync(
   }),
 );
 
-const server = spawn(
-  codeServer,
-  ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
-    '--user-data-dir', userData, '--extensions-dir', extensions],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
-server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
 
-async function waitForServer() {
-  for (let i = 0; i < 120; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
-    } catch {
-      // not yet
-    }
-    await sleep(500);
-  }
-  throw new Error('code-server did not start');
-}
 
 async function quickPick(page, text, timeout = 30000) {
   const exact = new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
@@ -203,8 +156,18 @@ async function open(browser, folder) {
   return page;
 }
 
+let server;
+
 async function main() {
-  await waitForServer();
+  server = await startCodeServer({
+    codeServer, vsix, port, root,
+    settings: {
+      'window.commandCenter': false,
+      'chat.commandCenter.enabled': false,
+      'workbench.layoutControl.enabled': false,
+      'files.simpleDialog.enable': true,
+    },
+  });
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
   const laneItem = (page) => page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ });
   try {
@@ -371,4 +334,4 @@ main()
     console.error(error);
     process.exitCode = 1;
   })
-  .finally(() => server.kill());
+  .finally(() => server?.kill());

@@ -1,0 +1,83 @@
+// What the scripts that drive the packaged extension in a real VS Code share:
+// required environment variables, a throw-away code-server profile with the
+// .vsix installed, the server process, and a few workbench gestures.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** An environment variable the script cannot run without; `script` names where it is documented. */
+export function need(name, script) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`set ${name} (see the header of ${script})`);
+    process.exit(2);
+  }
+  return value;
+}
+
+/** Settings every run uses: no trust dialog, no tips or telemetry, the dark theme, a docked debug toolbar. */
+const BASE_SETTINGS = {
+  'security.workspace.trust.enabled': false,
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.colorTheme': 'Default Dark Modern',
+  'telemetry.telemetryLevel': 'off',
+  'update.mode': 'none',
+  'editor.minimap.enabled': false,
+  'debug.toolBarLocation': 'docked',
+};
+
+/**
+ * Starts code-server on 127.0.0.1:`port` with a fresh profile under `root` (user data and
+ * extensions), `settings` added to the base ones and the .vsix installed; `folder` is opened
+ * when given. Resolves once the server answers its health check.
+ */
+export async function startCodeServer({ codeServer, vsix, port, root, settings = {}, folder, echoStdout = false }) {
+  const userData = join(root, 'user');
+  const extensions = join(root, 'extensions');
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({ ...BASE_SETTINGS, ...settings }));
+  execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
+    stdio: 'inherit',
+  });
+  const server = spawn(
+    codeServer,
+    ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
+      '--user-data-dir', userData, '--extensions-dir', extensions, ...(folder ? [folder] : [])],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (echoStdout) server.stdout.on('data', (d) => process.stdout.write(`[code-server] ${d}`));
+  server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
+  for (let i = 0; i < 120; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return server;
+    } catch {
+      // not listening yet
+    }
+    await sleep(500);
+  }
+  server.kill();
+  throw new Error('code-server did not start');
+}
+
+/** Runs a command palette entry by its exact title: Enter could pick a near match before the list settles. */
+export async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await page
+    .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
+    .first()
+    .click();
+}
+
+export async function setPaneExpanded(page, title, expanded) {
+  const header = page.locator('.pane-header', { hasText: title }).first();
+  await header.waitFor();
+  if (((await header.getAttribute('aria-expanded')) === 'true') !== expanded) await header.click();
+}
