@@ -27,6 +27,7 @@ from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.values.format import format_obj
 from aspace_dap.values.objects import Obj
+from test_dwarf_index_synthetic import FakeElf, FakeSection, abbrev_table, cstr, exprloc
 
 ROOT = Path(__file__).resolve().parent.parent
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O2"
@@ -45,35 +46,6 @@ AT_AUGMENTATION, AT_MEMORY_SPACE_61 = 0x3E09, 0x3E0D
 F_ADDR, F_DATA1, F_DATA4, F_STRING, F_REF4, F_EXPRLOC = 0x01, 0x0B, 0x06, 0x08, 0x13, 0x18
 
 
-class _Section:
-    def __init__(self, data: bytes):
-        self._data = data
-
-    def __getitem__(self, key):
-        return {"sh_type": "SHT_PROGBITS", "sh_addr": 0}[key]
-
-    def data(self) -> bytes:
-        return self._data
-
-
-class _Elf:
-    def __init__(self, sections: dict[str, bytes]):
-        self.header = {"e_type": "ET_DYN"}
-        self.sections = sections
-
-    def get_section_by_name(self, name: str):
-        data = self.sections.get(name)
-        return _Section(data) if data is not None else None
-
-
-def _cstr(text: str) -> bytes:
-    return text.encode() + b"\0"
-
-
-def _exprloc(expr: bytes) -> bytes:
-    return uleb(len(expr)) + expr
-
-
 def rocm_unit(variables: list[tuple[str, str, bytes, int | None]]) -> DwarfIndex:
     """One ROCm-style unit: a kernel with `variables` (name, type "int" | "int[64]", expression,
     DW_AT_LLVM_memory_space at 0x3e0d or None)."""
@@ -88,31 +60,25 @@ def rocm_unit(variables: list[tuple[str, str, bytes, int | None]]) -> DwarfIndex
         (7, TAG_VAR, False, [(AT_NAME, F_STRING), (AT_TYPE, F_REF4), (AT_LOC, F_EXPRLOC),
                              (AT_MEMORY_SPACE_61, F_DATA1)]),
     ]
-    abbrev = b""
-    for code, tag, children, attrs in abbrevs:
-        abbrev += uleb(code) + uleb(tag) + bytes([1 if children else 0])
-        for at, form in attrs:
-            abbrev += uleb(at) + uleb(form)
-        abbrev += b"\0\0"
-    abbrev += b"\0"
+    abbrev = abbrev_table(abbrevs)
     header = 12
-    body = uleb(1) + _cstr(PRODUCER) + _cstr(AUGMENTATION) + _cstr("k.hip") + struct.pack("<QI", LOW, HIGH - LOW)
+    body = uleb(1) + cstr(PRODUCER) + cstr(AUGMENTATION) + cstr("k.hip") + struct.pack("<QI", LOW, HIGH - LOW)
     int_off = header + len(body)
-    body += uleb(2) + _cstr("int") + bytes([4, 0x05])
+    body += uleb(2) + cstr("int") + bytes([4, 0x05])
     array_off = header + len(body)
     body += uleb(3) + struct.pack("<I", int_off) + uleb(4) + bytes([64]) + b"\0"
     frame_base = assemble("DW_OP_regx 65; DW_OP_deref_size 4; DW_OP_lit6; DW_OP_shr; DW_OP_constu 5; "
                           "DW_OP_LLVM_form_aspace_address", AMD_OPS)
-    body += uleb(5) + _cstr("kern") + struct.pack("<QI", LOW, HIGH - LOW) + _exprloc(frame_base)
+    body += uleb(5) + cstr("kern") + struct.pack("<QI", LOW, HIGH - LOW) + exprloc(frame_base)
     for name, type_name, expr, mspace in variables:
         ref = struct.pack("<I", int_off if type_name == "int" else array_off)
         if mspace is None:
-            body += uleb(6) + _cstr(name) + ref + _exprloc(expr)
+            body += uleb(6) + cstr(name) + ref + exprloc(expr)
         else:
-            body += uleb(7) + _cstr(name) + ref + _exprloc(expr) + bytes([mspace])
+            body += uleb(7) + cstr(name) + ref + exprloc(expr) + bytes([mspace])
     body += b"\0\0"
     info = struct.pack("<IHBBI", len(body) + 8, 5, 1, 8, 0) + body
-    return DwarfIndex(_Elf({".debug_info": info, ".debug_abbrev": abbrev}), e_machine=EM_AMDGPU)
+    return DwarfIndex(FakeElf({".debug_info": info, ".debug_abbrev": abbrev}), e_machine=EM_AMDGPU)
 
 
 def _dump_wave():
@@ -194,8 +160,8 @@ def test_dw_op_llvm_use_alone_makes_a_unit_heterogeneous():
     index = rocm_unit([("x", "int", assemble("DW_OP_regx 2563; DW_OP_LLVM_push_lane; DW_OP_lit4; DW_OP_mul; "
                                                "DW_OP_LLVM_offset", AMD_OPS), None)])
     info = index._sec(".debug_info")
-    stripped = info.replace(_cstr(AUGMENTATION), _cstr("[nope:none]"))  # same length, no augmentation
-    bare = DwarfIndex(_Elf({".debug_info": stripped, ".debug_abbrev": index._sec(".debug_abbrev")}),
+    stripped = info.replace(cstr(AUGMENTATION), cstr("[nope:none]"))  # same length, no augmentation
+    bare = DwarfIndex(FakeElf({".debug_info": stripped, ".debug_abbrev": index._sec(".debug_abbrev")}),
                       e_machine=EM_AMDGPU)
     (frame,) = bare.frames_at(LOW)
     (x,) = bare.variables(frame, LOW)
@@ -215,7 +181,7 @@ def test_kernel_cfa_lit0_lit6_legacy_form_aspace_address():
 
     class Elf:
         def get_section_by_name(self, name):
-            return _Section(cie + fde) if name == ".debug_frame" else None
+            return FakeSection(cie + fde) if name == ".debug_frame" else None
 
     rules = CallFrameInfo(Elf(), e_machine=EM_AMDGPU).rules_at(LOW + 0x10)
     state, wave = _dump_wave()

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from aspace_dap.dwarf.index import DwarfIndex
-from test_dwarf_index_synthetic import FakeElf, cstr, exprloc, uleb
+from test_dwarf_index_synthetic import FakeElf, abbrev_table, cstr, exprloc, uleb
 
 ADDR, DATA1, DATA4, STRING, REF4, EXPRLOC = 0x01, 0x0B, 0x06, 0x08, 0x13, 0x18
 OWN, INLINED_COPY, ONLY_INLINED = bytes([0x91, 0x10]), bytes([0x91, 0x20]), bytes([0x91, 0x30])
@@ -25,13 +25,7 @@ def unit(call_line: int) -> dict[str, bytes]:
         (6, 0x34, False, [(0x31, REF4), (0x02, EXPRLOC)]),                        # concrete variable
         (7, 0x1D, True, [(0x31, REF4), (0x59, DATA1)]),                           # inlined, no code
     ]
-    abbrev = b""
-    for code, tag, children, attrs in abbrevs:
-        abbrev += uleb(code) + uleb(tag) + bytes([1 if children else 0])
-        for at, form in attrs:
-            abbrev += uleb(at) + uleb(form)
-        abbrev += b"\0\0"
-    abbrev += b"\0"
+    abbrev = abbrev_table(abbrevs)
     at = 11  # DWARF 4 unit header; references count from the unit's start
     cu = uleb(1) + cstr("k.cl") + struct.pack("<QI", 0x1000, 0x100)
     int_off = at + len(cu)

@@ -21,7 +21,7 @@ class FakeSection:
         self._data = data
 
     def __getitem__(self, key):
-        return {"sh_type": "SHT_PROGBITS"}[key]
+        return {"sh_type": "SHT_PROGBITS", "sh_addr": 0}[key]
 
     def data(self) -> bytes:
         return self._data
@@ -48,6 +48,17 @@ def exprloc(b: bytes) -> bytes:
     return uleb(len(b)) + b
 
 
+def abbrev_table(abbrevs: list[tuple[int, int, bool, list[tuple[int, int]]]]) -> bytes:
+    """.debug_abbrev for (code, tag, has_children, [(attribute, form), ...]) entries."""
+    out = b""
+    for code, tag, children, attrs in abbrevs:
+        out += uleb(code) + uleb(tag) + bytes([1 if children else 0])
+        for at, form in attrs:
+            out += uleb(at) + uleb(form)
+        out += b"\0\0"
+    return out + b"\0"
+
+
 DW_FORM_ADDR, DW_FORM_DATA1, DW_FORM_DATA4, DW_FORM_STRING, DW_FORM_REF4, DW_FORM_EXPRLOC = 0x01, 0x0B, 0x06, 0x08, 0x13, 0x18
 
 LANE_PC_EXPR = bytes([0x90]) + uleb(2562)  # regx VGPR2
@@ -69,13 +80,7 @@ def build_cu(augmentation: str | None) -> dict[str, bytes]:
                          (0x40, DW_FORM_EXPRLOC), (0x3E12, DW_FORM_EXPRLOC), (0x3E08, DW_FORM_EXPRLOC)]),
         (5, 0x34, False, [(0x03, DW_FORM_STRING), (0x49, DW_FORM_REF4), (0x02, DW_FORM_EXPRLOC), (0x3E0F, DW_FORM_DATA1)]),
     ]
-    abbrev = b""
-    for code, tag, children, attrs in abbrevs:
-        abbrev += uleb(code) + uleb(tag) + bytes([1 if children else 0])
-        for at, form in attrs:
-            abbrev += uleb(at) + uleb(form)
-        abbrev += b"\0\0"
-    abbrev += b"\0"
+    abbrev = abbrev_table(abbrevs)
 
     header_size = 12
     cu = uleb(1) + cstr("AMD clang version 17.0.0") + (cstr(augmentation) if augmentation else b"") + \
