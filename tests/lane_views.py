@@ -16,6 +16,20 @@ def thread_key(name: str) -> str:
     return re.sub(r" device \d+$", "", name.split(" [")[0])
 
 
+def cfi_return_addresses(path) -> dict[tuple[int, int], list[int]]:
+    """(wave id, lane) -> the caller frames' runtime PCs our CFI unwinding finds, for lanes stopped in a
+    call: what a core's backtrace tables are written from and checked against."""
+    out = {}
+    with load_state(path) as state:
+        session = Session(state)
+        for wave in state.waves:
+            for lane in np.flatnonzero(wave.valid_lanes):
+                frames = session.frames(wave.id, int(lane))
+                if len(frames) > 1:
+                    out[wave.id, int(lane)] = [f.runtime_pc for f in frames[1:]]
+    return out
+
+
 def every_lane(path, first_wave_only: bool = False, active_only: bool = False) -> tuple[dict, list[str]]:
     """(thread name, lane, frame index, function, variable or "pc") -> the text shown, for every valid
     (or only every active) lane and every frame; shared (per-block) variables once per wave, as all

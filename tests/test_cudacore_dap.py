@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dap_client import REPO_ROOT, launched
-from lane_views import every_lane, thread_key
+from lane_views import cfi_return_addresses, every_lane, thread_key
 
 from aspace_dap.state import load_state
 from aspace_dap.state.cudacore import write_core
@@ -126,28 +126,13 @@ def _all_lanes(c, wanted=SAMPLED_LANES) -> dict:
     return out
 
 
-def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:
-    """Each lane's return addresses as our CFI unwinding finds them, for the core's backtrace tables."""
-    from aspace_dap.session import Session
-
-    out = {}
-    with load_state(folder) as state:
-        session = Session(state)
-        for wave in state.waves:
-            for lane in np.flatnonzero(wave.valid_lanes):
-                frames = session.frames(wave.id, int(lane))
-                if len(frames) > 1:
-                    out[wave.id, int(lane)] = [f.runtime_pc for f in frames[1:]]
-    return out
-
-
 EXAMPLES = sorted(p for p in DUMPS.iterdir() if p.is_dir())
 
 
 @pytest.mark.parametrize("folder", EXAMPLES, ids=lambda p: p.name)
 def test_every_lane_and_frame_reads_the_same_from_a_two_device_core(folder, tmp_path):
     # the core carries backtraces, uniform registers and the grid on two devices (one warp each)
-    backtraces = _backtraces(folder)
+    backtraces = cfi_return_addresses(folder)
     with load_state(folder) as state:
         assert state.waves[0].registers.has("UR4")
         core = write_core(state, tmp_path / "two.cudbg", devices=2, backtraces=backtraces)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lane_views import every_lane
+from lane_views import cfi_return_addresses, every_lane
 
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.inspect import frame_report
@@ -43,18 +43,6 @@ def _values(path) -> dict:
     folder dump has no PC of its own; a core must give it one (the writer takes the warp's), so
     inactive lanes are not compared."""
     return every_lane(path, active_only=True)[0]
-
-
-def _backtraces(folder: Path) -> dict[tuple[int, int], list[int]]:
-    out = {}
-    with load_state(folder) as state:
-        session = Session(state)
-        for wave in state.waves:
-            for lane in np.flatnonzero(wave.valid_lanes):
-                frames = session.frames(wave.id, int(lane))
-                if len(frames) > 1:
-                    out[wave.id, int(lane)] = [f.runtime_pc for f in frames[1:]]
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +139,7 @@ def test_uniform_predicates_are_read_per_warp(tmp_path):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_120"])
 def test_backtraces_match_the_cfi(arch, tmp_path):
     folder = DUMPS / f"divergent_call.{arch}.G"
-    backtraces = _backtraces(folder)
+    backtraces = cfi_return_addresses(folder)
     assert len(backtraces) == 32  # the odd lanes of both warps are inside settle
     with load_state(folder) as state:
         core = write_core(state, tmp_path / "bt.cudbg", backtraces=backtraces)
@@ -171,7 +159,7 @@ def test_backtraces_match_the_cfi(arch, tmp_path):
 
 def test_a_backtrace_that_disagrees_with_the_cfi_is_said_and_its_registers_unavailable(tmp_path):
     folder = DUMPS / "divergent_call.sm_90.G"
-    backtraces = _backtraces(folder)
+    backtraces = cfi_return_addresses(folder)
     wrong = backtraces[0, 3][0] + 0x40
     backtraces[0, 3] = [wrong]
     with load_state(folder) as state:
@@ -191,7 +179,7 @@ def test_a_backtrace_that_disagrees_with_the_cfi_is_said_and_its_registers_unava
 def test_a_backtrace_where_the_cfi_finds_no_caller_follows_the_core(tmp_path):
     # even lanes never made the call (no return address in R20/R21); a core that says otherwise wins, said so
     folder = DUMPS / "divergent_call.sm_80.G"
-    backtraces = _backtraces(folder)
+    backtraces = cfi_return_addresses(folder)
     assert (0, 2) not in backtraces
     backtraces[0, 2] = list(backtraces[0, 1])
     with load_state(folder) as state:
@@ -206,7 +194,7 @@ def test_a_backtrace_where_the_cfi_finds_no_caller_follows_the_core(tmp_path):
 
 def test_a_backtrace_shorter_than_the_cfi_ends_the_stack_and_says_so(tmp_path):
     folder = DUMPS / "divergent_call.sm_90.G"
-    backtraces = _backtraces(folder)
+    backtraces = cfi_return_addresses(folder)
     backtraces[0, 3] = []
     backtraces[0, 5] = [backtraces[0, 5][0]]
     with load_state(folder) as state:
@@ -260,7 +248,7 @@ def full_core(tmp_path_factory):
     folder = DUMPS / "divergent_call.sm_120.G"
     with load_state(folder) as state:
         return write_core(state, tmp_path_factory.mktemp("fuzz") / "full.cudbg", devices=2,
-                          backtraces=_backtraces(folder))
+                          backtraces=cfi_return_addresses(folder))
 
 
 def _variants(core: Path, count: int, seed: int = 1234):
