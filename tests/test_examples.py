@@ -356,12 +356,13 @@ DC_ITERATION = 2  # -O0: settle's loop is at i = 2
 UNAVAILABLE = "<unavailable>"
 
 
-def dc_lane(lane: int) -> dict:
-    """divergent() for one lane of the dumped wave, from the .hip source and the README's inputs."""
-    tid = DC_WAVE * 64 + lane
+def dc_lane(lane: int, lanes: int = 64, wave: int = DC_WAVE) -> dict:
+    """divergent() for one lane of the dumped wave, from the .hip source and the README's inputs
+    (warpSize = `lanes`)."""
+    tid = wave * lanes + lane
     gid = DC_GROUP * DC_BLOCK + tid
     x = ((gid % 13) - 6) * 0.25 if gid < DC_N else 0.0  # dyadic inputs: every float op is exact
-    item = {"gid": gid, "lane": tid % 64, "x": x, "odd": tid % 64 % 2 == 1}
+    item = {"gid": gid, "lane": tid % lanes, "x": x, "odd": tid % lanes % 2 == 1}
     if item["odd"]:
         item["steps"] = item["lane"] % 5 + 1
         done = min(DC_ITERATION, item["steps"])
@@ -501,29 +502,9 @@ DC19 = {"gfx90a": (64, 1, 0x3BFC, 0x4A18), "gfx942": (64, 1, 0x1DE4, 0x2B34),
         "gfx1030": (32, 3, 0x3888, 0x460C), "gfx1100": (32, 3, 0x1D40, 0x295C)}
 
 
-def dc19_lane(lane: int, lanes: int, wave: int) -> dict:
-    tid = wave * lanes + lane
-    gid = DC_GROUP * DC_BLOCK + tid
-    x = ((gid % 13) - 6) * 0.25 if gid < DC_N else 0.0
-    item = {"gid": gid, "lane": tid % lanes, "x": x, "odd": tid % lanes % 2 == 1}  # warpSize = lanes
-    if item["odd"]:
-        item["steps"] = item["lane"] % 5 + 1
-        done = min(DC_ITERATION, item["steps"])
-        acc = x
-        for i in range(done):
-            acc = acc * 0.5 + (item["lane"] + i)
-        item.update(done=done, acc=acc)
-    else:
-        result = -x
-        for i in range(item["lane"] % 7):
-            result += i * x
-        item["result"] = result
-    return item
-
-
 def dc19_expected(lane: int, lanes: int, wave: int) -> tuple[dict, dict]:
     """(settle's variables, divergent's variables) for one lane, as a debugger must show them."""
-    it = dc19_lane(lane, lanes, wave)
+    it = dc_lane(lane, lanes, wave)
     if it["odd"]:
         settle = {"x": show_float(it["x"]), "lane": str(it["lane"]), "steps": str(it["steps"]),
                   "acc": show_float(it["acc"]), "i": str(it["done"])}
@@ -544,7 +525,7 @@ def test_divergent_call_clang19_frames(open_dump, arch):
     (wave,) = view.state.dispatches[0].waves
     assert view.state.target.lanes == lanes and wave.index_in_workgroup == wave_index
     assert wave.pc == stop and view.index.line_for_pc(stop).line == 12
-    items = [dc19_lane(lane, lanes, wave_index) for lane in range(lanes)]
+    items = [dc_lane(lane, lanes, wave_index) for lane in range(lanes)]
     assert list(wave.exec_mask) == [it["odd"] and it["steps"] > DC_ITERATION for it in items]
     session = Session(view.state)
     for lane in range(lanes):
