@@ -811,15 +811,16 @@ class Session:
             raise AspaceError(f"no workgroup ({wg[0]},{wg[1]},{wg[2]}) in dispatch {dispatch}")
         return w
 
-    def read_memory(self, text: str, offset: int, count: int) -> tuple[int, bytes, np.ndarray]:
-        """(start address, bytes, valid mask) for `count` bytes at the reference + offset."""
+    def read_memory(self, text: str, offset: int, count: int) -> tuple[int, memoryview, np.ndarray]:
+        """(start address, bytes, valid mask) for `count` bytes at the reference + offset; the bytes
+        are a read-only view, not a copy (a memory view may read megabytes)."""
         ref, space, target, lane = self.resolve_memref(text)
         start = ref.address + offset
         if start < 0 or start >= 1 << (8 * space.address_size):
-            return start, b"", np.zeros(0, bool)
+            return start, memoryview(b""), np.zeros(0, bool)
         count = min(count, (1 << (8 * space.address_size)) - start)
         got = target.read_memory(space, np.array([lane]), np.array([start], np.uint64), count)
-        return start, bytes(got.data[0]), got.valid[0]
+        return start, memoryview(got.data[0]).toreadonly(), got.valid[0]
 
     def memory_layout(self, frame: Frame, text: str, offset: int, count: int) -> list[dict]:
         """The variables of a frame (and its file scope) that occupy bytes of [reference + offset,

@@ -225,3 +225,14 @@ def test_tcp_connections_have_their_own_session(tcp_port):
         third.wait_closed()
     finally:
         third.close()
+
+
+def test_servers_keep_their_megabyte_buffers_on_glibc():
+    """Both servers tune glibc's allocator at start (dap/allocator.py); on glibc it must take."""
+    import platform
+    import sys
+
+    from aspace_dap.dap.allocator import keep_freed_buffers
+    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's mallopt is what is tuned")
+    assert keep_freed_buffers() is True

@@ -772,7 +772,7 @@ def read_memory(ctx, args):
         good_after = np.nonzero(valid)[0]
         skip = int(good_after[0]) if len(good_after) else count
         return {"address": f"0x{start:x}", "unreadableBytes": skip}
-    body = {"address": f"0x{start:x}", "data": Base64Bytes(base64.b64encode(data[:first_bad]))}
+    body = {"address": f"0x{start:x}", "data": Base64Bytes.encode(data[:first_bad])}
     if first_bad < count:
         body["unreadableBytes"] = count - first_bad
     return body

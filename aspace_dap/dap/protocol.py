@@ -222,7 +222,7 @@ class Base64Text(str):
 
 
 class Base64Bytes:
-    """Base64 as the bytes base64.b64encode returned (readMemory data).
+    """Base64 as ASCII bytes (readMemory data).
 
     Megabytes of memory views go out this way: the bytes are spliced into the
     encoded message instead of becoming a str and running through the JSON
@@ -233,6 +233,13 @@ class Base64Bytes:
 
     def __init__(self, data: bytes):
         self.data = data
+
+    @classmethod
+    def encode(cls, raw: bytes | memoryview) -> Base64Bytes:
+        """The base64 of `raw`, by a SIMD encoder: for a megabyte, a tenth of a millisecond
+        where the standard library's takes over one — most of what a readMemory cost."""
+        import pybase64  # only memory views need it
+        return cls(pybase64.b64encode(raw))
 
     def __str__(self) -> str:
         return self.data.decode("ascii")

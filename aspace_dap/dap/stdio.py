@@ -17,6 +17,7 @@ from typing import Callable
 
 from .. import limits
 from ..paths import remove_temp_dirs_on_sigterm
+from .allocator import keep_freed_buffers
 from .dispatch import Dispatcher
 
 RECEIVE_SIZE = 64 * 1024
@@ -32,6 +33,7 @@ def serve_stdio(dispatcher_factory: Callable[[], Dispatcher]) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     _widen_pipe(out_fd)
+    keep_freed_buffers()
     try:
         _serve(dispatcher_factory(), in_fd, out_fd)
     except KeyboardInterrupt:

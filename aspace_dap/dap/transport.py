@@ -21,6 +21,7 @@ import trio
 
 from .. import limits
 from ..paths import remove_temp_dirs_on_sigterm
+from .allocator import keep_freed_buffers
 from .dispatch import Dispatcher, WorkItem
 from .protocol import DapConnection, Request
 
@@ -267,6 +268,7 @@ def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None
         print(f"aspace-dap: port {port} is not between 0 and 65535", file=sys.stderr)
         return 2
     remove_temp_dirs_on_sigterm()
+    keep_freed_buffers()
     # Handler threads compute while the event loop thread accepts and reads: hand the GIL over
     # more often than Python's 5 ms, so a new client is answered at once while others keep it busy.
     sys.setswitchinterval(0.001)
