@@ -109,10 +109,15 @@ def one_run(dump: Path, groups: bool = True) -> dict:
     t0 = time.perf_counter()
     client.request("waveGroups")
     groups_again_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    listing = client.request("evaluate", {"expression": "info waves", "context": "repl"})["result"]
+    info_waves_s = time.perf_counter() - t0
+    if str(last) not in listing and "wave" not in listing:
+        raise RuntimeError(f"`info waves` did not list waves: {listing[:200]!r}")
     rss = _peak_rss_mib(client._proc.pid)
     client.close()
     return {"first": first_locals, "cpu": cpu, "threads": threads_s, "groups": groups_s, "groups_again": groups_again_s,
-            "rss": rss, "count": len(threads), "locals": len(shown), "group_count": len(groups)}
+            "info_waves": info_waves_s, "rss": rss, "count": len(threads), "locals": len(shown), "group_count": len(groups)}
 
 
 def json_load_s(manifest: Path, runs: int) -> float:
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.waves.split(",")]
     print(f"{'waves':>8}{'manifest':>10}{'json.load':>11}{'first locals':>14}{'ratio':>7}{'(cpu)':>8}{'threads':>10}"
-          f"{'waveGroups':>12}{'(again)':>9}{'peak RSS':>10}  targets")
+          f"{'waveGroups':>12}{'(again)':>9}{'info waves':>12}{'peak RSS':>10}  targets")
     failed = False
     for waves in sizes:
         with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = [one_run(dump) for _ in range(args.runs)]
             load = json_load_s(manifest, max(3, args.runs))
             size_mb = manifest.stat().st_size / 1e6
-        med = {k: statistics.median(r[k] for r in runs) for k in ("first", "threads", "groups", "groups_again")}
+        med = {k: statistics.median(r[k] for r in runs) for k in ("first", "threads", "groups", "groups_again", "info_waves")}
         cpu = statistics.median((r["cpu"] or 0) for r in runs)
         rss = max((r["rss"] or 0) for r in runs)
         ratio = med["first"] / load
@@ -159,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             notes.append(f"RSS < {RSS_TARGET_MIB} MiB: {'ok' if ok else 'MISSED'}")
         print(f"{runs[0]['count']:>8}{size_mb:>8.1f}MB{load * 1e3:>9.0f}ms{med['first'] * 1e3:>12.0f}ms"
               f"{ratio:>6.1f}x{cpu * 1e3:>6.0f}ms{med['threads'] * 1e3:>8.0f}ms{med['groups'] * 1e3:>10.0f}ms"
-              f"{med['groups_again'] * 1e3:>7.0f}ms{rss:>7.0f}MiB  {'; '.join(notes)}", flush=True)
+              f"{med['groups_again'] * 1e3:>7.0f}ms{med['info_waves'] * 1e3:>10.0f}ms{rss:>7.0f}MiB  {'; '.join(notes)}", flush=True)
     if args.dies:
         with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
             dump = big_code_object_dump(Path(tmp), args.dies)
