@@ -234,7 +234,8 @@ def lds_tiles_expected(opt: str, arch: str):
             "cols": str(COLS)}
         if opt == "O2":  # what the -O2 loclists still cover at line 38
             kept = {"gfx90a": {"tile", "row_sums", "tx", "ty", "out_col", "out_row"},
-                    "gfx1030": {"tile", "row_sums", "out_col", "out_row"}}[arch]
+                    "gfx1030": {"tile", "row_sums", "out_col", "out_row"},
+                    "clang19.gfx90a": {"tile", "row_sums", "tx", "ty", "out_col", "out_row"}}[arch]
             live = {k: (v if k in kept else OPTIMIZED_OUT) for k, v in live.items()}
         return live
 
@@ -248,15 +249,19 @@ LDS_PLACES = {
            "out_col": "private_lane", "out_row": "private_lane"},
     ("O2", "gfx90a"): {"tile": "local", "row_sums": "local", "tx": "v1", "ty": "v2", "out_col": "v0", "out_row": "v3"},
     ("O2", "gfx1030"): {"tile": "local", "row_sums": "local", "out_col": "v2", "out_row": "v3"},
+    # clang-19 at 0x1b8c: v1/v2 split from the packed ids at entry, v0/v4 set by lines 35/36
+    ("O2", "clang19.gfx90a"): {"tile": "local", "row_sums": "local", "tx": "v1", "ty": "v2", "out_col": "v0",
+                               "out_row": "v4"},
 }
 
 
-@pytest.mark.parametrize("arch,opt", [("gfx90a", "O0"), ("gfx90a", "O2"), ("gfx1030", "O0"), ("gfx1030", "O2")])
+@pytest.mark.parametrize("arch,opt", [("gfx90a", "O0"), ("gfx90a", "O2"), ("gfx1030", "O0"), ("gfx1030", "O2"),
+                                      ("clang19.gfx90a", "O2")])
 def test_lds_tiles_dump(open_dump, arch, opt):
     view = open_dump("lds_tiles", f"{arch}.{opt}")
-    lanes = 64 if arch == "gfx90a" else 32
+    lanes = 32 if arch.endswith("gfx1030") else 64
     state = view.state
-    assert state.target.lanes == lanes and state.target.processor == arch
+    assert state.target.lanes == lanes and state.target.processor == arch.split(".")[-1]
     waves = state.dispatches[0].waves
     assert len(waves) == TILE * TILE // lanes
     expected, sums = lds_tiles_expected(opt, arch)

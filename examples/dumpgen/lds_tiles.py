@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent.parent / "lds_tiles"
 
 STOP_PC = {("gfx90a", "O0"): 0x4530, ("gfx90a", "O2"): 0x1A9C,
            ("gfx1030", "O0"): 0x4224, ("gfx1030", "O2"): 0x1AAC,
-           ("clang19.gfx90a", "O0"): 0x52A8}  # clang-19: line 38's first instruction
+           ("clang19.gfx90a", "O0"): 0x52A8, ("clang19.gfx90a", "O2"): 0x1B8C}  # clang-19: line 38's first instruction
 KERNEL = "_Z15transpose_tilesPKfPfS1_ii"
 LDS_NOTE = "the code object's .debug_addr holds 0 for both LDS variables; the listing gives the real offsets"
 FRAME_BYTES = {"gfx90a": 144, "gfx1030": 288}  # s32 = 0x2400 wave-scaled bytes at entry
@@ -112,6 +112,8 @@ def spec(processor: str, opt: str, build: str | None = None) -> DumpSpec:
             regs.update({"s32": u32(0x2400), "s33": u32(0)})
         elif opt == "O0":
             regs.update(_o0_registers(processor, lanes, threads))
+        elif build != processor:
+            regs.update(_clang19_o2_registers(threads, active))
         else:
             regs.update(_o2_registers(processor, lanes, threads, active, full))
         waves.append(WaveSpec(id=index, index_in_workgroup=index, registers=regs,
@@ -188,5 +190,28 @@ def _o2_registers(processor, lanes, threads, active, full) -> dict[str, bytes]:
     return regs
 
 
+def _clang19_o2_registers(threads, active) -> dict[str, bytes]:
+    """clang-19 -O2 (lds_tiles.clang19.gfx90a.O2.co.s.txt) at 0x1b8c, line 38's first instruction:
+    `s_load_dwordx8 s[8:15]` took the five arguments, s6/s7 are the workgroup ids, v0 packed the
+    work-item ids (split into v1 = tx, v2 = ty at 0x1a08); line 27 left `ty << 2` in v3, lines
+    35/36 put out_col in v0 and out_row in v4; line 37 compared (vcc: out_row < cols), saved the
+    whole wave's exec in s[0:1] and set s2 = 0x44 (tile's row pitch) over the condition's low half."""
+    bx, by = BLOCK
+    regs = {"s6": u32(bx), "s7": u32(by), "s14": u32(ROWS), "s15": u32(COLS), "s2": u32(0x44),
+            "s3": u32(active >> 32), "vcc": u64(_mask(t["out_row"] < COLS for t in threads))}
+    regs.update(sgpr_pair("s0", (1 << 64) - 1))
+    regs.update(sgpr_pair("s4", KERNARG))
+    regs.update(sgpr_pair("s8", IN_ADDR))
+    regs.update(sgpr_pair("s10", OUT_ADDR))
+    regs.update(sgpr_pair("s12", SUMS_ADDR))
+    regs["v0"] = lane_u32(t["out_col"] for t in threads)
+    regs["v1"] = lane_u32(t["tx"] for t in threads)
+    regs["v2"] = lane_u32(t["ty"] for t in threads)
+    regs["v3"] = lane_u32(t["ty"] << 2 for t in threads)
+    regs["v4"] = lane_u32(t["out_row"] for t in threads)
+    return regs
+
+
 def specs() -> list[DumpSpec]:
-    return [*(spec(p, o) for p in ("gfx90a", "gfx1030") for o in ("O0", "O2")), spec("gfx90a", "O0", "clang19.gfx90a")]
+    return [*(spec(p, o) for p in ("gfx90a", "gfx1030") for o in ("O0", "O2")), spec("gfx90a", "O0", "clang19.gfx90a"),
+            spec("gfx90a", "O2", "clang19.gfx90a")]
