@@ -238,5 +238,90 @@ def spec_clang19_o0(arch: str) -> DumpSpec:
                  build=f"clang19.{arch}", processor=arch, lanes=lanes)
 
 
+# -O2 builds of the other compilers and targets, from each object's disassembly
+# (divergent_call.<build>.O2.co.s.txt). All stop where a function breakpoint on settle lands (line
+# 11's first instruction; no prologue, no frame) with the same kernel code before the call: x
+# loaded into v3 (0 for gid >= n), gid in v4 (v5 its sign), lane = threadIdx.x & (wave - 1) in v1,
+# the call's arguments x, lane, steps in v0..v2 for the odd lanes. They differ in registers:
+#   target: the SGPR pair `s_getpc_b64` + `s_add_u32`/`s_addc_u32` set to settle's address;
+#   in_range / even: the kernel's `gid < n` compare and the `s_xor` of exec with the saved exec
+#   (the lanes waiting for the `else` branch); args: `in` and `out` from the kernarg segment;
+#   even_v0: what the even lanes hold in v0 ("bit": the kernel's `v_and_b32 v0, 1, v0`; "tid": the
+#   hardware's work-item id, since the kernel wrote `threadIdx.x & 1` to v2 instead);
+#   even_v2: "address" (the low half of &in[gid] for lanes with gid < n, never written for the
+#   others) or "bit" (`v_and_b32 v2, 1, v0`: 0);
+#   settle_mask: wave32 settle saves exec in this SGPR (`s_mov_b32 sN, exec_lo`) before the stop,
+#   and zeroes the SGPR after it (its loop's break mask).
+OTHER_O2 = {
+    "clang19.gfx90a": dict(lanes=64, wave=1, stop=0x1904, ret=0x1AD0, target="s4", in_range="s8", even="s10",
+                           args="s12", even_v0="bit", even_v2="address"),
+    "clang19.gfx942": dict(lanes=64, wave=1, stop=0x1904, ret=0x1AB4, target="s0", in_range="s4", even="s6",
+                           args="s8", even_v0="bit", even_v2="address"),
+    "clang19.gfx1030": dict(lanes=32, wave=3, stop=0x1908, ret=0x1AEC, target="s4", in_range="s6", even="s7",
+                            args="s12", even_v0="tid", even_v2="bit"),
+    "clang19.gfx1100": dict(lanes=32, wave=3, stop=0x1908, ret=0x1AF4, target="s0", in_range="s2", even="s3",
+                            args="s4", even_v0="tid", even_v2="bit"),
+    "clang15.gfx940": dict(lanes=64, wave=1, stop=0x1604, ret=0x17BC, target="s0", in_range="s4", even="s6",
+                           args="s8", even_v0="bit", even_v2="address"),
+    "clang15.gfx1030": dict(lanes=32, wave=3, stop=0x1610, ret=0x17F0, target="s4", in_range="s6", even="s7",
+                            args="s12", even_v0="tid", even_v2="bit", settle_mask="s4"),
+    "clang15.gfx1100": dict(lanes=32, wave=3, stop=0x1610, ret=0x17F8, target="s0", in_range="s2", even="s3",
+                            args="s4", even_v0="tid", even_v2="bit", settle_mask="s0"),
+}
+SETTLE_ADDRESS = {"clang19": 0x1900, "clang15": 0x1600}
+
+
+def spec_other_o2(build: str) -> DumpSpec:
+    c = OTHER_O2[build]
+    lanes, wave = c["lanes"], c["wave"]
+    items = [work_item(lane, lanes, wave) for lane in range(lanes)]
+    odd = mask(lane for lane in range(lanes) if items[lane]["odd"])
+    in_range = mask(lane for lane in range(lanes) if items[lane]["gid"] < N)
+    even = mask(lane for lane in range(lanes) if not items[lane]["odd"])
+    word = u64 if lanes == 64 else u32
+
+    def sgprs(first: str, value: int) -> dict[str, bytes]:
+        return sgpr_pair(first, value) if lanes == 64 else {first: u32(value)}
+
+    regs = {"pc": u64(c["stop"]), "exec": word(odd), "s32": u32(0)}
+    regs.update(sgpr_pair(c["target"], SETTLE_ADDRESS[build.split(".")[0]]))
+    if "settle_mask" in c:
+        regs[c["settle_mask"]] = u32(odd)
+    if lanes == 64:
+        regs["vcc"] = u64(odd)  # the kernel's `v_cmp_eq_u32 vcc, 1, v0` (lane & 1)
+    regs.update(sgprs(c["in_range"], in_range))
+    regs.update(sgprs(c["even"], even))
+    regs.update(sgpr_pair(c["args"], IN_ADDR))
+    regs.update(sgpr_pair(f"s{int(c['args'][1:]) + 2}", OUT_ADDR))
+    regs.update(sgpr_pair("s30", c["ret"]))
+
+    def even_v0(it):
+        return 0 if c["even_v0"] == "bit" else wave * lanes + it["lane"]
+
+    def even_v2(it):
+        if c["even_v2"] == "bit":
+            return 0
+        return (IN_ADDR + 4 * it["gid"]) & 0xFFFFFFFF if it["gid"] < N else 0
+
+    regs["v0"] = lane_u32(it["x"] if it["odd"] else even_v0(it) for it in items)
+    regs["v1"] = lane_u32(it["lane"] for it in items)
+    regs["v2"] = lane_u32(it["lane"] % 5 + 1 if it["odd"] else even_v2(it) for it in items)
+    regs["v3"] = lane_u32(it["x"] for it in items)
+    regs["v4"] = lane_u32(it["gid"] for it in items)
+    regs["v5"] = lane_u32(0 for _ in items)
+
+    def odd_only(fn):
+        return [fn(it) if it["odd"] else None for it in items]
+
+    settle = FrameSpec(c["stop"], {"x": odd_only(lambda it: it["x"]), "lane": odd_only(lambda it: it["lane"]),
+                                   "steps": odd_only(lambda it: it["lane"] % 5 + 1),
+                                   "acc": odd_only(lambda it: it["x"]), "i": odd_only(lambda it: 0)},
+                       not_by_dwarf={"i": "DW_OP_consts 0, DW_OP_stack_value: the value is in the debug info"})
+    wave_spec = WaveSpec(id=0, index_in_workgroup=wave, registers=regs, frames=[settle])
+    return _dump("O2", wave_spec, 0, "function breakpoint on settle: line 11, before the loop", build=build,
+                 processor=build.split(".")[1], lanes=lanes)
+
+
 def specs() -> list[DumpSpec]:
-    return [spec_o0(), spec_o2(), *(spec_clang19_o0(arch) for arch in CLANG19_O0)]
+    return [spec_o0(), spec_o2(), *(spec_clang19_o0(arch) for arch in CLANG19_O0),
+            *(spec_other_o2(build) for build in OTHER_O2)]
