@@ -209,6 +209,57 @@ CLANG19_O0 = {
 }
 
 
+# clang-15 -O0 (divergent_call.clang15.<arch>.O0.co.s.txt): the kernel's `s_mov_b32 s32, K;
+# s_mov_b32 s33, 0`, the `s_swappc_b64 s[30:31]` at line 25, and settle's hipcc-like prologue:
+# v15 stored (all lanes) at s32 + `save`, `v_writelane_b32 v15, s33, <fp_lane>`, s33 = s32,
+# s32 += frame. Its loop then spills its exec masks to v15's lanes below fp_lane exactly as hipcc's
+# gfx90a build does (wave32: one lane per mask, lane k for the wave64 build's pair 2k/2k+1).
+CLANG15_O0 = {
+    "gfx940": dict(lanes=64, wave=1, kernel_sp=0x50, frame=32, save=24, fp_lane=14, ret=0x23C0, stop=0x19E8,
+                   per_lane=True),
+    "gfx1030": dict(lanes=32, wave=3, kernel_sp=0x1800, frame=0x800, save=56, fp_lane=7, ret=0x2448, stop=0x19B8,
+                    per_lane=False),
+    "gfx1100": dict(lanes=32, wave=3, kernel_sp=0xB0, frame=64, save=56, fp_lane=7, ret=0x2224, stop=0x1970,
+                    per_lane=True),
+}
+
+
+def spec_clang15_o0(arch: str) -> DumpSpec:
+    """settle at line 12, third iteration, as clang-15 -O0 builds it for gfx940/gfx1030/gfx1100."""
+    c = CLANG15_O0[arch]
+    lanes, wave = c["lanes"], c["wave"]
+    items = [work_item(lane, lanes, wave) for lane in range(lanes)]
+    odd = [lane for lane in range(lanes) if items[lane]["odd"]]
+    active = [lane for lane in odd if items[lane]["active"]]
+    spill = o0_v15_spill_lanes(odd, {lane: items[lane]["steps"] for lane in odd}, O0_ITERATION)
+    if lanes == 32:  # 32-bit masks: pair 2k/2k+1's low dword (the high one is 0) in lane k
+        spill = {k: spill[2 * k] for k in range(7)}
+    v15 = [spill.get(lane, 0) for lane in range(lanes)]
+    v15[c["fp_lane"]] = 0  # the kernel's s33
+    scale = 1 if c["per_lane"] else lanes
+    settle_fp = c["kernel_sp"]
+    regs = {"pc": u64(c["stop"]), "exec": (u64 if lanes == 64 else u32)(mask(active)),
+            "s32": u32(settle_fp + c["frame"]), "s33": u32(settle_fp), "v15": lane_u32(v15)}
+    regs.update(sgpr_pair("s30", c["ret"]))
+
+    def odd_only(key):
+        return [items[lane][key] if items[lane]["odd"] else None for lane in range(lanes)]
+
+    settle = FrameSpec(c["stop"], {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
+                                   "acc": odd_only("acc"), "i": odd_only("i")})
+    kernel = FrameSpec(c["ret"] - 1, {
+        "in": [IN_ADDR] * lanes, "out": [OUT_ADDR] * lanes, "n": [N] * lanes,
+        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
+        "result": [None if it["odd"] else it["result"] for it in items],
+        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    # the kernel's v15, stored by settle's prologue before the spills: never written by the kernel, taken as 0
+    scratch = {settle_fp // scale + c["save"]: [0] * lanes}
+    wave_spec = WaveSpec(id=0, index_in_workgroup=wave, registers=regs, frames=[settle, kernel], scratch=scratch)
+    private = (settle_fp + c["frame"]) // scale
+    return _dump("O0", wave_spec, private, "line 12: acc = acc * 0.5f + (float)(lane + i), third iteration",
+                 build=f"clang15.{arch}", processor=arch, lanes=lanes)
+
+
 def spec_clang19_o0(arch: str) -> DumpSpec:
     """settle at line 12, third iteration, as clang-19 -O0 builds it: the kernel's frame pointer
     (0) is in the SGPR settle's prologue copied it to; everything else lives in scratch."""
@@ -324,4 +375,4 @@ def spec_other_o2(build: str) -> DumpSpec:
 
 def specs() -> list[DumpSpec]:
     return [spec_o0(), spec_o2(), *(spec_clang19_o0(arch) for arch in CLANG19_O0),
-            *(spec_other_o2(build) for build in OTHER_O2)]
+            *(spec_clang15_o0(arch) for arch in CLANG15_O0), *(spec_other_o2(build) for build in OTHER_O2)]
