@@ -76,6 +76,17 @@ def test_partially_optimized_out_struct():
     assert format_obj(o) == "{a = 42, b = <optimized out>}"
 
 
+def test_pieces_that_stop_before_the_end_of_a_struct():
+    """clang-19 -O2 describes a 72-byte struct as `DW_OP_piece 40, DW_OP_regx VGPR6, DW_OP_piece 4`
+    (scratch_struct's p): the members past the last piece have no location (DWARF 5 §2.6.1.2: only
+    the pieces describe where the object is), so they are optimized out and the rest still prints."""
+    t = FakeTarget()
+    s = StructType("S", 16, members=[Member("a", INT, 0), Member("b", INT, 32), Member("c", INT, 64),
+                                     Member("d", ArrayType(None, None, element=INT, dims=[1]), 96)])
+    o = obj_at("DW_OP_piece 4; DW_OP_constu 7; DW_OP_stack_value; DW_OP_piece 4", t, s)
+    assert format_obj(o) == "{a = <optimized out>, b = 7, c = <optimized out>, d = {<optimized out>}}"
+
+
 def test_unavailable_memory_is_not_zero():
     t = FakeTarget()
     t.poke(0, 0x3000, b"\x01\x00")  # only half of the int is in the dump

@@ -321,6 +321,21 @@ class Location(Entry):
             out.append(moved)
         return Location(tuple(out))
 
+    def covering(self, nbits: int) -> "Location":
+        """The same places, each composite padded with an undefined piece up to `nbits` past its
+        offset: pieces that describe only the front of an object (clang's `DW_OP_piece 40,
+        DW_OP_regx VGPR6, DW_OP_piece 4` for a 72-byte struct) leave the rest undefined, so
+        its members there read as optimized out instead of failing the whole object."""
+        out = []
+        for p in self.places:
+            if isinstance(p, CompositeLocation) and len(p.bit_offset):
+                missing = int(p.bit_offset.max()) + nbits - p.storage_bits()
+                if missing > 0:
+                    filler = Piece(Location((UndefinedLocation(np.zeros(len(p.bit_offset), np.int64)),)), missing)
+                    p = CompositeLocation(p.pieces + (filler,), p.bit_offset, p.complete)
+            out.append(p)
+        return Location(tuple(out))
+
     @property
     def is_incomplete_composite(self) -> bool:
         p = self.places[0]

@@ -42,7 +42,7 @@ class Obj:
 
     @classmethod
     def from_location(cls, type_: Type, location: Location, target, lanes: np.ndarray) -> "Obj":
-        return cls(type_, location, target, lanes=lanes)
+        return cls(type_, location.covering(8 * (byte_size(type_) or 0)), target, lanes=lanes)
 
     @classmethod
     def from_bytes(cls, type_: Type, raw: bytes, lanes: np.ndarray) -> "Obj":

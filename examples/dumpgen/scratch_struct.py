@@ -20,7 +20,8 @@ STATE_ADDR = 0x7F0000100000
 PROBE_ADDR = 0x7F0000200000
 OUT_ADDR = 0x7F0000300000
 HERE = Path(__file__).resolve().parent.parent / "scratch_struct"
-STOP_PC = {"O0": 0x4C68, "O2": 0x2480, "clang19.O0": 0x5AF4}  # clang-19: first instruction of line 55
+STOP_PC = {"O0": 0x4C68, "O2": 0x2480, "clang19.O0": 0x5AF4,  # clang-19 -O0: first instruction of line 55
+           "clang19.O2": 0x23C4}  # clang-19 -O2: line 55's v_fmac_f32, right after sample = v0
 FRAME_BYTES = {"O0": 320, "O2": 176}  # -O0: s32 = 0x5000 wave-scaled; -O2: history ends at 80 + 96
 
 
@@ -72,6 +73,8 @@ def spec(opt: str, build: str = "gfx90a") -> DumpSpec:
     values = {name: [item.get(name) for item in items] for name in names}
     active = sum(1 << t for t, item in enumerate(items) if item["gid"] < N)
     regs = {"pc": u64(pc), "exec": u64(active)}
+    if opt == "O2" and build != "gfx90a":
+        return _clang19_o2(items, values, regs, pc)
     if opt == "O0":
         regs.update({"s32": u32(0x5000), "s33": u32(0)})
     else:
@@ -88,7 +91,13 @@ def spec(opt: str, build: str = "gfx90a") -> DumpSpec:
         regs["v30"] = lane_u32((i["gid"] * 4) for i in live)
         regs["v31"] = lane_u32(0 for _ in live)
     frame = FrameSpec(pc, values, isa_frame_base_zero=opt == "O2")
-    waves = [WaveSpec(id=0, index_in_workgroup=0, registers=regs, frames=[frame])]
+    return _dump(opt, build, regs, frame)
+
+
+def _dump(opt: str, build: str, regs: dict[str, bytes], frame: FrameSpec,
+          scratch: dict[int, list[int]] | None = None) -> DumpSpec:
+    lanes = 64
+    waves = [WaveSpec(id=0, index_in_workgroup=0, registers=regs, frames=[frame], scratch=scratch or {})]
     kernargs = u64(STATE_ADDR) + u64(PROBE_ADDR) + u64(OUT_ADDR) + u32(N) + struct.pack("<f", DT)
     total = (N + BLOCK - 1) // BLOCK * BLOCK
     state = b"".join(struct.pack("<f", state_input(i)) for i in range(N * 6))
@@ -102,5 +111,49 @@ def spec(opt: str, build: str = "gfx90a") -> DumpSpec:
         focus=(0, 5), stop=("breakpoint", "line 55: out[gid] = sample * (p.flags + 1) + (float)(p.id + neighbor)"))
 
 
+def _bits(value) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0] if isinstance(value, float) else int(value)
+
+
+def _clang19_o2(items, values, regs, pc) -> DumpSpec:
+    """clang-19 -O2 at 0x23c4 (scratch_struct.clang19.gfx90a.O2.co.s.txt), line 55 after
+    `v_add_f32 v0, v3, v4` (sample). The kernel keeps p in scratch at 0 and history at 80 (no frame
+    pointer: `buffer_store_dword ..., s[0:3], 0 offset:N`), but its DWARF places only history there;
+    p is pieces: the first 40 bytes optimized out, id in v6, and nothing else at this pc."""
+    live = [it for it in items if "p" in it]
+
+    def per_lane(fn, default=0):
+        return [fn(it) if "p" in it else default for it in items]
+
+    regs.update(sgpr_pair("s6", OUT_ADDR))  # s_load_dwordx2 s[6:7], kernarg + 0x10
+    regs.update(sgpr_pair("s8", STATE_ADDR))  # s_load_dwordx4 s[8:11], kernarg + 0
+    regs.update(sgpr_pair("s10", PROBE_ADDR))
+    regs.update({"s12": u32(N), "s13": struct.pack("<f", DT), "s4": u32(0x5556)})  # s_movk_i32 s4 (line 52)
+    # v0 of the lanes that returned early still holds their work-item id (gfx90a packs x | y << 10,
+    # here y = z = 0): every later write to v0 ran with exec = gid < n
+    regs["v0"] = lane_u32(it["sample"] if "p" in it else tid for tid, it in enumerate(items))
+    regs["v1"] = lane_u32(per_lane(lambda i: float(i["p"]["flags"] + 1)))  # v_cvt_f32_ubyte0 at 0x239c
+    regs["v2"] = lane_u32(per_lane(lambda i: float(i["p"]["id"] + i["neighbor"])))  # v_cvt_f32_i32 at 0x23b8
+    regs["v3"] = lane_u32(per_lane(lambda i: i["history"][i["step"]]))  # buffer_load at 0x2388
+    regs["v4"] = lane_u32(per_lane(lambda i: i["p"]["pos"][i["axis"]]))  # buffer_load at 0x2390
+    regs["v6"] = lane_u32(it["gid"] for it in items)  # v_add_u32 v6, s8, v0 at 0x1928, every lane
+    regs["v7"] = lane_u32(per_lane(lambda i: i["pick"]))  # global_load_dword v7 at 0x1fa4
+    regs["v19"] = lane_u32(per_lane(lambda i: i["neighbor"]))  # buffer_load_dword v19 at 0x2200
+    # p's fields as the ISA stored them (offsets of `buffer_store_dword ... offset:N`): pos 0..8,
+    # force 24..32, mass 36, id 40, flags 44, neighbors 48..68. vel (12..20) is never stored: dead
+    # after the loop, it stays in registers, so those bytes hold whatever scratch held (0 here).
+    scratch: dict[int, list[int]] = {}
+    for name, offset, count in (("pos", 0, 3), ("force", 24, 3), ("neighbors", 48, 6)):
+        for k in range(count):
+            scratch[offset + 4 * k] = per_lane(lambda i: _bits(i["p"][name][k]))
+    for name, offset in (("mass", 36), ("id", 40), ("flags", 44)):
+        scratch[offset] = per_lane(lambda i: _bits(i["p"][name]))
+    assert live, "no lane has gid < n"
+    frame = FrameSpec(pc, values, isa_frame_base_zero=True,
+                      not_by_dwarf={"p": "pieces: only id (v6, set above) has a location at this pc; the bytes "
+                                         "the ISA stored are in the scratch image"})
+    return _dump("O2", "clang19.gfx90a", regs, frame, scratch)
+
+
 def specs() -> list[DumpSpec]:
-    return [spec("O0"), spec("O2"), spec("O0", "clang19.gfx90a")]
+    return [spec("O0"), spec("O2"), spec("O0", "clang19.gfx90a"), spec("O2", "clang19.gfx90a")]
