@@ -326,6 +326,8 @@ class Location(Entry):
         offset: pieces that describe only the front of an object (clang's `DW_OP_piece 40,
         DW_OP_regx VGPR6, DW_OP_piece 4` for a 72-byte struct) leave the rest undefined, so
         its members there read as optimized out instead of failing the whole object."""
+        if not any(isinstance(p, CompositeLocation) for p in self.places):
+            return self
         out = []
         for p in self.places:
             if isinstance(p, CompositeLocation) and len(p.bit_offset):

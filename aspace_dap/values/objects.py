@@ -42,7 +42,7 @@ class Obj:
 
     @classmethod
     def from_location(cls, type_: Type, location: Location, target, lanes: np.ndarray) -> "Obj":
-        return cls(type_, location.covering(8 * (byte_size(type_) or 0)), target, lanes=lanes)
+        return cls(type_, location, target, lanes=lanes)
 
     @classmethod
     def from_bytes(cls, type_: Type, raw: bytes, lanes: np.ndarray) -> "Obj":
@@ -89,7 +89,8 @@ class Obj:
             self.bytes(0, 0)  # one read of a small object serves every member and element made from it
         loc = None
         if self.location is not None:
-            loc = self.location.shifted(np.full(len(self.lanes), byte_off * 8, np.int64))
+            # pieces may stop before the object's end: a member past them is optimized out, not an error
+            loc = self.location.covering(8 * self.size).shifted(np.full(len(self.lanes), byte_off * 8, np.int64))
         data = state = None
         base = 0
         if self._data is not None:
