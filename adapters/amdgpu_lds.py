@@ -142,12 +142,20 @@ class LdsLayout:
         self.code_object = code_object
         self.index = index
         self.read_source = read_source
-        self._functions = {s.value: s for s in code_object.symbols.values() if s.type == "FUNC" and s.size > 0}
+        self._function_table: dict[int, object] | None = None
         self._scans: dict[int, object] = {}
         self._kernels: list[tuple[object, list[int], set[int]]] | None = None
         self._solved: dict[str, dict[int, LdsPlacement]] = {}
         self._undefined: set[str] | None = None
         self._merged: dict[int, LdsPlacement | None] = {}
+
+    @property
+    def _functions(self) -> dict[int, object]:
+        # built on the first LDS variable: a code object without one never walks its symbol table
+        if self._function_table is None:
+            self._function_table = {s.value: s for s in self.code_object.symbols.values()
+                                    if s.type == "FUNC" and s.size > 0}
+        return self._function_table
 
     def placement(self, var) -> LdsPlacement | None:
         """Where an LDS variable with a placeholder address is (None: its address is not one)."""

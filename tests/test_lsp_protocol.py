@@ -32,8 +32,9 @@ class LspProcess:
         threading.Thread(target=self._read, daemon=True).start()
         caps = capabilities or {"workspace": {"inlayHint": {"refreshSupport": True},
                                               "didChangeWatchedFiles": {"dynamicRegistration": True}}}
-        self.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": caps,
-                                    "initializationOptions": {"aspace": settings}})
+        self.initialized = self.request("initialize", {"processId": None, "rootUri": root.as_uri(),
+                                                       "capabilities": caps,
+                                                       "initializationOptions": {"aspace": settings}})
         self.notify("initialized", {})
 
     def _read(self):
@@ -61,6 +62,12 @@ class LspProcess:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method: str, params):
+        msg = self.answer(method, params)
+        assert "error" not in msg, msg["error"]
+        return msg.get("result")
+
+    def answer(self, method: str, params) -> dict:
+        """The whole answer message (a result or an error)."""
         self._next += 1
         rid = self._next
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
@@ -68,8 +75,7 @@ class LspProcess:
             msg = self.incoming.get(timeout=60)
             assert msg is not None, "server exited"
             if msg.get("id") == rid and "method" not in msg:
-                assert "error" not in msg, msg["error"]
-                return msg.get("result")
+                return msg
             self._handle(msg)
 
     def _handle(self, msg):
@@ -237,3 +243,93 @@ def test_hover_picks_the_variable_by_lexical_scope():
         assert "declared at line 4" in text and "in `shadow`" in text
     finally:
         client.close()
+
+
+# ---- documents, position encodings and the protocol's edges ------------------------------------
+
+EMOJI = "\U0001F600"  # outside the Basic Multilingual Plane: 2 UTF-16 code units, 4 UTF-8 bytes
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _change(client: LspProcess, path: Path, version: int, start: tuple[int, int], end: tuple[int, int], text: str):
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": path.as_uri(), "version": version},
+        "contentChanges": [{"range": {"start": {"line": start[0], "character": start[1]},
+                                      "end": {"line": end[0], "character": end[1]}}, "text": text}]})
+
+
+def _hover_at(client: LspProcess, path: Path, line: int, character: int):
+    return client.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()},
+                                                 "position": {"line": line - 1, "character": character}})
+
+
+def test_edits_and_hovers_count_utf16_code_units(tmp_path):
+    # LSP positions count UTF-16 code units unless both sides agree otherwise (the protocol's default)
+    hip = tmp_path / "scratch_struct.hip"
+    shutil.copy(SCRATCH_HIP, hip)
+    client = LspProcess(ROOT, {"codeObjects": ["examples/scratch_struct/scratch_struct.gfx90a.O2.co"]})
+    try:
+        client.open(hip)
+        prefix = f"/*{EMOJI * 4}*/"
+        _change(client, hip, 2, (23, 0), (23, 0), prefix)  # line 24 now starts with the comment
+        line = prefix + SCRATCH_HIP.read_text().splitlines()[23]
+        gid = line.index("gid")
+        # the client's column of `g` is 4 units past its code-point index: read as a code-point
+        # index it would point past `gid`
+        assert _utf16_len(line[:gid]) == gid + 4 and line[gid + 3:gid + 5] == " ="
+        assert "**gid**" in _hover_at(client, hip, 24, _utf16_len(line[:gid]))["contents"]["value"]
+        # the hint of line 24 sits at its end, counted in UTF-16
+        hint = [h for h in client.hints(hip, 23, 23) if h["position"]["line"] == 23]
+        assert hint and all(h["position"]["character"] == _utf16_len(line) for h in hint)
+        # delete the first two emoji (UTF-16 columns 2..6)
+        _change(client, hip, 3, (23, 2), (23, 6), "")
+        line = f"/*{EMOJI * 2}*/" + SCRATCH_HIP.read_text().splitlines()[23]
+        gid = line.index("gid")
+        assert "**gid**" in _hover_at(client, hip, 24, _utf16_len(line[:gid]))["contents"]["value"]
+        # a whole-document change (no range) replaces the text
+        client.notify("textDocument/didChange", {"textDocument": {"uri": hip.as_uri(), "version": 4},
+                                                 "contentChanges": [{"text": SCRATCH_HIP.read_text()}]})
+        plain = SCRATCH_HIP.read_text().splitlines()[23]
+        assert "**gid**" in _hover_at(client, hip, 24, plain.index("gid"))["contents"]["value"]
+        client.notify("textDocument/didClose", {"textDocument": {"uri": hip.as_uri()}})
+        assert client.hints(hip, 23, 23)[0]["position"]["character"] == len(plain)  # from disk again
+    finally:
+        client.close()
+
+
+def test_a_client_preferring_utf8_gets_utf8_columns(tmp_path):
+    hip = tmp_path / "scratch_struct.hip"
+    lines = SCRATCH_HIP.read_text().splitlines(keepends=True)
+    lines[23] = lines[23].rstrip("\n") + f" // {EMOJI}\u00e9\n"
+    hip.write_text("".join(lines), encoding="utf-8")
+    caps = {"general": {"positionEncodings": ["utf-8", "utf-16"]}}
+    client = LspProcess(ROOT, {"codeObjects": ["examples/scratch_struct/scratch_struct.gfx90a.O2.co"]}, caps)
+    try:
+        assert client.initialized["capabilities"]["positionEncoding"] == "utf-8"
+        hint = [h for h in client.hints(hip, 23, 23) if h["position"]["line"] == 23]
+        assert hint and hint[0]["position"]["character"] == len(lines[23].rstrip("\n").encode("utf-8"))
+    finally:
+        client.close()
+
+
+def test_unknown_requests_commands_and_exit_without_shutdown(tmp_path):
+    client = LspProcess(tmp_path, {"codeObjects": []})
+    try:
+        for method in ("textDocument/documentSymbol", "no/such"):
+            assert client.answer(method, {})["error"]["code"] == -32601  # MethodNotFound
+        answer = client.answer("workspace/executeCommand", {"command": "nothing", "arguments": []})
+        assert answer["error"]["code"] == -32602  # InvalidParams: no such command
+        # folders added after start become roots for relative code-object paths
+        client.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [{"uri": ROOT.as_uri(), "name": "repo"}], "removed": []}})
+        client.notify("workspace/didChangeConfiguration", {"settings": {"aspace": {
+            "codeObjects": ["examples/scratch_struct/scratch_struct.gfx90a.O2.co"]}}})
+        assert hints_by_line(client.hints(SCRATCH_HIP))[24] == [f"{ARROW} v6[lane]"]
+        client.notify("exit", None)  # `exit` before `shutdown`: exit code 1, as the protocol says
+        assert client.proc.wait(timeout=10) == 1
+    finally:
+        if client.proc.poll() is None:
+            client.proc.kill()

@@ -2,7 +2,8 @@
 
 No protocol state here: the server passes the lenses that cover a document
 (each with the DWARF file name that matched it), the document's lines and
-the settings; these functions return lsprotocol values.
+the settings; these functions return the protocol's JSON values. Columns
+are counted in code points here and sent in the client's position encoding.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from lsprotocol import types as lsp
-
+from .documents import UTF16, column_to_units
 from .program import CodeObjectLens, VariableLens
 
 ARROW = "\u27f6"
 PRIVATE_SCOPES = frozenset({"lane", "wave"})
+MARKDOWN = "markdown"
+INFORMATION = 3  # DiagnosticSeverity.Information
 
 
 @dataclass(frozen=True)
@@ -29,15 +31,24 @@ def _prefix(view: FileView, views: Sequence[FileView]) -> str:
     return f"[{view.lens.label}] " if len(views) > 1 else ""
 
 
-def _end_of(lines: Sequence[str], line: int) -> lsp.Position:
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    return lsp.Position(line=line - 1, character=len(text.rstrip("\r\n")))
+def _text(lines: Sequence[str], line: int) -> str:
+    return lines[line - 1].rstrip("\r\n") if 0 < line <= len(lines) else ""
 
 
-def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, last: int) -> list[lsp.InlayHint]:
+def _position(lines: Sequence[str], line: int, column: int, encoding: str) -> dict:
+    """The LSP position of a 1-based line and a code-point column."""
+    return {"line": line - 1, "character": column_to_units(_text(lines, line), column, encoding)}
+
+
+def _end_of(lines: Sequence[str], line: int, encoding: str) -> dict:
+    return _position(lines, line, len(_text(lines, line)), encoding)
+
+
+def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, last: int,
+                encoding: str = UTF16) -> list[dict]:
     """Hints for source lines first..last (1-based, inclusive)."""
     wanted = range(first, last + 1)
-    hints: list[lsp.InlayHint] = []
+    hints: list[dict] = []
     for view in views:
         variables = view.lens.variables(view.file, wanted)
         per_line: dict[int, list[tuple[str, str]]] = {}
@@ -57,7 +68,7 @@ def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, las
                 # a lone declaration needs no name; changes and shared lines do
                 named = len(entries) > 1 or name not in decl_only
                 label = f"{ARROW} {prefix}{name + ': ' if named else ''}{text}"
-                hints.append(lsp.InlayHint(position=_end_of(lines, line), label=label, padding_left=True))
+                hints.append({"position": _end_of(lines, line, encoding), "label": label, "paddingLeft": True})
     return hints
 
 
@@ -81,11 +92,12 @@ def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list
     return out
 
 
-def word_at(lines: Sequence[str], pos: lsp.Position) -> str | None:
-    if pos.line >= len(lines):
+def word_at(lines: Sequence[str], line: int, column: int) -> str | None:
+    """The identifier around a 0-based line and code-point column."""
+    if line >= len(lines):
         return None
-    text = lines[pos.line]
-    i = min(pos.character, len(text))
+    text = lines[line]
+    i = min(column, len(text))
     start, end = i, i
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         start -= 1
@@ -95,11 +107,12 @@ def word_at(lines: Sequence[str], pos: lsp.Position) -> str | None:
     return word if word and not word[0].isdigit() else None
 
 
-def hover(views: Sequence[FileView], lines: Sequence[str], pos: lsp.Position) -> lsp.Hover | None:
-    name = word_at(lines, pos)
+def hover(views: Sequence[FileView], lines: Sequence[str], line: int, column: int) -> dict | None:
+    """The hover at a 0-based line and code-point column."""
+    name = word_at(lines, line, column)
     if name is None:
         return None
-    line = pos.line + 1
+    line += 1
     sections = []
     for view in views:
         candidates = [v for v in view.lens.variables(view.file) if v.name == name]
@@ -107,7 +120,7 @@ def hover(views: Sequence[FileView], lines: Sequence[str], pos: lsp.Position) ->
             sections.append(_hover_text(view, var, len(views) > 1))
     if not sections:
         return None
-    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)))
+    return {"contents": {"kind": MARKDOWN, "value": "\n\n---\n\n".join(sections)}}
 
 
 def meant_at(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) -> list[VariableLens]:
@@ -149,16 +162,14 @@ def _hover_text(view: FileView, var: VariableLens, name_object: bool) -> str:
     return head + "\n\n" + "\n".join(rows)
 
 
-def code_lenses(views: Sequence[FileView]) -> list[lsp.CodeLens]:
+def code_lenses(views: Sequence[FileView]) -> list[dict]:
     out = []
     for view in views:
         prefix = _prefix(view, views)
         for k in view.lens.kernels(view.file):
-            out.append(lsp.CodeLens(
-                range=lsp.Range(start=lsp.Position(line=k.line - 1, character=0),
-                                end=lsp.Position(line=k.line - 1, character=0)),
-                command=lsp.Command(title=prefix + kernel_summary(k.info), command=""),
-            ))
+            start = {"line": k.line - 1, "character": 0}
+            out.append({"range": {"start": start, "end": dict(start)},
+                        "command": {"title": prefix + kernel_summary(k.info), "command": ""}})
     return out
 
 
@@ -170,7 +181,7 @@ def kernel_summary(info) -> str:
 
 
 def diagnostics(views: Sequence[FileView], lines: Sequence[str], lds_budget: int | None,
-                scratch_budget: int | None) -> list[lsp.Diagnostic]:
+                scratch_budget: int | None, encoding: str = UTF16) -> list[dict]:
     out = []
     for view in views:
         prefix = _prefix(view, views)
@@ -179,31 +190,28 @@ def diagnostics(views: Sequence[FileView], lines: Sequence[str], lds_budget: int
             in_regs = [r for r in var.ranges if "register" in r.where.storage and not r.where.storage & PRIVATE_SCOPES]
             if spilled and in_regs:
                 s, g = spilled[0], in_regs[0]
-                out.append(_info(lines, var.decl_line, var.name,
+                out.append(_info(lines, encoding, var.decl_line, var.name,
                                  f"{prefix}{var.name} is in memory at {s.low:#x}\u2013{s.high:#x} ({s.where.text}) "
                                  f"but in registers elsewhere ({g.where.text})"))
         for k in view.lens.kernels(view.file):
             lds, scratch = k.info.group_segment_fixed_size, k.info.private_segment_fixed_size
             if lds_budget is not None and lds > lds_budget:
-                out.append(_info(lines, k.line, k.name,
+                out.append(_info(lines, encoding, k.line, k.name,
                                  f"{prefix}{k.name} uses {lds} bytes of LDS, over the budget of {lds_budget} "
                                  f"(aspace.ldsBudget)"))
             if scratch_budget is not None and scratch > scratch_budget:
-                out.append(_info(lines, k.line, k.name,
+                out.append(_info(lines, encoding, k.line, k.name,
                                  f"{prefix}{k.name} uses {scratch} bytes of scratch per lane, over the budget of "
                                  f"{scratch_budget} (aspace.scratchBudget)"))
     return out
 
 
-def _info(lines: Sequence[str], line: int, word: str, message: str) -> lsp.Diagnostic:
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
+def _info(lines: Sequence[str], encoding: str, line: int, word: str, message: str) -> dict:
+    text = _text(lines, line)
     col = _find_word(text, word)
-    start, end = (col, col + len(word)) if col >= 0 else (0, len(text.rstrip("\r\n")))
-    return lsp.Diagnostic(
-        range=lsp.Range(start=lsp.Position(line=line - 1, character=start),
-                        end=lsp.Position(line=line - 1, character=end)),
-        message=message, severity=lsp.DiagnosticSeverity.Information, source="aspace",
-    )
+    start, end = (col, col + len(word)) if col >= 0 else (0, len(text))
+    return {"range": {"start": _position(lines, line, start, encoding), "end": _position(lines, line, end, encoding)},
+            "message": message, "severity": INFORMATION, "source": "aspace"}
 
 
 def _find_word(text: str, word: str) -> int:

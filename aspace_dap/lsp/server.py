@@ -1,4 +1,4 @@
-"""`aspace-dap lsp`: the address-space lens as a language server (pygls, stdio).
+"""`aspace-dap lsp`: the address-space lens as a language server (LSP over stdio).
 
 Settings (initializationOptions, workspace/didChangeConfiguration or
 workspace/configuration, section "aspace"):
@@ -13,19 +13,21 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, field
-
-from lsprotocol import types as lsp
-from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from typing import Any, Callable
 
 from .. import limits
 from ..errors import AspaceError
 from ..paths import read_regular, remove_temp_dirs_on_sigterm
-from . import features, globbing
+from . import features, globbing, messages
+from .documents import Documents, choose_encoding, to_fs_path
+from .messages import path_of
 from .program import CodeObjectLens, load_lenses
-from .transport import serve_stdio
+from .transport import Connection, serve_stdio
 
 SECTION = "aspace"
+NAME, VERSION = "aspace-dap-lsp", "0.1.0"
+WARNING = 2  # MessageType.Warning
+INCREMENTAL = 2  # TextDocumentSyncKind.Incremental
 
 
 @dataclass
@@ -56,22 +58,52 @@ def _budget(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-class AspaceLanguageServer(LanguageServer):
+class AspaceLanguageServer:
+    """The server's state and its handlers: `requests` and `notifications` map LSP methods to
+    handlers of the message's params (transport.MessagePump calls them)."""
+
     def __init__(self):
-        super().__init__("aspace-dap-lsp", "0.1.0")
         self.settings = Settings()
         self.lenses: list[CodeObjectLens] = []
         self.loaded_paths: list[str] = []
         self.load_errors: list[str] = []
         self.glob_notes: list[str] = []
+        self.client_capabilities: dict = {}
+        self.documents = Documents()
+        self.folders: dict[str, None] = {}  # workspace folder URIs, in the client's order
+        self.root_path: str | None = None
+        self.shut_down = False
+        self.exit_code: int | None = None
+        self.connection: Connection | None = None
+        self.requests: dict[str, Callable[[Any], Any]] = {
+            "initialize": self._initialize,
+            "shutdown": self._shutdown,
+            "textDocument/inlayHint": self._inlay_hints,
+            "textDocument/hover": self._hover,
+            "textDocument/codeLens": self._code_lens,
+            "workspace/executeCommand": self._execute_command,
+        }
+        self.notifications: dict[str, Callable[[Any], None]] = {
+            "initialized": self._initialized,
+            "exit": self._exit,
+            "workspace/didChangeConfiguration": self._configuration,
+            "workspace/didChangeWatchedFiles": self._watched,
+            "workspace/didChangeWorkspaceFolders": self._folders_changed,
+            "textDocument/didOpen": self._opened,
+            "textDocument/didChange": self._changed,
+            "textDocument/didClose": self._closed,
+            "textDocument/didSave": self._saved,
+        }
+
+    def attach(self, connection: Connection) -> None:
+        self.connection = connection
 
     # --- code objects ---------------------------------------------------------------------------
 
     def roots(self) -> list[str]:
-        ws = self.workspace
-        roots = [to_fs_path(f.uri) for f in ws.folders.values()] if ws.folders else []
-        if not roots and ws.root_path:
-            roots = [ws.root_path]
+        roots = [to_fs_path(uri) for uri in self.folders]
+        if not roots and self.root_path:
+            roots = [self.root_path]
         return [r for r in roots if r] or [os.getcwd()]
 
     def resolve_paths(self) -> list[str]:
@@ -99,7 +131,7 @@ class AspaceLanguageServer(LanguageServer):
         self.lenses, self.loaded_paths, self.load_errors = lenses, paths, errors
         self._loaded = True
         for message in errors + self.glob_notes:
-            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=message))
+            self.log_warning(message)
 
     def watches(self, path: str) -> bool:
         path = os.path.normpath(path)
@@ -127,8 +159,8 @@ class AspaceLanguageServer(LanguageServer):
         return out
 
     def lines(self, uri: str) -> list[str]:
-        if uri in self.workspace.text_documents:  # open in the editor: the client sent its text
-            return list(self.workspace.get_text_document(uri).lines)
+        if uri in self.documents:  # open in the editor: the client sent its text
+            return self.documents.lines(uri)
         # not open: from disk, a regular file only (never a FIFO or /dev/zero) and within the size limit
         path = to_fs_path(uri)
         if not path:
@@ -139,24 +171,27 @@ class AspaceLanguageServer(LanguageServer):
             return []
         return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
-    # --- pushing to the client ------------------------------------------------------------------
+    # --- talking to the client ------------------------------------------------------------------
+
+    def log_warning(self, message: str) -> None:
+        self.connection.notify("window/logMessage", {"type": WARNING, "message": message})
 
     def publish(self, uri: str) -> None:
         try:
             diags = features.diagnostics(self.views(uri), self.lines(uri), self.settings.lds_budget,
-                                         self.settings.scratch_budget)
+                                         self.settings.scratch_budget, self.documents.encoding)
         except AspaceError as exc:
-            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=str(exc)))
+            self.log_warning(str(exc))
             diags = []
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
+        self.connection.notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": diags})
 
     def refresh(self) -> None:
-        caps = self.client_capabilities.workspace
-        if caps is not None and caps.inlay_hint is not None and caps.inlay_hint.refresh_support:
-            self.workspace_inlay_hint_refresh(None)
-        if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
-            self.workspace_code_lens_refresh(None)
-        for uri in list(self.workspace.text_documents):
+        caps = self.client_capabilities
+        if path_of(caps, "workspace", "inlayHint", "refreshSupport") is True:
+            self.connection.request("workspace/inlayHint/refresh")
+        if path_of(caps, "workspace", "codeLens", "refreshSupport") is True:
+            self.connection.request("workspace/codeLens/refresh")
+        for uri in self.documents.uris():
             self.publish(uri)
 
     def apply(self, settings: Settings | None) -> None:
@@ -170,85 +205,124 @@ class AspaceLanguageServer(LanguageServer):
             self.reload()
         self.refresh()
 
+    def capabilities(self) -> dict:
+        return {
+            "positionEncoding": self.documents.encoding,
+            "textDocumentSync": {"openClose": True, "change": INCREMENTAL, "save": True},
+            "hoverProvider": True,
+            "codeLensProvider": {"resolveProvider": False},
+            "executeCommandProvider": {"commands": []},
+            "inlayHintProvider": {"resolveProvider": False},
+            "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True},
+                          "fileOperations": {}},
+        }
 
-server = AspaceLanguageServer()
+    # --- lifecycle ------------------------------------------------------------------------------
 
+    def _initialize(self, params) -> dict:
+        params = messages.obj(params, "params")
+        caps = messages.obj(params.get("capabilities"), "capabilities")
+        folders = messages.workspace_folders(params.get("workspaceFolders"))
+        root_uri = messages.field(params, "rootUri", str, "params", optional=True)
+        root_path = messages.field(params, "rootPath", str, "params", optional=True)
+        self.client_capabilities = caps
+        self.documents = Documents(choose_encoding(path_of(caps, "general", "positionEncodings")))
+        self.folders = dict.fromkeys(folders)
+        self.root_path = to_fs_path(root_uri) if root_uri is not None else root_path
+        settings = Settings.from_client(params.get("initializationOptions"))
+        if settings is not None:
+            self.settings = settings
+            self.reload()
+        return {"capabilities": self.capabilities(), "serverInfo": {"name": NAME, "version": VERSION}}
 
-@server.feature(lsp.INITIALIZE)
-def _initialize(ls: AspaceLanguageServer, params: lsp.InitializeParams) -> None:
-    settings = Settings.from_client(params.initialization_options)
-    if settings is not None:
-        ls.settings = settings
-        ls.reload()
+    def _initialized(self, params) -> None:
+        caps = self.client_capabilities
+        if path_of(caps, "workspace", "didChangeWatchedFiles", "dynamicRegistration") is True:
+            options = {"watchers": [{"globPattern": "**/*"}]}
+            self.connection.request("client/registerCapability", {"registrations": [{
+                "id": "aspace-code-objects", "method": "workspace/didChangeWatchedFiles",
+                "registerOptions": options}]})
+        if path_of(caps, "workspace", "configuration") is True:
+            def configured(answer) -> None:
+                if isinstance(answer, list) and answer:
+                    self.apply(Settings.from_client({SECTION: answer[0]}))
+            self.connection.request("workspace/configuration", {"items": [{"section": SECTION}]}, configured)
 
-
-@server.feature(lsp.INITIALIZED)
-async def _initialized(ls: AspaceLanguageServer, params: lsp.InitializedParams) -> None:
-    caps = ls.client_capabilities.workspace
-    watch = caps.did_change_watched_files if caps is not None else None
-    if watch is not None and watch.dynamic_registration:
-        options = lsp.DidChangeWatchedFilesRegistrationOptions(watchers=[lsp.FileSystemWatcher(glob_pattern="**/*")])
-        ls.client_register_capability(lsp.RegistrationParams(registrations=[lsp.Registration(
-            id="aspace-code-objects", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
-    if caps is not None and caps.configuration:
-        answer = await ls.workspace_configuration_async(
-            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)]))
-        if answer:
-            ls.apply(Settings.from_client({SECTION: answer[0]}))
-
-
-@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
-def _configuration(ls: AspaceLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
-    ls.apply(Settings.from_client(params.settings))
-
-
-@server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-def _watched(ls: AspaceLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-    if any(ls.watches(to_fs_path(change.uri) or "") for change in params.changes):
-        ls.reload()
-        ls.refresh()
-
-
-@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-def _opened(ls: AspaceLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
-
-
-@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-def _saved(ls: AspaceLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
-
-
-@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
-def _inlay_hints(ls: AspaceLanguageServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
-    uri = params.text_document.uri
-    r = params.range
-    try:
-        return features.inlay_hints(ls.views(uri), ls.lines(uri), r.start.line + 1, r.end.line + 1)
-    except AspaceError as exc:
-        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=str(exc)))
-        return []
-
-
-@server.feature(lsp.TEXT_DOCUMENT_HOVER)
-def _hover(ls: AspaceLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    uri = params.text_document.uri
-    try:
-        return features.hover(ls.views(uri), ls.lines(uri), params.position)
-    except AspaceError as exc:
-        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=str(exc)))
+    def _shutdown(self, params) -> None:
+        self.shut_down = True
         return None
 
+    def _exit(self, params) -> None:
+        self.exit_code = 0 if self.shut_down else 1
 
-@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
-def _code_lens(ls: AspaceLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-    try:
-        return features.code_lenses(ls.views(params.text_document.uri))
-    except AspaceError as exc:
-        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=str(exc)))
-        return []
+    def _execute_command(self, params) -> None:
+        command = messages.field(messages.obj(params, "params"), "command", str, "params")
+        raise messages.InvalidParams(f"command {command!r} is not defined")
+
+    # --- workspace ------------------------------------------------------------------------------
+
+    def _configuration(self, params) -> None:
+        self.apply(Settings.from_client(messages.obj(params, "params").get("settings")))
+
+    def _watched(self, params) -> None:
+        if any(self.watches(to_fs_path(uri) or "") for uri in messages.watched_uris(params)):
+            self.reload()
+            self.refresh()
+
+    def _folders_changed(self, params) -> None:
+        event = messages.obj(messages.obj(params, "params").get("event"), "event")
+        added = messages.workspace_folders(event.get("added"))
+        removed = messages.workspace_folders(event.get("removed"))
+        for uri in removed:
+            self.folders.pop(uri, None)
+        self.folders.update(dict.fromkeys(added))
+
+    # --- documents ------------------------------------------------------------------------------
+
+    def _opened(self, params) -> None:
+        uri, text = messages.did_open(params)
+        self.documents.open(uri, text)
+        self.publish(uri)
+
+    def _changed(self, params) -> None:
+        uri, changes = messages.did_change(params)
+        self.documents.change(uri, changes)
+
+    def _closed(self, params) -> None:
+        self.documents.close(messages.text_document_uri(params))
+
+    def _saved(self, params) -> None:
+        self.publish(messages.text_document_uri(params))
+
+    def _inlay_hints(self, params) -> list[dict]:
+        uri = messages.text_document_uri(params)
+        first, _, last, _ = messages.span(params.get("range"))
+        try:
+            return features.inlay_hints(self.views(uri), self.lines(uri), first + 1, last + 1,
+                                        self.documents.encoding)
+        except AspaceError as exc:
+            self.log_warning(str(exc))
+            return []
+
+    def _hover(self, params) -> dict | None:
+        uri = messages.text_document_uri(params)
+        line, units = messages.position(params.get("position"))
+        try:
+            lines = self.lines(uri)
+            return features.hover(self.views(uri), lines, line, self.documents.column(lines, line, units))
+        except AspaceError as exc:
+            self.log_warning(str(exc))
+            return None
+
+    def _code_lens(self, params) -> list[dict]:
+        uri = messages.text_document_uri(params)
+        try:
+            return features.code_lenses(self.views(uri))
+        except AspaceError as exc:
+            self.log_warning(str(exc))
+            return []
 
 
 def main() -> int:
     remove_temp_dirs_on_sigterm()
-    return serve_stdio(server)
+    return serve_stdio(AspaceLanguageServer())

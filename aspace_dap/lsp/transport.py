@@ -1,149 +1,213 @@
-"""The language server's stdio loop: the shared framing (aspace_dap/framing.py) in front of pygls.
+"""The language server's JSON-RPC over stdin/stdout: the shared framing (aspace_dap/framing.py),
+one message at a time, and an answer to every request.
 
-pygls's own loop stops answering for good after a bad header and lets a huge
-Content-Length exhaust memory. Here bytes are framed like the DAP server's,
-and every request gets an answer: a result, or a JSON-RPC error for a bad
-frame, bad JSON, an ill-typed request or parameters pygls cannot read.
+Bytes are framed like the DAP server's (a bad header or a huge Content-Length
+is answered and skipped, never the end of the session), and every request
+gets an answer: a result, or a JSON-RPC error for a bad frame, bad JSON, an
+ill-typed request or parameters of the wrong type. Requests to the client
+(configuration, refreshes, registrations) carry a callback for its answer.
+Handlers run one at a time on the thread that reads, as editors expect of a
+server that answers in milliseconds; no event loop is needed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import os
 import sys
-import threading
-from typing import Any
-
-from lsprotocol.types import ResponseError
-from pygls.io_ import StdoutWriter
+import traceback
+from typing import Any, Callable
 
 from ..framing import Framer, FramingProblem
-
-logger = logging.getLogger(__name__)
+from .messages import InvalidParams
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RECEIVE_SIZE = 64 * 1024
+
+
+class ClientGone(Exception):
+    """The client closed its end of stdout."""
+
+
+class ResponseError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-class MessagePump:
-    """Turns bodies into pygls messages, answering what pygls would drop."""
+class Connection:
+    """Sends JSON-RPC messages through `write` (framed bytes) and matches the client's answers to
+    the requests the server sent."""
 
-    def __init__(self, server) -> None:
-        self.server = server
-        self.protocol = server.protocol
+    def __init__(self, write: Callable[[bytes], None]):
+        self._write = write
+        self._next_id = 0
+        self._waiting: dict[Any, Callable[[Any], None] | None] = {}
+
+    def send(self, message: dict) -> None:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        self._write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def respond(self, msg_id: Any, result: Any = None) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def error(self, msg_id: Any, code: int, message: str) -> None:
-        self.protocol._send_response(msg_id if _valid_id(msg_id) else None,
-                                     error=ResponseError(code=code, message=message))
+        self.send({"jsonrpc": "2.0", "id": msg_id if _valid_id(msg_id) else None,
+                   "error": {"code": code, "message": message}})
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any = None, on_result: Callable[[Any], None] | None = None) -> None:
+        """Ask the client; `on_result` gets the result when the answer comes (an error answer is dropped)."""
+        self._next_id += 1
+        msg_id = f"aspace-{self._next_id}"
+        self._waiting[msg_id] = on_result
+        message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def answered(self, message: dict) -> None:
+        callback = self._waiting.pop(message.get("id"), None) if _valid_id(message.get("id")) else None
+        if callback is not None and "error" not in message:
+            callback(message.get("result"))
+
+
+class MessagePump:
+    """Checks each body's JSON-RPC envelope and hands requests and notifications to the server:
+    `server.requests` / `server.notifications` map a method to a handler taking the params."""
+
+    def __init__(self, server, connection: Connection) -> None:
+        self.server = server
+        self.connection = connection
 
     def problem(self, problem: FramingProblem) -> None:
         obj = problem.message or {}
         is_request = "method" in obj and "id" in obj
-        self.error(obj.get("id") if is_request else None, PARSE_ERROR, f"ignored a message: {problem.description}")
+        self.connection.error(obj.get("id") if is_request else None, PARSE_ERROR,
+                              f"ignored a message: {problem.description}")
 
     def body(self, body: bytes) -> None:
+        error = self.connection.error
         try:
             raw = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            self.error(None, PARSE_ERROR, f"message body is not JSON: {str(exc)[:200]}")
+            error(None, PARSE_ERROR, f"message body is not JSON: {str(exc)[:200]}")
             return
         if not isinstance(raw, dict):
-            self.error(None, INVALID_REQUEST, "message is not a JSON object")
+            error(None, INVALID_REQUEST, "message is not a JSON object")
             return
         method = raw.get("method")
         is_request = "method" in raw and "id" in raw
         msg_id = raw.get("id")
         if is_request and not _valid_id(msg_id):
-            self.error(None, INVALID_REQUEST, "request 'id' must be a string or an integer")
+            error(None, INVALID_REQUEST, "request 'id' must be a string or an integer")
             return
         if "method" in raw and not isinstance(method, str):
             if is_request:
-                self.error(msg_id, INVALID_REQUEST, "'method' must be a string")
+                error(msg_id, INVALID_REQUEST, "'method' must be a string")
             return
         if raw.get("jsonrpc") != "2.0":
             if is_request:
-                self.error(msg_id, INVALID_REQUEST, "'jsonrpc' must be \"2.0\"")
+                error(msg_id, INVALID_REQUEST, "'jsonrpc' must be \"2.0\"")
             return
-        if is_request and self.protocol._shutdown:
-            self.error(msg_id, INVALID_REQUEST, "the server is shutting down")
+        if "method" not in raw:
+            if "id" in raw and ("result" in raw or "error" in raw):
+                self.connection.answered(raw)  # the client's answer to a request of the server
+            return
+        params = raw.get("params")
+        if not is_request:
+            handler = self.server.notifications.get(method)
+            if handler is None:
+                return  # unknown notifications ($/cancelRequest, $/setTrace, ...) are ignored
+            try:
+                handler(params)
+            except InvalidParams:
+                return
+            except (SystemExit, KeyboardInterrupt, ClientGone):
+                raise
+            except Exception:
+                _log_internal_error(method)
+            return
+        if self.server.shut_down:
+            error(msg_id, INVALID_REQUEST, "the server is shutting down")
+            return
+        handler = self.server.requests.get(method)
+        if handler is None:
+            error(msg_id, METHOD_NOT_FOUND, f"Method Not Found: {method}")
             return
         try:
-            message = self.protocol.structure_message(raw)
-        except Exception as exc:  # pygls raises its own JSON-RPC errors for unreadable parameters
-            if is_request:
-                self.error(msg_id, INVALID_PARAMS, f"invalid parameters for {method}: {type(exc).__name__}")
+            result = handler(params)
+        except InvalidParams as exc:
+            error(msg_id, INVALID_PARAMS, f"invalid parameters for {method}: {exc}")
             return
-        if isinstance(message, dict):  # not a JSON-RPC message pygls knows
-            if is_request:
-                self.error(msg_id, INVALID_REQUEST, "not a JSON-RPC request")
+        except ResponseError as exc:
+            error(msg_id, exc.code, exc.message)
             return
-        try:
-            self.protocol.handle_message(message)
-        except (SystemExit, KeyboardInterrupt):
+        except (SystemExit, KeyboardInterrupt, ClientGone):
             raise
         except Exception as exc:
-            logger.exception("cannot handle a message")
-            if is_request:
-                self.error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+            _log_internal_error(method)
+            error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+            return
+        self.connection.respond(msg_id, result)
 
 
-async def _serve(server, in_fd: int, out) -> None:
-    server.protocol.set_writer(StdoutWriter(out))
-    server._stop_event = stop = threading.Event()
-    pump = MessagePump(server)
+def _log_internal_error(method: str) -> None:
+    print(f"aspace-dap lsp: cannot handle {method}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+
+def serve_stdio(server) -> int:
+    """Serve LSP on stdin/stdout until stdin closes or the client sends `exit`; returns the exit code
+    (`exit` after `shutdown`: 0, without: 1)."""
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    # Anything else printing to stdout (a library, a stray print) would corrupt the protocol
+    # stream; from now on fd 1 and sys.stdout lead to stderr.
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(out_fd, view):]
+        except OSError as exc:
+            raise ClientGone() from exc
+
+    connection = Connection(write)
+    server.attach(connection)
+    pump = MessagePump(server, connection)
     framer = Framer()
-    loop = asyncio.get_running_loop()
-    chunks: asyncio.Queue[bytes] = asyncio.Queue()
-    # A daemon thread reads stdin (a blocked read must not keep the process alive after `exit`);
-    # it reads at most a few chunks ahead of the loop, so a fast client cannot fill memory.
-    ahead = threading.Semaphore(4)
-
-    def read_stdin() -> None:
-        while True:
-            ahead.acquire()
+    try:
+        while server.exit_code is None:
             try:
                 data = os.read(in_fd, RECEIVE_SIZE)
             except OSError:
                 data = b""
-            try:
-                loop.call_soon_threadsafe(chunks.put_nowait, data)
-            except RuntimeError:  # the loop has closed
-                return
+            framer.receive_data(data)
+            while server.exit_code is None and (body := framer.next_body()) is not None:
+                if isinstance(body, FramingProblem):
+                    pump.problem(body)
+                else:
+                    pump.body(body)
             if not data:
-                return
-
-    threading.Thread(target=read_stdin, name="lsp-stdin", daemon=True).start()
-    while not stop.is_set():
-        data = await chunks.get()
-        ahead.release()
-        framer.receive_data(data)
-        while (body := framer.next_body()) is not None:
-            if isinstance(body, FramingProblem):
-                pump.problem(body)
-            else:
-                pump.body(body)
-            await asyncio.sleep(0)  # let handlers' tasks (e.g. awaiting the client's answers) run
-        if not data:
-            break  # stdin closed: the client is gone
-
-
-def serve_stdio(server) -> int:
-    """Serve LSP on stdin/stdout until stdin closes or the client sends `exit`."""
-    try:
-        asyncio.run(_serve(server, sys.stdin.fileno(), sys.stdout.buffer))
-    except SystemExit as exc:  # pygls's `exit` handler
-        return exc.code if isinstance(exc.code, int) else 0
-    except (BrokenPipeError, KeyboardInterrupt):
+                break  # stdin closed: the client is gone
+    except (ClientGone, KeyboardInterrupt):
         pass
     finally:
-        server.shutdown()
-    return 0
+        for fd in (in_fd, out_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    return server.exit_code or 0
