@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a large gfx90a code object with synthetic DWARF 5, for load and index benchmarks.
 
-    gen_big_code_object.py OUT.co [--dies 200000] [--functions-per-cu 100]
+    gen_big_code_object.py OUT.co [--dies 200000] [--functions-per-cu 100] [--source-stem gen/unit]
 
 The ELF is written directly (CI has no HIP compiler), shaped like hipcc -g output:
 an AMDHSA code object V4 with a MessagePack metadata note, one kernel per
@@ -168,7 +168,7 @@ def build_text(layout: Layout) -> bytes:
     return bytes(text)
 
 
-def build_dwarf(layout: Layout, lds_addr: int):
+def build_dwarf(layout: Layout, lds_addr: int, source_stem: str = "gen/unit"):
     info = bytearray()
     line = bytearray()
     loclists = bytearray()
@@ -183,7 +183,7 @@ def build_dwarf(layout: Layout, lds_addr: int):
     die_count = 0
 
     for cu, functions in enumerate(layout.functions_per_cu):
-        source = f"gen/unit_{cu:05d}.hip"
+        source = f"{source_stem}_{cu:05d}.hip"
         low = layout.cu_code_addr[cu]
         size = layout.cu_code_size[cu]
         stmt_list = len(line)
@@ -339,7 +339,7 @@ def align(value: int, to: int) -> int:
     return -(-value // to) * to
 
 
-def write_code_object(dies: int, functions_per_cu: int) -> tuple[bytes, int, int]:
+def write_code_object(dies: int, functions_per_cu: int, source_stem: str = "gen/unit") -> tuple[bytes, int, int]:
     ehdr_size, phdr_size, shdr_size, phnum = 64, 56, 64, 3
     # Pass 1 fixes the allocated layout: note, kernel descriptors, then code (vaddr == file offset).
     layout_probe = plan(dies, functions_per_cu, 0)
@@ -354,7 +354,7 @@ def write_code_object(dies: int, functions_per_cu: int) -> tuple[bytes, int, int
     rodata = b"".join(
         kernel_descriptor(rodata_offset + 64 * cu, layout.cu_code_addr[cu]) for cu in range(layout.cu_count)
     )
-    debug, die_count = build_dwarf(layout, lds_addr)
+    debug, die_count = build_dwarf(layout, lds_addr, source_stem)
 
     symbols = bytearray(b"\0" * 24)
     strtab = StringPool()
@@ -417,10 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", help="path of the code object to write")
     parser.add_argument("--dies", type=int, default=200_000, help="minimum number of DIEs (default 200000)")
     parser.add_argument("--functions-per-cu", type=int, default=100)
+    parser.add_argument("--source-stem", default="gen/unit",
+                        help="compile unit N's source is STEM_N.hip, relative to /work/generated (default gen/unit)")
     args = parser.parse_args(argv)
     if args.dies < 1 or args.functions_per_cu < 1:
         parser.error("--dies and --functions-per-cu must be positive")
-    image, die_count, cu_count = write_code_object(args.dies, args.functions_per_cu)
+    image, die_count, cu_count = write_code_object(args.dies, args.functions_per_cu, args.source_stem)
     with open(args.out, "wb") as handle:
         handle.write(image)
     print(f"wrote {args.out}: {len(image)} bytes, {cu_count} compile units, {die_count} DIEs")

@@ -61,9 +61,12 @@ def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, las
                     entries[:] = [e for e in entries if e[0] != var.name]
                     entries.append((var.name, text))
         prefix = _prefix(view, views)
+        declared: dict[int, set[str]] = {}
+        for var in variables:
+            declared.setdefault(var.decl_line, set()).add(var.name)
         for line in sorted(per_line):
             entries = per_line[line]
-            decl_only = {v.name for v in variables if v.decl_line == line}
+            decl_only = declared.get(line, set())
             for name, text in entries:
                 # a lone declaration needs no name; changes and shared lines do
                 named = len(entries) > 1 or name not in decl_only

@@ -80,6 +80,7 @@ class CodeObjectLens:
         self._probed: dict[str, set[int]] = {}
         self._vars: dict[str, dict[int, VariableLens]] = {}
         self._files: list[str] | None = None
+        self._line_at: dict[int, object] = {}
 
     # --- files -------------------------------------------------------------------------------
 
@@ -227,10 +228,13 @@ class CodeObjectLens:
         return where, listing
 
     def line_in(self, file: str, pc: int) -> int | None:
-        try:
-            info = self.index.line_for_pc(pc)
-        except AspaceError:
-            return None
+        info = self._line_at.get(pc, False)
+        if info is False:  # variables of one function share their scopes' bounds: look each PC up once
+            try:
+                info = self.index.line_for_pc(pc)
+            except AspaceError:
+                info = None
+            self._line_at[pc] = info
         if info is None or info.file != file or not info.line:
             return None
         return info.line
