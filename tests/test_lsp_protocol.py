@@ -333,3 +333,33 @@ def test_unknown_requests_commands_and_exit_without_shutdown(tmp_path):
     finally:
         if client.proc.poll() is None:
             client.proc.kill()
+
+
+@pytest.mark.parametrize("code_object, source", [
+    ("tests/lsp_inputs/shadow.gfx90a.O0.co", "tests/lsp_inputs/shadow.hip"),
+    ("examples/scratch_struct/scratch_struct.gfx90a.O2.co", "examples/scratch_struct/scratch_struct.hip"),
+    ("examples/divergent_call/divergent_call.clang19.gfx90a.O2.co", "examples/divergent_call/divergent_call.hip"),
+    ("examples/shared_callee/shared_callee.gfx90a.O0.co", "examples/shared_callee/shared_callee.hip"),
+])
+def test_a_hover_reading_one_line_says_what_one_reading_the_file_says(code_object, source):
+    # a hover first reads only its line's variables; the answer must not depend on what was read before
+    from aspace_dap.lsp import features
+    from aspace_dap.lsp.program import load_lenses
+
+    def view():
+        lens = load_lenses(str(ROOT / code_object))[0]
+        return features.FileView(lens, lens.match_file(str(ROOT / source)))
+
+    lines = (ROOT / source).read_text().splitlines(keepends=True)
+    whole = view()
+    whole.lens.variables(whole.file)
+    names = {v.name for v in whole.lens.variables(whole.file)}
+    compared = 0
+    for number, text in enumerate(lines):
+        fresh = view()
+        for match in re.finditer(r"\b[A-Za-z_]\w*\b", text):
+            if match.group() in names:
+                at = (number, match.start())
+                assert features.hover([fresh], lines, *at) == features.hover([whole], lines, *at), (number + 1, text)
+                compared += 1
+    assert compared >= 10

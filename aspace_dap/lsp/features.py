@@ -118,8 +118,14 @@ def hover(views: Sequence[FileView], lines: Sequence[str], line: int, column: in
     line += 1
     sections = []
     for view in views:
-        candidates = [v for v in view.lens.variables(view.file) if v.name == name]
-        for var in meant_at(view.lens.line_pcs(view.file).get(line, []), line, candidates):
+        pcs = view.lens.line_pcs(view.file).get(line, [])
+        # a variable whose scope holds the line's code is in scope at that code: reading the line's
+        # variables is enough then; the whole file only for a line without code or without one
+        meant = _covering(pcs, line, [v for v in view.lens.variables(view.file, range(line, line + 1))
+                                      if v.name == name]) if pcs else []
+        if not meant:
+            meant = meant_at(pcs, line, [v for v in view.lens.variables(view.file) if v.name == name])
+        for var in meant:
             sections.append(_hover_text(view, var, len(views) > 1))
     if not sections:
         return None
@@ -130,11 +136,9 @@ def meant_at(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) 
     """The variables a name on a line with code at `pcs` refers to: those whose lexical scope holds
     that code, less any whose scope encloses another's (an inner declaration shadows it). Inlined
     copies of one variable have disjoint scopes and all stay."""
-    covering = [v for v in candidates if any(lo <= pc < hi for pc in pcs for lo, hi in v.scope)]
+    covering = _covering(pcs, line, candidates)
     if covering:
-        # code before an inner declaration in its block still means the outer variable
-        covering = [v for v in covering if v.decl_line <= line] or covering
-        return [v for v in covering if not any(_encloses(v.scope, w.scope) for w in covering if w is not v)]
+        return covering
     # no code on the line (a signature, a bare declaration): the nearest declaration above in a scope
     # whose lines hold the line
     around = [v for v in candidates if v.scope_lines and v.scope_lines[0] <= line <= v.scope_lines[1]]
@@ -144,6 +148,16 @@ def meant_at(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) 
     above = [v.decl_line for v in around if v.decl_line <= line]
     decl = max(above) if above else min(v.decl_line for v in around)
     return [v for v in around if v.decl_line == decl]
+
+
+def _covering(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) -> list[VariableLens]:
+    """meant_at's answer when some candidate's scope holds the line's code, else []."""
+    covering = [v for v in candidates if any(lo <= pc < hi for pc in pcs for lo, hi in v.scope)]
+    if not covering:
+        return []
+    # code before an inner declaration in its block still means the outer variable
+    covering = [v for v in covering if v.decl_line <= line] or covering
+    return [v for v in covering if not any(_encloses(v.scope, w.scope) for w in covering if w is not v)]
 
 
 def _encloses(outer: Sequence[tuple[int, int]], inner: Sequence[tuple[int, int]]) -> bool:
