@@ -160,7 +160,7 @@ def requests_on_one_server(folder: Path, settings: dict, source: Path, name_line
     client = LspProcess(folder, settings)
     timed3 = Timed(client, start)
     timed3.step("spawn + initialize (a third server)", lambda: None)
-    timed3.step(f"hover on `{name}` as the first request (reads the whole file)",
+    timed3.step(f"hover on `{name}` as the first request",
                 lambda: client.request("textDocument/hover", position))
     client.close()
     if hover is None:
@@ -189,7 +189,7 @@ def many_objects(folder: Path, count: int, dies: int, runs: int):
         write_source(source, name)
         timed = Timed(client, time.perf_counter())
         timed._cpu = cpu_s(client.proc.pid)
-        hover = timed.step(f"hover on `{name}` (reads the whole file)", lambda: client.request(
+        hover = timed.step(f"hover on `{name}`", lambda: client.request(
             "textDocument/hover", {"textDocument": {"uri": source.as_uri()},
                                    "position": {"line": line, "character": HOVER_COLUMN}}))
         if hover is None:

@@ -123,7 +123,12 @@ class MessagePump:
             return
         if "method" not in raw:
             if "id" in raw and ("result" in raw or "error" in raw):
-                self.connection.answered(raw)  # the client's answer to a request of the server
+                try:
+                    self.connection.answered(raw)  # the client's answer to a request of the server
+                except (SystemExit, KeyboardInterrupt, ClientGone):
+                    raise
+                except Exception:
+                    _log_internal_error("an answer of the client")
             return
         params = raw.get("params")
         if not is_request:
