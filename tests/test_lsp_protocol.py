@@ -363,3 +363,28 @@ def test_a_hover_reading_one_line_says_what_one_reading_the_file_says(code_objec
                 assert features.hover([fresh], lines, *at) == features.hover([whole], lines, *at), (number + 1, text)
                 compared += 1
     assert compared >= 10
+
+
+SWEEP_OBJECTS = sorted(str(p.relative_to(ROOT)) for pattern in ("*/*.gfx90a.O*.co", "cuda/*.sm_90.G.cubin",
+                                                                  "opencl/*.pvc*.elf") for p in EXAMPLES.glob(pattern))
+
+
+@pytest.mark.parametrize("code_object", SWEEP_OBJECTS)
+def test_reading_each_scope_once_changes_no_hint_or_hover(code_object, monkeypatch):
+    # the lens reads the variables of one PC per set of enclosing scopes; reading every PC must say the same
+    from aspace_dap.lsp import features
+    from aspace_dap.lsp.program import load_lenses
+
+    def answers():
+        out = []
+        for lens in load_lenses(str(ROOT / code_object)):
+            for file in lens.source_files():
+                view = features.FileView(lens, file)
+                out.append((file, features.inlay_hints([view], [], 1, 100_000),
+                            [(v.name, v.decl_line, v.ranges, v.scope, v.scope_lines) for v in lens.variables(file)]))
+        return out
+
+    swept = answers()
+    from aspace_dap.dwarf.index import DwarfIndex
+    monkeypatch.setattr(DwarfIndex, "scopes_at", lambda self, pc: None)  # every PC read
+    assert answers() == swept

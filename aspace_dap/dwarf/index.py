@@ -875,6 +875,26 @@ class DwarfIndex:
         frames.reverse()
         return frames
 
+    def scopes_at(self, pc: int) -> tuple[int, ...]:
+        """Offsets of the subprogram at `pc` and of every lexical block and inlined subroutine under it
+        that contains `pc` (() outside any function). Two PCs with the same scopes have the same
+        frames (but for PC-dependent location lists) and the same variables in scope: a caller
+        sweeping many PCs reads them once per scope set."""
+        sub = self._subprogram_at(pc)
+        if sub is None:
+            return ()
+        out = [sub.offset]
+        todo = [(sub, 0)]
+        while todo:
+            die, depth = todo.pop()
+            if depth > MAX_DEPTH:
+                raise CodeObjectError(f".debug_info: scopes nested too deep under {die.offset:#x}")
+            for child in self.children(die):
+                if child.tag in (TAG_LEXICAL_BLOCK, TAG_INLINED_SUBROUTINE) and self._contains(child, pc):
+                    out.append(child.offset)
+                    todo.append((child, depth + 1))
+        return tuple(out)
+
     def _descend(self, die: Die, pc: int, chain: list[Die], depth: int) -> None:
         """Append the inlined subroutines (through lexical blocks) that contain `pc`."""
         if depth > MAX_DEPTH:

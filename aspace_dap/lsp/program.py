@@ -81,6 +81,7 @@ class CodeObjectLens:
         self._vars: dict[str, dict[int, VariableLens]] = {}
         self._files: list[str] | None = None
         self._line_at: dict[int, object] = {}
+        self._swept: dict[str, set[tuple[int, ...]]] = {}  # scope sets whose variables were read, per file
 
     # --- files -------------------------------------------------------------------------------
 
@@ -128,10 +129,21 @@ class CodeObjectLens:
         return out
 
     def _probe(self, file: str, pc: int, found: dict[int, VariableLens]) -> None:
+        # the rows of a line (and of neighbouring lines) mostly share their scopes: once the variables
+        # of one PC of a scope set are read, another PC of the same set has none to add
+        try:
+            scopes = self.index.scopes_at(pc)
+        except AspaceError:
+            scopes = None
+        swept = self._swept.setdefault(file, set())
+        if scopes is not None and scopes in swept:
+            return
         try:
             frames = self.index.frames_at(pc)
         except AspaceError:
             return
+        if scopes is not None:
+            swept.add(scopes)
         if not frames:
             return
         concrete = frames[-1]
