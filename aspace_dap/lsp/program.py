@@ -82,6 +82,7 @@ class CodeObjectLens:
         self._files: list[str] | None = None
         self._line_at: dict[int, object] = {}
         self._swept: dict[str, set[tuple[int, ...]]] = {}  # scope sets whose variables were read, per file
+        self._kernel_decls: list | None = None
 
     # --- files -------------------------------------------------------------------------------
 
@@ -254,21 +255,26 @@ class CodeObjectLens:
     # --- kernels ----------------------------------------------------------------------------------
 
     def kernels(self, file: str) -> list[KernelLens]:
-        out = []
-        for kernel in self.code_object.kernels:
-            symbol = self.code_object.symbols.get(kernel.name)
-            if symbol is None:
-                continue
-            try:
-                frames = self.index.frames_at(symbol.value)
-            except AspaceError:
-                continue
-            if not frames:
-                continue
-            top = frames[-1]
-            if top.decl_file == file and top.decl_line:
-                out.append(KernelLens(top.function, top.decl_line, kernel))
-        return out
+        return [KernelLens(name, line, kernel) for kernel, name, decl_file, line in self._kernel_declarations()
+                if decl_file == file and line]
+
+    def _kernel_declarations(self) -> list[tuple[object, str, str | None, int | None]]:
+        """(kernel, function name, declaration file and line) of every kernel with a function at its
+        entry, looked up once: code lenses and diagnostics of every file ask."""
+        if self._kernel_decls is None:
+            self._kernel_decls = []
+            for kernel in self.code_object.kernels:
+                symbol = self.code_object.symbols.get(kernel.name)
+                if symbol is None:
+                    continue
+                try:
+                    frames = self.index.frames_at(symbol.value)
+                except AspaceError:
+                    continue
+                if frames:
+                    top = frames[-1]
+                    self._kernel_decls.append((kernel, top.function, top.decl_file, top.decl_line))
+        return self._kernel_decls
 
 
 def load_lenses(path: str) -> list[CodeObjectLens]:
