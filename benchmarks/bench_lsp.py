@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,8 +74,8 @@ def print_table(title: str, rows: list[tuple[str, float, float]]) -> None:
 
 
 def generate(path: Path, dies: int, stem: str = "gen/unit") -> None:
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_big_code_object.py"), str(path),
-                    "--dies", str(dies), "--source-stem", stem], check=True, stdout=subprocess.DEVNULL)
+    from gen_big_code_object import write_code_object
+    path.write_bytes(write_code_object(dies, 100, stem)[0])
 
 
 def source_in(co: Path, folder: Path) -> Path:
