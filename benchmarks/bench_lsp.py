@@ -7,9 +7,9 @@ the other requests an editor sends.
 1. Start-up: a code object with --dies DIEs (gen_big_code_object.py); the server is spawned,
    initialized with aspace.codeObjects naming it, and asked for the inlay hints of the first
    100 lines of one compile unit's source. Median of --runs starts.
-2. One server on that object, request after request: hints for a large visible range and the
-   whole file, hovers (the first one reads every variable of the file), code lenses, and
-   didOpen until its diagnostics arrive.
+2. Servers on that object, request after request: hints for a large visible range and the
+   whole file; didOpen with the first hints right after it, then its diagnostics (which read
+   the whole file); hovers, code lenses; a hover as the first request.
 3. A workspace of --objects code objects (--object-dies DIEs each, each with its own sources),
    found by a glob: start-up to the first hint, hints and hover in one object's file, code
    lenses of a file no object names.
@@ -145,9 +145,12 @@ def requests_on_one_server(folder: Path, settings: dict, source: Path, name_line
     client = LspProcess(folder, settings)
     timed2 = Timed(client, start)
     timed2.step("spawn + initialize (a second server)", lambda: None)
+    # what an editor does on opening the file: didOpen, then at once the hints of what it shows
     client.notify("textDocument/didOpen", {"textDocument": {"uri": source.as_uri(), "languageId": "hip",
                                                             "version": 1, "text": text}})
-    timed2.step("didOpen until its diagnostics (reads the whole file)", client.drain)
+    timed2.step(f"didOpen + inlay hints ({FIRST_LINES} lines): until the hints",
+                lambda: client.request("textDocument/inlayHint", hint_range(source, 0, FIRST_LINES)))
+    timed2.step("... until the diagnostics (read the whole file)", lambda: client.diagnostics(source))
     position = {"textDocument": {"uri": source.as_uri()}, "position": {"line": name_line, "character": HOVER_COLUMN}}
     hover = timed2.step(f"hover on `{name}`", lambda: client.request("textDocument/hover", position))
     timed2.step("hover again", lambda: client.request("textDocument/hover", position))

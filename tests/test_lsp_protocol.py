@@ -104,10 +104,18 @@ class LspProcess:
         return self.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()},
                                                    "position": {"line": line - 1, "character": col + 1}})
 
-    def diagnostics(self, path: Path):
-        found = [n["params"]["diagnostics"] for n in self.notifications
-                 if n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == path.as_uri()]
-        return found[-1] if found else None
+    def diagnostics(self, path: Path, timeout: float = 60):
+        """The latest diagnostics published for `path`, waiting for the first (the server publishes
+        them once no message waits)."""
+        def latest():
+            found = [n["params"]["diagnostics"] for n in self.notifications
+                     if n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == path.as_uri()]
+            return found[-1] if found else None
+        while latest() is None:
+            msg = self.incoming.get(timeout=timeout)
+            assert msg is not None, "server exited"
+            self._handle(msg)
+        return latest()
 
     def close(self):
         try:
@@ -388,3 +396,36 @@ def test_reading_each_scope_once_changes_no_hint_or_hover(code_object, monkeypat
     from aspace_dap.dwarf.index import DwarfIndex
     monkeypatch.setattr(DwarfIndex, "scopes_at", lambda self, pc: None)  # every PC read
     assert answers() == swept
+
+
+def test_hints_asked_with_the_open_come_before_its_diagnostics(tmp_path):
+    # an editor opening a file asks for its hints at once; the diagnostics (which read the whole file)
+    # follow when no message waits
+    client = LspProcess(ROOT, {"codeObjects": ["tests/lsp_inputs/shadow.gfx90a.O0.co"], "scratchBudget": 1024})
+    try:
+        hip = tmp_path / "shadow.hip"
+        shutil.copy(SHADOW_HIP, hip)
+        bodies = [json.dumps(m).encode() for m in (
+            {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": hip.as_uri(), "languageId": "cpp", "version": 1, "text": hip.read_text()}}},
+            {"jsonrpc": "2.0", "id": "hints", "method": "textDocument/inlayHint", "params": {
+                "textDocument": {"uri": hip.as_uri()},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 20, "character": 0}}}})]
+        data = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+        assert len(data) <= 4096  # one atomic pipe write (PIPE_BUF): the server reads both at once
+        client.proc.stdin.write(data)
+        client.proc.stdin.flush()
+        order = []
+        while "diagnostics" not in order:
+            msg = client.incoming.get(timeout=60)
+            if msg.get("id") == "hints":
+                order.append("hints")
+                assert msg["result"]
+            elif msg.get("method") == "textDocument/publishDiagnostics":
+                order.append("diagnostics")
+                assert sum("aspace.scratchBudget" in d["message"] for d in msg["params"]["diagnostics"]) == 2
+            else:
+                client._handle(msg)
+        assert order == ["hints", "diagnostics"]
+    finally:
+        client.close()

@@ -75,6 +75,7 @@ class AspaceLanguageServer:
         self.shut_down = False
         self.exit_code: int | None = None
         self.connection: Connection | None = None
+        self._due: dict[str, None] = {}  # documents whose diagnostics are to be published, oldest first
         self.requests: dict[str, Callable[[Any], Any]] = {
             "initialize": self._initialize,
             "shutdown": self._shutdown,
@@ -176,6 +177,21 @@ class AspaceLanguageServer:
     def log_warning(self, message: str) -> None:
         self.connection.notify("window/logMessage", {"type": WARNING, "message": message})
 
+    def schedule_diagnostics(self, uri: str) -> None:
+        """Publish the document's diagnostics once no message waits: they read the whole file, and the
+        inlay hints and hovers an editor asks for right after opening it should not wait for that."""
+        self._due.pop(uri, None)
+        self._due[uri] = None
+
+    def has_idle_work(self) -> bool:
+        return bool(self._due)
+
+    def idle_step(self) -> None:
+        """Publish the diagnostics of the document that has waited longest."""
+        uri = next(iter(self._due))
+        del self._due[uri]
+        self.publish(uri)
+
     def publish(self, uri: str) -> None:
         try:
             diags = features.diagnostics(self.views(uri), self.lines(uri), self.settings.lds_budget,
@@ -192,7 +208,7 @@ class AspaceLanguageServer:
         if path_of(caps, "workspace", "codeLens", "refreshSupport") is True:
             self.connection.request("workspace/codeLens/refresh")
         for uri in self.documents.uris():
-            self.publish(uri)
+            self.schedule_diagnostics(uri)
 
     def apply(self, settings: Settings | None) -> None:
         if settings is None:
@@ -282,7 +298,7 @@ class AspaceLanguageServer:
     def _opened(self, params) -> None:
         uri, text = messages.did_open(params)
         self.documents.open(uri, text)
-        self.publish(uri)
+        self.schedule_diagnostics(uri)
 
     def _changed(self, params) -> None:
         uri, changes = messages.did_change(params)
@@ -292,7 +308,7 @@ class AspaceLanguageServer:
         self.documents.close(messages.text_document_uri(params))
 
     def _saved(self, params) -> None:
-        self.publish(messages.text_document_uri(params))
+        self.schedule_diagnostics(messages.text_document_uri(params))
 
     def _inlay_hints(self, params) -> list[dict]:
         uri = messages.text_document_uri(params)

@@ -6,14 +6,15 @@ is answered and skipped, never the end of the session), and every request
 gets an answer: a result, or a JSON-RPC error for a bad frame, bad JSON, an
 ill-typed request or parameters of the wrong type. Requests to the client
 (configuration, refreshes, registrations) carry a callback for its answer.
-Handlers run one at a time on the thread that reads, as editors expect of a
-server that answers in milliseconds; no event loop is needed.
+Handlers run one at a time on the thread that reads; no event loop is needed.
+Work an answer does not wait for (diagnostics) runs when no message is waiting.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import traceback
 from typing import Any, Callable
@@ -172,6 +173,13 @@ def _log_internal_error(method: str) -> None:
     print(f"aspace-dap lsp: cannot handle {method}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
 
 
+def _input_waiting(fd: int) -> bool:
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
 def serve_stdio(server) -> int:
     """Serve LSP on stdin/stdout until stdin closes or the client sends `exit`; returns the exit code
     (`exit` after `shutdown`: 0, without: 1)."""
@@ -207,6 +215,9 @@ def serve_stdio(server) -> int:
                     pump.body(body)
             if not data:
                 break  # stdin closed: the client is gone
+            # work that waits for a quiet moment (diagnostics), a piece at a time between messages
+            while server.exit_code is None and server.has_idle_work() and not _input_waiting(in_fd):
+                server.idle_step()
     except (ClientGone, KeyboardInterrupt):
         pass
     finally:
