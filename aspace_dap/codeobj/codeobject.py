@@ -59,6 +59,20 @@ class _LoadedSection:
     nobits: bool
 
 
+class _SectionCachingELFFile(ELFFile):
+    """pyelftools parses a section's header and builds its object again on every lookup (by index,
+    by name, while iterating); a code object's bytes never change, so each is built once."""
+
+    def get_section(self, n, type=None):
+        cache = self.__dict__.setdefault("_built_sections", {})
+        section = cache.get(n)
+        if section is None:
+            section = cache[n] = super().get_section(n)
+        if type and section.header.sh_type not in type:
+            raise ELFError(f"Unexpected section type {section.header['sh_type']}, expected {type}")
+        return section
+
+
 def open_elf(data: bytes, where: str) -> ELFFile:
     """An ELFFile over `data` whose headers have been checked against the buffer size."""
     if not data.startswith(b"\x7fELF"):
@@ -67,7 +81,7 @@ def open_elf(data: bytes, where: str) -> ELFFile:
     if len(data) < header_size:
         raise CodeObjectError(f"{where}: ELF header is truncated ({len(data)} of {header_size} bytes)")
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = _SectionCachingELFFile(io.BytesIO(data))
         table_end = elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]
         if table_end > len(data):
             raise CodeObjectError(
