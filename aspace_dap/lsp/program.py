@@ -83,6 +83,7 @@ class CodeObjectLens:
         self._line_at: dict[int, object] = {}
         self._swept: dict[str, set[tuple[int, ...]]] = {}  # scope sets whose variables were read, per file
         self._kernel_decls: list | None = None
+        self._matches: dict[str, str | None] = {}
 
     # --- files -------------------------------------------------------------------------------
 
@@ -93,6 +94,11 @@ class CodeObjectLens:
 
     def match_file(self, local_path: str) -> str | None:
         """The DWARF file name that stands for a file on disk: same path, else the longest common tail."""
+        if local_path not in self._matches:  # every request asks every code object of the workspace
+            self._matches[local_path] = self._match_file(local_path)
+        return self._matches[local_path]
+
+    def _match_file(self, local_path: str) -> str | None:
         local = posixpath.normpath(local_path.replace(os.sep, "/"))
         best, best_len = None, 0
         for name in self.source_files():
