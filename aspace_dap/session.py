@@ -168,9 +168,9 @@ class Session:
 
     # ------------------------------------------------------------------ programs
 
-    def _load_program(self, co_id: int, path: str, load_address: int) -> Program:
+    def _load_program(self, co_id: int, path: str, load_address: int, processor: str | None = None) -> Program:
         objs = load_code_objects(path)
-        wanted = self.state.target.processor
+        wanted = processor or self.state.target.processor  # the dispatch's device may differ from the target
         co = next((o for o in objs if getattr(o, "processor", None) == wanted), objs[0])
         self.adapter.use_code_object(co)
         index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
@@ -185,7 +185,8 @@ class Session:
             ref = self.state.code_object_by_id(co_id)
             if ref is not None:
                 try:
-                    self._programs[co_id] = self._load_program(co_id, str(ref.path), ref.load_address)
+                    self._programs[co_id] = self._load_program(co_id, str(ref.path), ref.load_address,
+                                                               getattr(dispatch, "processor", None))
                 except (AspaceError, OSError) as e:
                     self.warnings.append(f"code object {co_id} ({ref.path}): {e}")
                     self._programs[co_id] = None  # type: ignore[assignment]

@@ -235,7 +235,8 @@ def test_an_sm_exception_stops_there_when_no_lane_reports_one(tmp_path):
     path.write_bytes(bytes(data))
     with load_core(path) as opened:
         assert opened.stop.reason == "exception"
-        assert opened.stop.description == "CUDA Exception: Warp Illegal Address (14) on SM 0 at 0x4f0"
+        assert opened.stop.description == "CUDA Exception: Warp Illegal Address (14) on SM 0 of device 1 at 0x4f0"
+        assert opened.stop.pc == 0x4f0
         assert opened.focus.wave == 1  # the warp on device 1's SM
     with load_core(core) as untouched:
         assert untouched.stop.reason == "pause"

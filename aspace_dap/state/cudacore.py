@@ -76,6 +76,7 @@ SHT_UPRED = _LOUSER + 20
 SHT_BT = _LOUSER + 8
 SHT_CB_TABLE = _LOUSER + 21
 SHT_META = _LOUSER + 22
+SHT_CBU_BAR = _LOUSER + 23  # r575: the warp's convergence barrier masks, u32 each
 
 # Generic addresses inside these windows are shared / local (cuda-gdb's fixed window size).
 WINDOW_SIZE = 1 << 24
@@ -197,6 +198,7 @@ ROW_SIZES = {
 CONST_BANKS_SINCE = "r550"  # the constant bank table
 META_SINCE = "r565"  # .cudbg.meta: who wrote the core, driver and CUDA versions
 UNIFORM_SINCE = "r400"  # uniform registers and predicates
+CBU_SINCE = "r575"  # convergence barrier masks (.cudbg.cbu_bar), per-lane thread state
 
 
 def _head(path: str | os.PathLike) -> bytes:
@@ -366,8 +368,9 @@ class _CoreReader:
         self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL, SHT_BT)}
         self.uregs = elf.children(SHT_UREGS, SHT_WP_TABLE)
         self.upreds = elf.children(SHT_UPRED, SHT_WP_TABLE)
+        self.barriers = elf.children(SHT_CBU_BAR, SHT_WP_TABLE)
         self.waves_by_sm: dict[tuple[int, int], list[Wave]] = {}  # (smtbl section, row) -> its warps
-        self.error_pc_valid: dict[int, int] = {}  # wave id -> the warp row's errorPCValid
+        self.error_pcs: dict[int, int] = {}  # wave id -> the warp row's errorPC, when errorPCValid
 
     def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
@@ -388,15 +391,16 @@ class _CoreReader:
         if not devices:
             raise StateError("the device table is empty", dev_sec.name)
         device = devices[0]
-        if any((d["smMajor"], d["smMinor"], d["numLanesPerWarp"]) !=
-               (device["smMajor"], device["smMinor"], device["numLanesPerWarp"]) for d in devices):
-            raise StateError("devices of different SM types in one core are not supported", dev_sec.name)
+        # a machine may hold GPUs of several SM types, each running its own cubins: the target names
+        # device 0's, every dispatch its own device's (Dispatch.processor); the warp size is one for all
+        if any(d["numLanesPerWarp"] != device["numLanesPerWarp"] for d in devices):
+            raise StateError("devices with different warp sizes in one core", dev_sec.name)
         self.devices = devices
         self.lanes = device["numLanesPerWarp"]
         if not 0 < self.lanes <= 64:
             raise StateError(f"numLanesPerWarp {self.lanes} is not a warp size", dev_sec.name)
-        processor = elf.string(device["smType"]) or f"sm_{device['smMajor']}{device['smMinor']}"
-        target = Target("nvidia", processor, self.lanes, self._apertures())
+        self.processors = [elf.string(d["smType"]) or f"sm_{d['smMajor']}{d['smMinor']}" for d in devices]
+        target = Target("nvidia", self.processors[0], self.lanes, self._apertures())
         code_objects, modules = self._code_objects()
         memory = self._global_memory()
         dispatches = self._dispatches(modules, memory.get("global"))
@@ -533,7 +537,7 @@ class _CoreReader:
                 lds = self._regions(lds_sections, "local", lds_sections[0].name, 0) if lds_sections else None
                 waves = []
                 for wp_sec in warps_by_cta.get((cta_sec.index, row_index), []):
-                    waves.extend(self._warps(wp_sec, grid))
+                    waves.extend(self._warps(wp_sec, grid, dev))
                 self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
                 workgroups.setdefault(key, []).append(Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
@@ -550,10 +554,11 @@ class _CoreReader:
                 (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
             if len(self.devices) > 1:
                 dispatch.device = key[0]
+                dispatch.processor = self.processors[key[0]]
             dispatches.append(dispatch)
         return dispatches
 
-    def _warps(self, wp_sec: _Section, grid: dict[str, int]) -> list[Wave]:
+    def _warps(self, wp_sec: _Section, grid: dict[str, int], dev: int) -> list[Wave]:
         elf = self.elf
         waves = []
         for w, warp in enumerate(elf.rows(wp_sec)):
@@ -564,8 +569,8 @@ class _CoreReader:
                         raise StateError(f"row {i} names lane {lane['ln']} of a {self.lanes}-lane warp",
                                          ln_sec.name)
                     lane_rows[lane["ln"]] = (ln_sec, i, lane)
-            uniform = (self.uregs.get((wp_sec.index, w), []), self.upreds.get((wp_sec.index, w), []))
-            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, uniform, grid))
+            uniform = tuple(found.get((wp_sec.index, w), []) for found in (self.uregs, self.upreds, self.barriers))
+            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, uniform, grid, dev))
         return waves
 
     def _lane_words(self, kind_sections: dict, lane_rows: dict, valid: np.ndarray, count: int) -> np.ndarray:
@@ -601,7 +606,7 @@ class _CoreReader:
                 found[ln] = [levels[k] for k in range(len(levels))]
         return found or None
 
-    def _wave(self, wp_sec, warp, lane_rows, per_lane, uniform, grid) -> Wave:
+    def _wave(self, wp_sec, warp, lane_rows, per_lane, uniform, grid, dev) -> Wave:
         lanes = self.lanes
         where = f"{wp_sec.name}[warp {warp['warpId']}]"
         valid = mask_to_lanes(warp["validLanesMask"], lanes)
@@ -618,21 +623,23 @@ class _CoreReader:
         warp_pc = int(pcs[first]) if first is not None else warp["errorPC"]
         pcs[~valid] = warp_pc
 
-        device = self.devices[0]
+        device = self.devices[dev]  # register counts are the warp's own device's
         regs = self._lane_words(per_lane[SHT_REGS], lane_rows, valid, device["numRegsPerLane"])
         preds = self._lane_words(per_lane[SHT_PRED], lane_rows, valid, device["numPredicatesPrLane"])
-        uregs, upreds = (self._uniform_words(sections) for sections in uniform)
+        uregs, upreds, barriers = (self._uniform_words(sections) for sections in uniform)
         mask_bytes = (lanes + 7) // 8
         layout = [("pc", 8), ("exec", mask_bytes)]
         layout += [(f"R{i}", 4 * lanes) for i in range(regs.shape[1])]
         layout += [(f"P{i}", lanes) for i in range(preds.shape[1])]
         layout += [(f"UR{i}", 4) for i in range(len(uregs))]
         layout += [(f"UP{i}", 1) for i in range(len(upreds))]
+        layout += [(f"B{i}", 4) for i in range(len(barriers))]  # convergence barriers: a mask of lanes each
         data = (struct.pack("<Q", warp_pc) + active.to_bytes(mask_bytes, "little")
                 + np.ascontiguousarray(regs.T).tobytes()
                 + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uregs.tobytes()
-                + (upreds & 0xFF).astype(np.uint8).tobytes())
-        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uregs)}_up{len(upreds)}"
+                + (upreds & 0xFF).astype(np.uint8).tobytes() + barriers.tobytes())
+        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uregs)}_up{len(upreds)}" + \
+            (f"_b{len(barriers)}" if len(barriers) else "")
         self.layouts[layout_name] = layout
         registers = RegisterFile(layout, BytesSpan(data), f"{where}.registers", layout_name)
 
@@ -640,7 +647,8 @@ class _CoreReader:
         self.next_wave += 1
         for ln, (_, _, lane) in lane_rows.items():
             self.lane_exceptions[(wave_id, ln)] = lane["exception"]
-        self.error_pc_valid[wave_id] = warp["errorPCValid"]
+        if warp["errorPCValid"]:
+            self.error_pcs[wave_id] = warp["errorPC"]
         wave = Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
                     self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
         wave.return_addresses = self._return_addresses(lane_rows)
@@ -684,7 +692,12 @@ class _CoreReader:
                 code = self.lane_exceptions.get((wave.id, int(ln)), EXCEPTION_NONE)
                 if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
                     name = EXCEPTIONS.get(code, f"exception {code}")
-                    return Focus(wave.id, int(ln)), Stop("exception", f"CUDA Exception: {name} ({code})")
+                    # warp errors are reported late: the lanes stand past the faulting instruction, which
+                    # the warp row's errorPC names (cuda-gdb: "the exception was triggered at PC ...")
+                    error_pc = self.error_pcs.get(wave.id)
+                    at = f" triggered at PC {error_pc:#x}" if error_pc is not None else ""
+                    return Focus(wave.id, int(ln)), Stop("exception", f"CUDA Exception: {name} ({code}){at}",
+                                                         pc=error_pc)
         # r555+: an SM row keeps the exception even when the faulting warps exited (no lane says so);
         # the focus goes to a warp of that SM whose errorPC is valid, else its first warp
         for (sm_sec, sm_row), on_sm in self.waves_by_sm.items():
@@ -692,13 +705,18 @@ class _CoreReader:
             code = row["exception"]
             if code in (EXCEPTION_NONE, EXCEPTION_UNKNOWN) or not on_sm:
                 continue
-            wave = next((w for w in on_sm if self.error_pc_valid.get(w.id)), on_sm[0])
+            wave = next((w for w in on_sm if w.id in self.error_pcs), on_sm[0])
             active = np.flatnonzero(wave.active_lanes)
             lane = int(active[0]) if len(active) else int(np.flatnonzero(wave.valid_lanes)[0]) \
                 if wave.valid_lanes.any() else 0
             name = EXCEPTIONS.get(code, f"exception {code}")
+            device = f" of device {self.elf.sections[sm_sec].info}" if len(self.devices) > 1 else ""
             where = f" at {row['errorPC']:#x}" if row["errorPCValid"] else ""
-            return Focus(wave.id, lane), Stop("exception", f"CUDA Exception: {name} ({code}) on SM {row['smId']}{where}")
+            if row["clusterExceptionTargetBlockIdxValid"]:  # r565: a cluster request to another block failed
+                where += (f", target block ({row['clusterExceptionTargetBlockIdxX']},"
+                          f"{row['clusterExceptionTargetBlockIdxY']},{row['clusterExceptionTargetBlockIdxZ']})")
+            return Focus(wave.id, lane), Stop("exception", f"CUDA Exception: {name} ({code}) on SM {row['smId']}"
+                                              f"{device}{where}", pc=row["errorPC"] if row["errorPCValid"] else None)
         for wave in waves:
             active = np.flatnonzero(wave.active_lanes)
             if len(active):
@@ -830,17 +848,19 @@ def _uniform_words(wave: Wave, prefix: str, size: int) -> list[int]:
 
 
 def write_core(state: GpuState, path: str | os.PathLike, *,
-               exception: tuple[int, int, int] | None = None, version: str = "r575", devices: int = 1,
+               exception: tuple[int, ...] | None = None, version: str = "r575", devices: int = 1,
                backtraces: dict[tuple[int, int], list[int]] | None = None, param_sections: bool = True) -> Path:
     """Write `state` (an NVIDIA state) as a CUDA core dump.
 
     Each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index in the
-    block. `exception` = (wave id, lane, CUDBGException_t code) marks that lane as the one that
-    faulted (its warp's errorPC is its PC). `version` picks the driver whose row sizes are written
-    (ROW_SIZES; constant banks from r550, uniform registers from r400). `devices` > 1 spreads the
-    waves over that many devices (wave i on device i % devices, each with its copy of the grid and
-    CTA), as a multi-GPU core holds them. `backtraces` gives lanes' call stacks ((wave id, lane) ->
-    return addresses, innermost caller first) for the `.cudbg.bt` tables. Each grid's parameters go
+    block. `exception` = (wave id, lane, CUDBGException_t code[, error PC]) marks that lane as the one
+    that faulted (its warp's errorPC is the error PC given, else the lane's PC). `version` picks the driver whose row sizes are written
+    (ROW_SIZES; constant banks from r550, uniform registers from r400). A dispatch whose `device` is
+    set runs on that device, of its `processor` (a machine with GPUs of several SM types); the others
+    are spread over `devices` devices (wave i on device i % devices, each with its copy of the grid
+    and CTA), as a multi-GPU core holds them. `backtraces` gives lanes' call stacks ((wave id, lane) ->
+    return addresses, innermost caller first) for the `.cudbg.bt` tables; without it, the waves'
+    own `return_addresses` are written. Each grid's parameters go
     into constant bank 0 (the `.cudbg.cbankstbl` table, bank bytes in global memory) and, unless
     `param_sections` is False, a `.cudbg.param` section too. Registers must be known for every valid
     lane, and memory is written up to its first unknown byte: the format has no way to say "unknown".
@@ -858,39 +878,55 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     for space in state.memory:
         if space != "global":
             raise StateError(f"{space} memory has no place in a CUDA core dump", f"memory.{space}")
-    digits = target.processor.removeprefix("sm_")
-    if not digits[:-1].isdigit():
-        raise StateError(f"processor {target.processor!r} is not an sm_NN name", "target.processor")
     sizes = ROW_SIZES[version]
     uniform = version >= UNIFORM_SINCE
     out = _CoreBuilder()
     waves = state.waves
+    if backtraces is None:
+        backtraces = {(w.id, ln): stack for w in waves for ln, stack in (w.return_addresses or {}).items()}
     for wave in waves:
         for name, _ in wave.registers.layout:
             if name not in WRITABLE_REGISTERS and not any(
-                    name.startswith(p) and name[len(p):].isdigit() for p in ("R", "P", "UR", "UP")):
+                    name.startswith(p) and name[len(p):].isdigit() for p in ("R", "P", "UR", "UP", "B")):
                 raise StateError(f"register {name} has no place in a CUDA core dump", wave.registers.path)
-    num_regs = max((len(_numbered(w, "R")) for w in waves), default=0)
-    num_preds = max((len(_numbered(w, "P")) for w in waves), default=0)
-    num_uregs = max((len(_numbered(w, "UR")) for w in waves), default=0)
-    num_upreds = max((len(_numbered(w, "UP")) for w in waves), default=0)
-    if not uniform and (num_uregs or num_upreds):
-        raise StateError(f"a {version} core has no uniform registers", "version")
-    # device d holds the waves i with i % devices == d, grouped by their workgroup
-    placement: list[list[tuple[Dispatch, Workgroup, list[Wave]]]] = [[] for _ in range(devices)]
+    # device d holds the waves of dispatches placed on it, else those i with i % devices == d,
+    # grouped by their workgroup
+    count = max([devices] + [d.device + 1 for d in state.dispatches if d.device is not None])
+    placement: list[list[tuple[Dispatch, Workgroup, list[Wave]]]] = [[] for _ in range(count)]
+    processors: list[str | None] = [None] * count
     for d in state.dispatches:
         for wg in d.workgroups:
-            for dev in range(devices):
-                mine = [w for w in wg.waves if waves.index(w) % devices == dev]
+            for dev in range(count):
+                mine = [w for w in wg.waves if (dev == d.device if d.device is not None
+                                                else waves.index(w) % devices == dev)]
                 if mine:
                     placement[dev].append((d, wg, mine))
-    device_rows = [dict(devName=out.string("aspace-dap core"), devType=out.string("GPU"),
-                        smType=out.string(target.processor), devId=dev, numSMs=max(len(placement[dev]), 1),
-                        numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
-                        numLanesPerWarp=target.lanes, numRegsPerLane=num_regs, numPredicatesPrLane=num_preds,
-                        smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16,
-                        numUniformRegsPrWarp=num_uregs, numUniformPredicatesPrWarp=num_upreds)
-                   for dev in range(devices)]
+        for dev in ([d.device] if d.device is not None else range(devices)):
+            processor = d.processor or target.processor
+            if processors[dev] not in (None, processor):
+                raise StateError(f"device {dev} runs dispatches for {processors[dev]} and {processor}", d.path)
+            processors[dev] = processor
+    device_rows = []
+    for dev in range(count):
+        processor = processors[dev] or target.processor
+        digits = processor.removeprefix("sm_")
+        if not digits[:-1].isdigit():
+            raise StateError(f"processor {processor!r} is not an sm_NN name", "target.processor")
+        mine = [w for _, _, on in placement[dev] for w in on]
+        counts = {prefix: max((len(_numbered(w, prefix)) for w in mine), default=0)
+                  for prefix in ("R", "P", "UR", "UP", "B")}
+        if not uniform and (counts["UR"] or counts["UP"]):
+            raise StateError(f"a {version} core has no uniform registers", "version")
+        if version < CBU_SINCE and counts["B"]:
+            raise StateError(f"a {version} core has no convergence barriers", "version")
+        device_rows.append(dict(
+            devName=out.string("aspace-dap core"), devType=out.string("GPU"), smType=out.string(processor),
+            devId=dev, numSMs=max(len(placement[dev]), 1),
+            numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
+            numLanesPerWarp=target.lanes, numRegsPerLane=counts["R"], numPredicatesPrLane=counts["P"],
+            smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16,
+            numUniformRegsPrWarp=counts["UR"], numUniformPredicatesPrWarp=counts["UP"],
+            numConvergenceBarriersPrWarp=counts["B"]))
     dev_tbl = out.table(".cudbg.devtbl", SHT_DEV_TABLE, device_rows, entsize=sizes["devtbl"])
     if version >= META_SINCE:
         out.table(".cudbg.meta", SHT_META, [dict(generatorName=out.string("aspace-dap write_core"),
@@ -901,19 +937,22 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     from ..adapters.nvptx_cubin import relocate_cubin
 
     apertures = target.apertures or {}
-    for dev in range(devices):
+    for dev in range(count):
         ctx = out.table(f".cudbg.ctxtbl.dev{dev}", SHT_CTX_TABLE, [dict(
             contextId=1, deviceIdx=dev, sharedWindowBase=apertures["shared"].base if "shared" in apertures else 0,
             localWindowBase=apertures["local"].base if "local" in apertures else 0)], link=dev_tbl, info=dev)
-        handles = {ref.id: 0x1000 + ref.id for ref in state.code_objects}
+        grids = [d for d in state.dispatches if any(p[0] is d for p in placement[dev])]
+        # a device holds the modules its grids run
+        used = {d.code_object for d in grids}
+        refs = [ref for ref in state.code_objects if ref.id in used or len(state.code_objects) == 1]
+        handles = {ref.id: 0x1000 + ref.id for ref in refs}
         mod = out.table(f".cudbg.modtbl.dev{dev}.ctx0", SHT_MOD_TABLE,
                         [dict(moduleHandle=h) for h in handles.values()], link=ctx, info=0)
-        for row, ref in enumerate(state.code_objects):
+        for row, ref in enumerate(refs):
             image = ref.path.read_bytes()
             out.add(f".cudbg.elfimg.dev{dev}.ctx0", SHT_ELF_IMG, image, link=mod, info=row)
             out.add(f".cudbg.relfimg.dev{dev}.ctx0", SHT_RELF_IMG, relocate_cubin(image, str(ref.path)),
                     link=mod, info=row)
-        grids = [d for d in state.dispatches if any(p[0] is d for p in placement[dev])]
         grid_rows = []
         for d in grids:
             for space in d.memory:
@@ -926,7 +965,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                 gridId64=d.id + 1, contextId=1, function=entry, functionEntry=entry,
                 moduleHandle=handles.get(d.code_object, 0),
                 paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
-                kernelType=1, numRegs=num_regs,
+                kernelType=1, numRegs=device_rows[dev]["numRegsPerLane"],
                 gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
                 blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2],
                 clusterDimX=1, clusterDimY=1, clusterDimZ=1))
@@ -938,7 +977,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                            [dict(smId=i) for i in range(len(placement[dev]))], link=dev_tbl, info=dev,
                            entsize=sizes["smtbl"])
         for sm, (d, wg, mine) in enumerate(placement[dev]):
-            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces or {})
+            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces)
     out.write(path)
     return path
 
@@ -978,23 +1017,26 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
         faulted = exception is not None and exception[0] == wave.id
         pc = wave.pc or 0
         error_pc = int(wave.lane_pcs[exception[1]]) if faulted and wave.lane_pcs is not None else pc
+        if faulted and len(exception) > 3:  # the faulting instruction, before the PC the lanes moved on to
+            error_pc = exception[3]
         exec_mask = wave.exec_mask
         active = wave.valid_lanes if exec_mask is None else exec_mask & wave.valid_lanes
         warp_rows.append(dict(errorPC=error_pc if faulted else 0, warpId=wave.index_in_workgroup,
                               validLanesMask=lanes_to_mask(wave.valid_lanes), activeLanesMask=lanes_to_mask(active),
                               errorPCValid=int(faulted), numRegs=num_regs))
     wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0, entsize=sizes["wptbl"])
-    layout = None
+    ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
+    layout = _cubin_layout(ref.path) if ref is not None else None
     for row, wave in enumerate(waves):
         valid_lanes = [int(ln) for ln in np.flatnonzero(wave.valid_lanes)]
         pc = wave.pc or 0
-        ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
         lane_rows = []
         for ln in valid_lanes:
             lane_pc = int(wave.lane_pcs[ln]) if wave.lane_pcs is not None else pc
             tid = wave.local_id(ln)
             code = exception[2] if exception is not None and exception[:2] == (wave.id, ln) else EXCEPTION_NONE
-            lane_rows.append(dict(virtualPC=lane_pc, physPC=lane_pc, ln=ln, threadIdxX=tid[0], threadIdxY=tid[1],
+            # physPC: the offset of the PC in the function it is in (cudacoredump.h)
+            lane_rows.append(dict(virtualPC=lane_pc, physPC=_offset_in_caller(layout, lane_pc), ln=ln, threadIdxX=tid[0], threadIdxY=tid[1],
                                   threadIdxZ=tid[2], exception=code,
                                   callDepth=len(backtraces.get((wave.id, ln), ()))))
         wp_where = f"{where}.wp{wave.index_in_workgroup}"
@@ -1003,6 +1045,10 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
         regs = _register_words(wave, "R", 4)
         preds = _register_words(wave, "P", 1)
         uregs, upreds = _uniform_words(wave, "UR", 4), _uniform_words(wave, "UP", 1)
+        barriers = _uniform_words(wave, "B", 4)
+        if barriers:
+            out.add(f".cudbg.cbu_bar.{wp_where}", SHT_CBU_BAR, struct.pack(f"<{len(barriers)}I", *barriers),
+                    link=wp_tbl, info=row)
         if uregs:
             out.add(f".cudbg.uregs.{wp_where}", SHT_UREGS, struct.pack(f"<{len(uregs)}I", *uregs),
                     link=wp_tbl, info=row)
@@ -1019,8 +1065,6 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
                 out.add(f".cudbg.pred.{lane_where}", SHT_PRED, preds[ln].tobytes(), link=ln_tbl, info=lane_row)
             stack = backtraces.get((wave.id, ln))
             if stack:
-                if layout is None:
-                    layout = _cubin_layout(ref.path) if ref is not None else None
                 out.table(f".cudbg.bt.{lane_where}", SHT_BT, [
                     dict(returnAddress=_offset_in_caller(layout, ret), virtualReturnAddress=ret, level=level)
                     for level, ret in enumerate(stack)], link=ln_tbl, info=lane_row)

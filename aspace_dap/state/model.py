@@ -54,6 +54,7 @@ class Focus:
 class Stop:
     reason: str
     description: str = ""
+    pc: int | None = None  # the faulting instruction, when the dump records it apart from the lanes' PCs
 
 
 def mask_to_lanes(mask: int, lanes: int) -> np.ndarray:
@@ -226,6 +227,8 @@ class Dispatch:
         self.memory = memory or {}
         self.path = path
         self.device: int | None = None  # which GPU ran it, when the dump holds several
+        # that GPU's processor when it differs from the target's (a machine with GPUs of several kinds)
+        self.processor: str | None = None
         for workgroup in workgroups:
             workgroup.dispatch = self
             for wave in workgroup.waves:
@@ -380,7 +383,9 @@ class GpuState:
     def summary(self) -> str:
         t = self.target
         workgroups = sum(len(d.workgroups) for d in self.dispatches)
-        return (f"{t.vendor} {t.processor}, {t.lanes} lanes, {len(self.code_objects)} code objects, "
+        others = sorted({d.processor for d in self.dispatches if d.processor and d.processor != t.processor})
+        processor = " + ".join([t.processor] + others)
+        return (f"{t.vendor} {processor}, {t.lanes} lanes, {len(self.code_objects)} code objects, "
                 f"{len(self.dispatches)} dispatches, {workgroups} workgroups, {len(self.waves)} waves")
 
     def __repr__(self) -> str:
