@@ -30,25 +30,26 @@ def cfi_return_addresses(path) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def every_lane(path, first_wave_only: bool = False, active_only: bool = False) -> tuple[dict, list[str]]:
+def every_lane(path, first_wave_only: bool = False, active_only: bool = False,
+               key=thread_key) -> tuple[dict, list[str]]:
     """(thread name, lane, frame index, function, variable or "pc") -> the text shown, for every valid
     (or only every active) lane and every frame; shared (per-block) variables once per wave, as all
-    its lanes see the same bytes. Also the session's warnings."""
+    its lanes see the same bytes. Also the session's warnings. `key` names a thread from its full name."""
     out = {}
     with load_state(path) as state:
         session = Session(state)
         for wave in state.waves[:1] if first_wave_only else state.waves:
-            name = thread_key(session.thread_name(wave))
+            name = key(session.thread_name(wave))
             lanes = session.active_lanes(wave) if active_only else wave.valid_lanes
             for n, lane in enumerate(int(x) for x in np.flatnonzero(lanes)):
                 for frame in session.frames(wave.id, lane):
-                    key = (name, lane, frame.index, frame.name)
-                    out[key + ("pc",)] = hex(frame.runtime_pc)
+                    at = (name, lane, frame.index, frame.name)
+                    out[at + ("pc",)] = hex(frame.runtime_pc)
                     for var in session.variables(frame):
                         if n and session.adapter.workgroup_variable(var):
                             continue
                         read = session.read_variable(frame, var, [lane])
                         obj = read.obj_for(lane)
-                        out[key + (var.name,)] = format_obj(obj, 0) if obj is not None else \
+                        out[at + (var.name,)] = format_obj(obj, 0) if obj is not None else \
                             str(read.errors.get(lane, "<unavailable>"))
         return out, list(session.warnings)

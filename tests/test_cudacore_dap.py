@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cuda_machines import device_key, two_gpus
 from dap_client import REPO_ROOT, launched
 from lane_views import cfi_return_addresses, every_lane, thread_key
 
@@ -105,9 +106,10 @@ def test_core_with_an_exception_stops_on_the_faulting_lane(tmp_path):
 SAMPLED_LANES = (0, 1, 7, 16, 31)  # odd and even lanes: both sides of divergent_call's branch
 
 
-def _all_lanes(c, wanted=SAMPLED_LANES) -> dict:
+def _all_lanes(c, wanted=SAMPLED_LANES, key=thread_key) -> dict:
     """(thread name, lane, frame index, function, variable) -> value shown, for the `wanted` active lanes of
-    every thread and every frame, over DAP (every active lane is also compared in process)."""
+    every thread and every frame, over DAP (every active lane is also compared in process); `key` names
+    a thread from its full name."""
     out = {}
     for thread in c.request("threads")["threads"]:
         tid = thread["id"]
@@ -117,7 +119,7 @@ def _all_lanes(c, wanted=SAMPLED_LANES) -> dict:
             if lane["state"] != "active" or lane["lane"] not in wanted:
                 continue
             c.request("setFocus", {"threadId": tid, "lane": lane["lane"]})
-            name = thread_key(thread["name"])
+            name = key(thread["name"])
             for depth, frame in enumerate(c.request("stackTrace", {"threadId": tid})["stackFrames"]):
                 out[name, lane["lane"], depth, frame["name"], "pc"] = frame.get("instructionPointerReference")
                 for scope in c.request("scopes", {"frameId": frame["id"]})["scopes"]:
@@ -162,3 +164,62 @@ def _every_lane_in_process(path) -> dict:
     shown, warnings = every_lane(path, active_only=True)
     assert not [w for w in warnings if "backtrace" in w], warnings
     return shown
+
+
+def _mixed_core(kernel: str, path: Path, backtraces: bool = True,
+                sms=("sm_80", "sm_90")) -> tuple[Path, list[Path]]:
+    """One core of a host with an sm_80 GPU (device 0) and an sm_90 GPU (device 1), or the `sms` given,
+    each running the example's kernel from its own cubin; with the CFI's backtraces of both."""
+    folders = [DUMPS / f"{kernel}.{sm}.G" for sm in sms]
+    with load_state(folders[0]) as first, load_state(folders[1]) as second:
+        shift = max(w.id for w in first.waves) + 1
+        stacks = {}
+        if backtraces:
+            stacks = dict(cfi_return_addresses(folders[0]))
+            stacks.update({(w + shift, ln): s for (w, ln), s in cfi_return_addresses(folders[1]).items()})
+        write_core(two_gpus(first, second), path, backtraces=stacks)
+    return path, folders
+
+
+def test_a_core_of_an_sm_80_and_an_sm_90_gpu_shows_each_lane_as_its_own_dump(tmp_path):
+    core, folders = _mixed_core("divergent_call", tmp_path / "mixed.cudbg")
+    with load_state(core) as opened:
+        assert opened.target.processor == "sm_80"
+        assert [(d.device, d.processor) for d in opened.dispatches] == [(0, "sm_80"), (1, "sm_90")]
+        assert opened.summary().startswith("nvidia sm_80 + sm_90, 32 lanes, 2 code objects, 2 dispatches")
+        # each device's grid runs its own cubin, whose parameters sit where that SM's ABI puts them
+        # (c[0x0][0x160] on sm_80, c[0x0][0x210] on sm_90: examples/cuda/README.md)
+        assert [d.memory["param"].regions[0].address for d in opened.dispatches] == [0x160, 0x210]
+    seen = {}
+    for device, path in [(None, core)] + list(enumerate(folders)):
+        c, _ = start(path)
+        try:
+            seen[device] = _all_lanes(c, range(32), device_key(device))
+            c.request("disconnect")
+        finally:
+            c.close()
+    from_core = seen.pop(None)
+    from_folders = {k: v for shown in seen.values() for k, v in shown.items()}
+    assert len(from_folders) > 100 and {k[0][0] for k in from_folders} == {0, 1}
+    assert sum(k[2] == 1 for k in from_folders) > 10  # caller frames (settle's callers) are compared too
+    assert from_core == from_folders
+
+
+# sm_120's lds_tiles uses 26 registers, sm_80's 28: each device's warps keep their own count
+@pytest.mark.parametrize("kernel,sms", [("lds_tiles", ("sm_120", "sm_80")), ("scratch_struct", ("sm_80", "sm_90"))])
+def test_every_lane_of_a_mixed_sm_core_reads_as_its_devices_dump(kernel, sms, tmp_path):
+    core, folders = _mixed_core(kernel, tmp_path / "mixed.cudbg", backtraces=False, sms=sms)
+    shown, warnings = every_lane(core, key=device_key())
+    expected = {}
+    for device, folder in enumerate(folders):
+        expected.update(every_lane(folder, key=device_key(device))[0])
+    assert {k[0][0] for k in expected} == {0, 1}
+    assert shown == expected
+    # and every register of every warp is its own dump's, in its own device's register layout
+    with load_state(core) as opened:
+        for wave, folder in zip(opened.waves, [f for f in folders for _ in range(2)]):
+            with load_state(folder) as own:
+                mine = next(w for w in own.waves if w.index_in_workgroup == wave.index_in_workgroup)
+                assert wave.registers.layout == mine.registers.layout
+                for reg, _ in mine.registers.layout:
+                    assert (wave.registers.raw(reg)[0] == mine.registers.raw(reg)[0]).all(), reg
