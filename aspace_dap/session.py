@@ -455,6 +455,25 @@ class Session:
             return None
         return int.from_bytes(bytes(data[0]), "little") + program.load_address
 
+    def stop_text(self) -> str:
+        """The dump's stop description, with the source of the faulting instruction when the dump names it
+        apart from the lanes' PCs (stop.pc: an NVIDIA warp's error PC) and the focused wave's code has it."""
+        stop = self.state.stop
+        text = stop.description if stop is not None else ""
+        if stop is None or stop.pc is None:
+            return text
+        try:
+            program = self.program_for(self.wave())
+        except AspaceError:
+            return text
+        elf_pc = program.elf_pc(stop.pc)
+        infos = program.index.frames_at(elf_pc) if program.index is not None else []
+        line = program.index.line_for_pc(elf_pc) if program.index is not None else None
+        file, ln, _ = self._line(line)
+        where = " ".join(p for p in (infos[0].function if infos else None,
+                                     f"({Path(file).name}:{ln})" if file and ln else None) if p)
+        return f"{text}: {where}" if where else text
+
     def frames(self, wave_id: int | None = None, lane: int | None = None) -> list[Frame]:
         wave = self.wave(wave_id)
         lane = self.focus_lane if lane is None else lane

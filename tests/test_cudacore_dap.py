@@ -185,7 +185,7 @@ def test_a_core_of_an_sm_80_and_an_sm_90_gpu_shows_each_lane_as_its_own_dump(tmp
     core, folders = _mixed_core("divergent_call", tmp_path / "mixed.cudbg")
     with load_state(core) as opened:
         assert opened.target.processor == "sm_80"
-        assert [(d.device, d.processor) for d in opened.dispatches] == [(0, "sm_80"), (1, "sm_90")]
+        assert [(d.device, d.processor) for d in opened.dispatches] == [(0, None), (1, "sm_90")]
         assert opened.summary().startswith("nvidia sm_80 + sm_90, 32 lanes, 2 code objects, 2 dispatches")
         # each device's grid runs its own cubin, whose parameters sit where that SM's ABI puts them
         # (c[0x0][0x160] on sm_80, c[0x0][0x210] on sm_90: examples/cuda/README.md)
@@ -223,3 +223,47 @@ def test_every_lane_of_a_mixed_sm_core_reads_as_its_devices_dump(kernel, sms, tm
                 assert wave.registers.layout == mine.registers.layout
                 for reg, _ in mine.registers.layout:
                     assert (wave.registers.raw(reg)[0] == mine.registers.raw(reg)[0]).all(), reg
+
+
+def test_state_convert_keeps_devices_processors_backtraces_and_the_error_pc(tmp_path, capsys):
+    from aspace_dap.cli import main as cli_main
+
+    core, folders = _mixed_core("divergent_call", tmp_path / "mixed.cudbg")
+    with load_state(core) as opened:
+        # lane 5 of device 1's warp 1 (wave 3) faulted; a warp error is reported one instruction late, so
+        # the warp's errorPC is the instruction before the lane's PC (16-byte SASS instructions)
+        faulting = int(opened.waves[3].lane_pcs[5]) - 16
+    path = tmp_path / "fault.cudbg"
+    with load_state(folders[0]) as first, load_state(folders[1]) as second:
+        shift = max(w.id for w in first.waves) + 1
+        stacks = dict(cfi_return_addresses(folders[0]))
+        stacks.update({(w + shift, ln): s for (w, ln), s in cfi_return_addresses(folders[1]).items()})
+        write_core(two_gpus(first, second), path, backtraces=stacks, exception=(3, 5, 14, faulting))
+    out = tmp_path / "converted"
+    assert cli_main(["state", "convert", str(path), str(out)]) == 0
+    assert "sm_80 + sm_90" in capsys.readouterr().out
+    assert cli_main(["state", "validate", str(out)]) == 0
+    manifest = __import__("json").loads((out / "manifest.json").read_text())
+    assert [(d.get("device"), d.get("processor")) for d in manifest["dispatches"]] == [(0, None), (1, "sm_90")]
+    assert manifest["stop"]["pc"] == hex(faulting)
+    with load_state(path) as from_core, load_state(out) as converted:
+        assert [(d.device, d.processor) for d in converted.dispatches] == [(0, None), (1, "sm_90")]
+        assert [w.return_addresses for w in converted.waves] == [w.return_addresses for w in from_core.waves]
+        assert any(w.return_addresses for w in converted.waves)
+        assert converted.stop == from_core.stop
+        assert converted.stop.description == f"CUDA Exception: Warp Illegal Address (14) triggered at PC {faulting:#x}"
+        assert (converted.focus.wave, converted.focus.lane) == (3, 5)
+    # the same frames, lanes and values, caller frames cross-checked with the same backtraces
+    shown_core, warned_core = every_lane(path, key=device_key())
+    shown_folder, warned_folder = every_lane(out, key=device_key())
+    assert shown_folder == shown_core
+    assert sum(k[2] == 1 for k in shown_core) > 10
+    # the stop names the faulting instruction's source, over DAP
+    c, stopped = start(out)
+    try:
+        assert stopped["reason"] == "exception"
+        assert stopped["text"].startswith(f"CUDA Exception: Warp Illegal Address (14) triggered at PC {faulting:#x}: "
+                                          f"settle (divergent_call.cu:")
+        c.request("disconnect")
+    finally:
+        c.close()

@@ -149,7 +149,7 @@ def _stopped(st: DebugState, s: Session, *, all_threads: bool = True, reason: st
     reason = reason or dump_reason
     wave = s.wave()
     lane = f"lane {s.focus_lane} ({s.lane_state(wave, s.focus_lane)})"
-    full = stop.description if stop and stop.description else ""
+    full = s.stop_text()
     body = {"reason": reason, "threadId": thread_id(wave.id),
             "description": STOP_BADGES.get(dump_reason, "Paused"),
             "text": f"{full} · {lane}" if full else lane}

@@ -554,7 +554,8 @@ class _CoreReader:
                 (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
             if len(self.devices) > 1:
                 dispatch.device = key[0]
-                dispatch.processor = self.processors[key[0]]
+                if self.processors[key[0]] != self.processors[0]:
+                    dispatch.processor = self.processors[key[0]]
             dispatches.append(dispatch)
         return dispatches
 

@@ -115,16 +115,23 @@ class _Builder:
                 waves = [deferred(_int(w["id"]), _int(w["index_in_workgroup"]), lanes, f"{wg_path}.waves[{i}]",
                                   partial(self.wave_parts, w, f"{wg_path}.waves[{i}]"))
                          for i, w in enumerate(wg["waves"])]
+                for wave, w in zip(waves, wg["waves"]):
+                    if "return_addresses" in w:  # the call stacks the dump records (a CUDA core's backtraces)
+                        wave.return_addresses = {lane: [parse_number(a) for a in stack]
+                                                 for lane, stack in enumerate(w["return_addresses"]) if stack}
                 workgroups.append(Workgroup(tuple(_int(x) for x in wg["id"]), None, waves, wg_path,
                                             lds_loader=None if lds is None else partial(self.lds, lds, f"{wg_path}.lds")))
                 self.wave_entries.extend(wg["waves"])
             co = entry.get("code_object")
-            result.append(Dispatch(
+            dispatch = Dispatch(
                 parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
                 tuple(parse_number(x) for x in entry["grid_size"]),
                 tuple(parse_number(x) for x in entry["workgroup_size"]), workgroups,
                 self.regions(entry.get("memory") or [], f"{here}.memory"), here,
-                kernel_descriptor=_num(entry.get("kernel_descriptor"))))
+                kernel_descriptor=_num(entry.get("kernel_descriptor")))
+            dispatch.device = _num(entry.get("device"))
+            dispatch.processor = entry.get("processor")
+            result.append(dispatch)
         return result
 
     def read_heads(self, pc_name: str = "pc", exec_name: str | None = "exec") -> WaveHeads:
@@ -193,7 +200,7 @@ class _Builder:
             memory=self.regions(self.manifest.get("memory") or [], "memory"),
             dispatches=self.dispatches(), read_heads=self.read_heads,
             focus=None if focus is None else Focus(parse_number(focus["wave"]), parse_number(focus["lane"])),
-            stop=None if stop is None else Stop(stop["reason"], stop.get("description") or ""),
+            stop=None if stop is None else Stop(stop["reason"], stop.get("description") or "", _num(stop.get("pc"))),
             files=self.files)
 
 

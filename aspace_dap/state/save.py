@@ -126,7 +126,7 @@ def save_state(state: GpuState, path: Path) -> Path:
         writer.add_register_layout(name, [(reg, parse_number(size)) for reg, size in entries])
     for dispatch in state.dispatches:
         builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
-                                      dispatch.workgroup_size, dispatch.id)
+                                      dispatch.workgroup_size, dispatch.id, dispatch.device, dispatch.processor)
         if getattr(dispatch, "kernel_descriptor", None) is not None:
             builder.entry["kernel_descriptor"] = hex(dispatch.kernel_descriptor)
         for space, memory in dispatch.memory.items():
@@ -151,11 +151,12 @@ def save_state(state: GpuState, path: Path) -> Path:
                 valid = None if wave.valid_lanes.all() else lanes_to_mask(wave.valid_lanes)
                 wg_builder.add_wave(wave.id, wave.index_in_workgroup, Blob.of(data), layout_name, valid,
                                     private, private_layout, private_size, private_base,
-                                    None if wave.lane_pcs is None else [int(pc) for pc in wave.lane_pcs])
+                                    None if wave.lane_pcs is None else [int(pc) for pc in wave.lane_pcs],
+                                    wave.return_addresses)
     if state.focus is not None:
         writer.set_focus(state.focus.wave, state.focus.lane)
     if state.stop is not None:
-        writer.set_stop(state.stop.reason, state.stop.description)
+        writer.set_stop(state.stop.reason, state.stop.description, state.stop.pc)
     # written beside the target and renamed into place: an interrupted save leaves no half dump
     with writing_folder(path) as partial:
         writer.write(partial)

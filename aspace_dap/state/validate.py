@@ -340,6 +340,8 @@ class ManifestChecker:
                 dispatch_ids.add(dispatch_id)
             self.string(dispatch, "kernel", here)
             self.number(dispatch, "kernel_descriptor", here, required=False)
+            self.number(dispatch, "device", here, required=False)
+            self.string(dispatch, "processor", here, required=False)
             co = self.field(dispatch, "code_object", here, required=False)
             if co is not _MISSING and co is not None:
                 co_id = self.number_value(co, f"{here}.code_object")
@@ -502,6 +504,14 @@ class ManifestChecker:
                 self.report(f"{here}.lane_pcs", f"has {len(lane_pcs)} entries, expected {lanes} (one per lane)")
             for i, pc in enumerate(lane_pcs):
                 self.number_value(pc, f"{here}.lane_pcs[{i}]")
+        stacks = self.field(wave, "return_addresses", here, required=False)
+        if stacks is not _MISSING and self.array(stacks, f"{here}.return_addresses") is not None:
+            if lanes is not None and len(stacks) != lanes:
+                self.report(f"{here}.return_addresses", f"has {len(stacks)} entries, expected {lanes} (one per lane)")
+            for i, stack in enumerate(stacks):
+                if self.array(stack, f"{here}.return_addresses[{i}]") is not None:
+                    for level, address in enumerate(stack):
+                        self.number_value(address, f"{here}.return_addresses[{i}][{level}]")
 
     def check_private(self, private: Any, here: str) -> None:
         if self.obj(private, here) is None:
@@ -532,14 +542,15 @@ class ManifestChecker:
         if stop is not _MISSING and self.obj(stop, "stop") is not None:
             self.string(stop, "reason", "stop")
             self.string(stop, "description", "stop", required=False, nonempty=False)
+            self.number(stop, "pc", "stop", required=False)
 
 
 _LAYOUT_SET = frozenset(LAYOUTS)
 _ID = itemgetter("id")
 _WAVES = itemgetter("waves")
 _REGISTERS = itemgetter("registers")
-_WAVE_FIELDS = lambda w: (w["id"], w["index_in_workgroup"], w.get("valid_lanes"), w.get("lane_pcs"),  # noqa: E731
-                          w.get("private"))
+_WAVE_FIELDS = lambda w: (w["id"], w["index_in_workgroup"], w.get("valid_lanes"),  # noqa: E731
+                          w.get("lane_pcs", w.get("return_addresses")), w.get("private"))
 _SIZE_FILE = itemgetter("size", "file")
 _LAYOUT_FILE = itemgetter("layout", "file")
 _PRIVATE_FIELDS = itemgetter("layout", "size", "file")

@@ -77,10 +77,13 @@ class WorkgroupBuilder:
                  valid_lanes: "int | np.ndarray | None" = None,
                  private: "bytes | np.ndarray | Blob | None" = None, private_layout: str = SWIZZLED,
                  private_size: int | None = None, private_base: int | None = None,
-                 lane_pcs: "Iterable[int] | None" = None) -> int:
+                 lane_pcs: "Iterable[int] | None" = None,
+                 return_addresses: "dict[int, list[int]] | None" = None) -> int:
         """Add a wave. `registers` maps names to values (in layout order if no layout is given) or is
         the raw register file. A 2-D `private` array is (lanes, bytes per lane) and is laid out
-        for `private_layout`; 1-D data is the file as is."""
+        for `private_layout`; 1-D data is the file as is. `return_addresses` is the call stack the
+        dump records per lane (lane -> return addresses, innermost caller first; lanes not named
+        have no caller)."""
         w = self._writer
         path = f"wave {id}"
         if isinstance(layout, list):
@@ -124,6 +127,9 @@ class WorkgroupBuilder:
             wave["private"] = entry
         if lane_pcs is not None:
             wave["lane_pcs"] = [hex_number(pc) for pc in lane_pcs]
+        if return_addresses is not None:
+            wave["return_addresses"] = [[hex_number(a) for a in return_addresses.get(lane, ())]
+                                        for lane in range(w.lanes)]
         self.entry["waves"].append(wave)
         return int(id)
 
@@ -228,18 +234,26 @@ class StateWriter:
         return name
 
     def add_dispatch(self, kernel: str, code_object: int | None, grid_size, workgroup_size,
-                     id: int | None = None) -> DispatchBuilder:
+                     id: int | None = None, device: int | None = None,
+                     processor: str | None = None) -> DispatchBuilder:
+        """`device`: which GPU ran it (a dump of several); `processor`: that GPU's, when not the target's."""
         entry = {"id": len(self.dispatches) if id is None else int(id), "kernel": kernel,
                  "code_object": code_object, "grid_size": [int(x) for x in grid_size],
                  "workgroup_size": [int(x) for x in workgroup_size], "workgroups": []}
+        if device is not None:
+            entry["device"] = int(device)
+        if processor is not None and processor != self.target["processor"]:
+            entry["processor"] = processor
         self.dispatches.append(entry)
         return DispatchBuilder(self, entry)
 
     def set_focus(self, wave: int, lane: int) -> None:
         self.focus = {"wave": int(wave), "lane": int(lane)}
 
-    def set_stop(self, reason: str, description: str = "") -> None:
+    def set_stop(self, reason: str, description: str = "", pc: int | None = None) -> None:
         self.stop = {"reason": reason, "description": description}
+        if pc is not None:
+            self.stop["pc"] = hex_number(pc)
 
     def manifest(self) -> dict:
         manifest: dict = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "producer": self.producer,
