@@ -17,7 +17,7 @@ _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_CODE_OBJECT_BYTES": (512 << 20, "bytes of one code object file read from disk"),
     "MAX_MANIFEST_BYTES": (64 << 20, "bytes of a dump's manifest.json"),
-    "MAX_ZIP_EXTRACT_BYTES": (4 << 30, "bytes of compressed zip members unpacked for one dump (to a temporary folder)"),
+    "MAX_ZIP_EXTRACT_BYTES": (4 << 30, "bytes of compressed zip members or of a gzip-compressed core unpacked for one dump (to a temporary folder)"),
     "MAX_SOURCE_BYTES": (16 << 20, "bytes of one source file sent to a client"),
     "MAX_REQUEST_BYTES": (16 << 20, "bytes of one DAP or LSP message from a client"),
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),

@@ -248,8 +248,9 @@ def test_an_sm_exception_stops_there_when_no_lane_reports_one(tmp_path):
 def full_core(tmp_path_factory):
     folder = DUMPS / "divergent_call.sm_120.G"
     with load_state(folder) as state:
+        _with_barriers(state, [[0xFFFFFFFF, 0x55555555], [0xFFFFFFFF, 0]])  # .cudbg.cbu_bar sections too
         return write_core(state, tmp_path_factory.mktemp("fuzz") / "full.cudbg", devices=2,
-                          backtraces=cfi_return_addresses(folder))
+                          backtraces=cfi_return_addresses(folder), exception=(1, 3, 14))
 
 
 def _variants(core: Path, count: int, seed: int = 1234):
@@ -279,6 +280,27 @@ def _variants(core: Path, count: int, seed: int = 1234):
         yield n, bytes(out)
 
 
+def test_corrupted_gzip_cores_give_clean_errors(full_core, tmp_path):
+    import gzip
+
+    packed = gzip.compress(full_core.read_bytes(), compresslevel=1)
+    rng = random.Random(7)
+    for n in range(20):
+        out = bytearray(packed)
+        if n % 2:
+            out = out[:rng.randrange(2, len(out))]
+        else:
+            for _ in range(4):
+                out[rng.randrange(10, len(out))] = rng.getrandbits(8)
+        path = tmp_path / f"g{n}.gz"
+        path.write_bytes(bytes(out))
+        try:
+            with load_state(path) as state:
+                assert state.waves
+        except StateError as exc:
+            assert exc.path and str(exc)
+
+
 def test_200_corrupted_cores_give_clean_errors_fast(full_core, tmp_path):
     opened = failed = 0
     slowest = 0.0
@@ -302,3 +324,119 @@ def test_200_corrupted_cores_give_clean_errors_fast(full_core, tmp_path):
         path.unlink()
         assert slowest < 1.0, f"variant {n} took {slowest:.2f}s"
     assert failed > 50 and opened > 10, (failed, opened)
+
+
+# ---------------------------------------------------------------------- state the core keeps beyond registers
+
+SHT_CBU_BAR = 0x80000000 + 23  # cudacoredump.h: CUDBG_SHT_CBU_BAR (r575), u32 barrier masks per warp
+META_FLAGS_AT = 24  # CudbgMetaDataEntry: u64 generatorName, u32 driver major/minor, CUDA major/minor, flags, timestamp
+LIGHTWEIGHT = 0b101111  # CUDBG_COREDUMP_LIGHTWEIGHT_FLAGS: skip non-relocated images, global, shared, local, constbanks
+
+
+def _with_barriers(state, masks: list[list[int]]) -> None:
+    """Give each wave convergence barrier registers B0.. holding `masks` (one list per wave)."""
+    from aspace_dap.state.corefiles import BytesSpan
+    from aspace_dap.state.registers import RegisterFile
+
+    for wave, values in zip(state.waves, masks):
+        regs = wave.registers
+        data = b"".join(regs.raw(name)[0].tobytes() for name, _ in regs.layout)
+        layout = regs.layout + [(f"B{i}", 4) for i in range(len(values))]
+        wave.registers = RegisterFile(layout, BytesSpan(data + struct.pack(f"<{len(values)}I", *values)), regs.path)
+
+
+def test_convergence_barrier_masks_are_the_warps_B_registers(tmp_path):
+    # r575 writes each warp's convergence barrier masks (u32 each) in a .cudbg.cbu_bar section of the warp
+    masks = [[0xFFFFFFFF, 0xAAAAAAAA], [0x0000FFFF, 0]]
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        _with_barriers(state, masks)
+        core = write_core(state, tmp_path / "cbu.cudbg")
+        with pytest.raises(StateError, match="no convergence barriers"):
+            write_core(state, tmp_path / "old.cudbg", version="r570")
+    sections = _sections(core)
+    bars = [s for s in sections if s["type"] == SHT_CBU_BAR]
+    assert [s["size"] for s in bars] == [8, 8]
+    assert all(sections[s["link"]]["type"] == SHT_WP_TABLE for s in bars)
+    devtbl = next(s for s in sections if s["type"] == SHT_DEV_TABLE)
+    data = core.read_bytes()
+    assert struct.unpack_from("<I", data, devtbl["offset"] + 80)[0] == 2  # numConvergenceBarriersPrWarp
+    with load_core(core) as opened:
+        assert [[w.registers.value(f"B{i}") for i in range(2)] for w in opened.waves] == masks
+        assert not opened.waves[0].registers.has("B2")
+    assert _values(core) == _values(DUMPS / "divergent_call.sm_90.G")
+
+
+def _patched_meta(core: Path, path: Path, flags: int, timestamp: int) -> Path:
+    data = bytearray(core.read_bytes())
+    meta = next(s for s in _sections(core) if s["name"] == ".cudbg.meta")
+    struct.pack_into("<II", data, meta["offset"] + META_FLAGS_AT, flags, timestamp)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_the_meta_flags_say_what_a_lightweight_core_left_out(tmp_path):
+    with load_state(DUMPS / "scratch_struct.sm_90.G") as state:
+        core = write_core(state, tmp_path / "full.cudbg")
+    with load_core(core) as opened:
+        assert opened.warnings == []
+    light = _patched_meta(core, tmp_path / "light.cudbg", LIGHTWEIGHT, 1_700_000_000)
+    with load_core(light) as opened:
+        said = " | ".join(opened.warnings)
+        for what in ("global memory", "shared memory", "local memory", "constant banks"):
+            assert f"written without {what}" in said
+        assert "did not fault" not in said
+        assert opened.producer.endswith("written 2023-11-14 22:13:20 UTC")
+    faulted_only = _patched_meta(core, tmp_path / "faulted.cudbg", 1 << 7, 0)
+    with load_core(faulted_only) as opened:
+        assert opened.warnings == ["the core was written without contexts that did not fault "
+                                   "(CU_COREDUMP_FAULTED_CONTEXTS_ONLY): their kernels are not in the core"]
+
+
+def test_a_core_without_metadata_or_memory_says_it_holds_no_memory(tmp_path):
+    with load_state(DUMPS / "lds_tiles.sm_90.G") as state:
+        state.memory.clear()
+        for d in state.dispatches:
+            for wg in d.workgroups:
+                wg.lds = None
+        for wave in state.waves:
+            wave.private = None
+        core = write_core(state, tmp_path / "bare.cudbg", version="r525")  # before constant banks and metadata
+    with load_core(core) as opened:
+        assert len(opened.warnings) == 1 and "holds no global, shared or local memory" in opened.warnings[0]
+
+
+def test_lane_rows_give_physPC_as_the_offset_in_the_function(tmp_path):
+    # cudacoredump.h: physPC is the offset of the lane's PC from the start of the function it runs; every
+    # lane of lds_tiles is stopped in the kernel itself, which starts at the grid row's functionEntry
+    with load_state(DUMPS / "lds_tiles.sm_90.G") as state:
+        core = write_core(state, tmp_path / "pc.cudbg")
+    sections = _sections(core)
+    data = core.read_bytes()
+    grid = next(s for s in sections if s["type"] == SHT_GRID_TABLE)
+    entry, = struct.unpack_from("<Q", data, grid["offset"] + 24)  # functionEntry
+    lanes = 0
+    for ln in (s for s in sections if s["type"] == SHT_LN_TABLE):
+        for at in range(ln["offset"], ln["offset"] + ln["size"], ln["entsize"]):
+            virtual, phys = struct.unpack_from("<QQ", data, at)
+            assert phys == virtual - entry and virtual > entry
+            lanes += 1
+    assert lanes == 64
+
+
+def test_a_gzip_compressed_core_opens_like_the_plain_one(tmp_path, divergent_values):
+    import gzip
+
+    from aspace_dap.state.formats import is_core_file
+
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        core = write_core(state, tmp_path / "plain.cudbg")
+    packed = tmp_path / "core.cudbg.gz"
+    packed.write_bytes(gzip.compress(core.read_bytes(), compresslevel=1))
+    assert is_core_file(packed)
+    assert _values(packed) == divergent_values
+    before = packed.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(before[:len(before) // 2])
+    with pytest.raises(StateError, match="compressed with gzip cannot be inflated"):
+        load_state(cut)
+    assert packed.read_bytes() == before

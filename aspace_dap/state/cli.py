@@ -14,9 +14,9 @@ from .validate import RulesFor, validate_state
 def validate_command(path: str, json_output: bool = False, rules_for: RulesFor | None = None) -> int:
     """Exit status 0 when the dump loads (warnings allowed), 1 when it has errors. `rules_for`
     gives each vendor's register needs (the adapters', supplied by the command line)."""
-    from .formats import is_elf_file
+    from .formats import is_core_file
 
-    if is_elf_file(path):  # a GPU core dump: checked by opening it (its readers validate as they go)
+    if is_core_file(path):  # a GPU core dump: checked by opening it (its readers validate as they go)
         problems = []
         summary = None
         try:

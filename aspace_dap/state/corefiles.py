@@ -40,6 +40,30 @@ class CoreFiles(DumpFiles):
         target.write_bytes(data)
         return target
 
+    def inflate(self, path: Path) -> Path:
+        """A gzip-compressed core inflated into the temporary folder (removed with the state), up to
+        MAX_ZIP_EXTRACT_BYTES; the compressed file is only read."""
+        import gzip
+        import zlib
+
+        from .. import limits
+
+        if self._tempdir[0] is None:
+            self._tempdir[0] = make_temp_dir(self._temp_prefix)
+        target = Path(self._tempdir[0]) / "inflated.core"
+        written = 0
+        try:
+            with gzip.open(path, "rb") as src, open(target, "wb") as out:
+                while chunk := src.read(16 << 20):
+                    written += len(chunk)
+                    if written > limits.MAX_ZIP_EXTRACT_BYTES:
+                        raise StateError(f"inflates to more than {limits.MAX_ZIP_EXTRACT_BYTES} bytes "
+                                         + limits.limit_hint("MAX_ZIP_EXTRACT_BYTES"), str(path))
+                    out.write(chunk)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise StateError(f"{self._kind} compressed with gzip cannot be inflated: {exc}", str(path)) from exc
+        return target
+
     def read_manifest(self) -> bytes:
         raise StateError(f"{self._kind} has no manifest", str(self.source))
 

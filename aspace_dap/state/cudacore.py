@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,7 @@ import numpy as np
 from ..errors import AspaceError, StateError
 from .corefiles import BytesSpan, CoreFiles
 from .files import FileSpan
+from .formats import is_gzip_file, read_head
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
                     lanes_to_mask, mask_to_lanes)
@@ -91,6 +93,16 @@ EXCEPTIONS = {
 }
 EXCEPTION_NONE = 0
 EXCEPTION_UNKNOWN = 0xFFFFFFFF
+
+# CUDBGCoredumpGenerationFlags (the meta row's flags, r565+): what the driver was told to leave out.
+# CUDA_ENABLE_LIGHTWEIGHT_COREDUMP=1 sets every SKIP_*_MEMORY flag.
+LEFT_OUT = {
+    1 << 1: "global memory (CU_COREDUMP_SKIP_GLOBAL_MEMORY): global values read as unavailable",
+    1 << 2: "shared memory (CU_COREDUMP_SKIP_SHARED_MEMORY): __shared__ values read as unavailable",
+    1 << 3: "local memory (CU_COREDUMP_SKIP_LOCAL_MEMORY): the stack and spilled values read as unavailable",
+    1 << 5: "constant banks (CU_COREDUMP_SKIP_CONSTBANK_MEMORY): parameters come only from .cudbg.param",
+    1 << 7: "contexts that did not fault (CU_COREDUMP_FAULTED_CONTEXTS_ONLY): their kernels are not in the core",
+}
 
 
 @dataclass(frozen=True)
@@ -201,22 +213,9 @@ UNIFORM_SINCE = "r400"  # uniform registers and predicates
 CBU_SINCE = "r575"  # convergence barrier masks (.cudbg.cbu_bar), per-lane thread state
 
 
-def _head(path: str | os.PathLike) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(20)
-    except OSError:
-        return b""
-
-
-def is_elf_file(path: str | os.PathLike) -> bool:
-    """True for an ELF file: load_state hands those to load_core, which says what else it is if not a core."""
-    return _head(path)[:4] == ELF_MAGIC
-
-
 def is_cuda_core(path: str | os.PathLike) -> bool:
-    """True for a file whose ELF header says CUDA core dump."""
-    head = _head(path)
+    """True for a file whose ELF header says CUDA core dump (the file may be gzip-compressed)."""
+    head = read_head(path)
     return (len(head) == 20 and head[:4] == ELF_MAGIC and head[7] == ELFOSABI_CUDA
             and struct.unpack_from("<HH", head, 16) == (ET_CORE, EM_CUDA))
 
@@ -240,31 +239,32 @@ class _Section:
 class _CoreElf:
     """The section table of a core file, every section checked to lie inside the file."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, label: str | None = None):
+        self.path = path  # the file read: the core, or its inflated copy
+        self.label = label or str(path)  # the core as the user named it, for errors
         try:
             self.file_size = path.stat().st_size
             with open(path, "rb") as f:
                 header = f.read(64)
                 if len(header) < 64 or header[:4] != ELF_MAGIC:
-                    raise StateError("not an ELF file", str(path))
+                    raise StateError("not an ELF file", self.label)
                 if header[4] != 2 or header[5] != 1:
-                    raise StateError("a CUDA core dump is a little-endian ELF64 file", str(path))
+                    raise StateError("a CUDA core dump is a little-endian ELF64 file", self.label)
                 e_type, e_machine = struct.unpack_from("<HH", header, 16)
                 if e_type != ET_CORE or e_machine != EM_CUDA or header[7] != ELFOSABI_CUDA:
                     raise StateError(f"not a CUDA core dump (e_type {e_type}, e_machine {e_machine:#x}, "
-                                     f"OSABI {header[7]:#x})", str(path))
+                                     f"OSABI {header[7]:#x})", self.label)
                 shoff, = struct.unpack_from("<Q", header, 40)
                 shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
                 if shentsize != 64 or shnum == 0 or shoff + shnum * 64 > self.file_size:
-                    raise StateError("section header table missing or outside the file", str(path))
+                    raise StateError("section header table missing or outside the file", self.label)
                 f.seek(shoff)
                 table = f.read(shnum * 64)
         except OSError as exc:
-            raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+            raise StateError(f"cannot read: {exc.strerror or exc}", self.label) from exc
         raw = [struct.unpack_from("<IIQQQQIIQQ", table, i * 64) for i in range(shnum)]
         if not 0 < shstrndx < shnum:
-            raise StateError(f"section name table index {shstrndx} out of range", str(path))
+            raise StateError(f"section name table index {shstrndx} out of range", self.label)
         names_hdr = raw[shstrndx]
         self._check_extent(f"section {shstrndx}", names_hdr[4], names_hdr[5])
         names = self._read(names_hdr[4], names_hdr[5])
@@ -350,7 +350,8 @@ def load_core(path: str | os.PathLike) -> GpuState:
     path = Path(path)
     files = CoreFiles(path, "a CUDA core dump", "aspace-cudacore-")
     try:
-        return _CoreReader(_CoreElf(path), files).build()
+        elf_path = files.inflate(path) if is_gzip_file(path) else path
+        return _CoreReader(_CoreElf(elf_path, str(path)), files).build()
     except BaseException:
         files.close()
         raise
@@ -375,7 +376,7 @@ class _CoreReader:
     def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
         if not found:
-            raise StateError(f"the core has no {what} table", str(self.elf.path))
+            raise StateError(f"the core has no {what} table", self.elf.label)
         if len(found) > 1 and sh_type == SHT_DEV_TABLE:
             raise StateError(f"{len(found)} device tables; a core has one", found[1].name)
         return found[0], self.elf.rows(found[0])
@@ -406,21 +407,41 @@ class _CoreReader:
         dispatches = self._dispatches(modules, memory.get("global"))
         focus, stop = self._focus(dispatches)
         producer = self._producer()
+        warnings = self._left_out(memory)
         manifest = {"format": "cuda-core", "producer": producer, "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
         return GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
                         target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
-                        focus=focus, stop=stop, files=self.files)
+                        focus=focus, stop=stop, files=self.files, warnings=warnings)
+
+    def _meta(self) -> dict[str, int] | None:
+        for sec in self.elf.of_type(SHT_META):
+            for meta in self.elf.rows(sec)[:1]:
+                return meta
+        return None
+
+    def _left_out(self, memory: dict[str, SparseMemory]) -> list[str]:
+        """What the driver did not write into the core, so the user knows why values are unavailable."""
+        meta = self._meta()
+        if meta is not None:
+            return [f"the core was written without {what}" for flag, what in LEFT_OUT.items() if meta["flags"] & flag]
+        held = [t for t in (SHT_GLOBAL, SHT_MANAGED, SHT_SHARED, SHT_LOCAL) if self.elf.of_type(t)]
+        if not held and self.waves_by_sm:
+            return ["the core holds no global, shared or local memory (a lightweight core: "
+                    "CUDA_ENABLE_LIGHTWEIGHT_COREDUMP=1); values in memory read as unavailable"]
+        return []
 
     def _producer(self) -> str:
         """"cuda core dump", with the writer and driver versions when the core has metadata (r565+)."""
-        for sec in self.elf.of_type(SHT_META):
-            for meta in self.elf.rows(sec)[:1]:
-                name = self.elf.string(meta["generatorName"]) or "unnamed writer"
-                return (f"cuda core dump by {name}, driver {meta['driverVersionMajor']}."
-                        f"{meta['driverVersionMinor']}, CUDA {meta['cudaDriverVersionMajor']}."
-                        f"{meta['cudaDriverVersionMinor']}")
-        return "cuda core dump"
+        meta = self._meta()
+        if meta is None:
+            return "cuda core dump"
+        name = self.elf.string(meta["generatorName"]) or "unnamed writer"
+        when = ""
+        if meta["timestamp"]:
+            when = time.strftime(", written %Y-%m-%d %H:%M:%S UTC", time.gmtime(meta["timestamp"]))
+        return (f"cuda core dump by {name}, driver {meta['driverVersionMajor']}.{meta['driverVersionMinor']}, "
+                f"CUDA {meta['cudaDriverVersionMajor']}.{meta['cudaDriverVersionMinor']}{when}")
 
     def _context_device(self, sec: _Section) -> int:
         # a context table names its device by sh_link/sh_info; one without a link is device 0's

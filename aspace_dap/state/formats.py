@@ -8,14 +8,17 @@ is one more line in CORE_FORMATS.
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 
 from ..errors import StateError
 
 ELF_MAGIC = b"\x7fELF"
+GZIP_MAGIC = b"\x1f\x8b"  # the CUDA driver's CU_COREDUMP_GZIP_COMPRESS writes the core gzip-compressed
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,30 @@ CORE_FORMATS: tuple[CoreFormat, ...] = (
 )
 
 
-def is_elf_file(path: str | os.PathLike) -> bool:
+def read_head(path: str | os.PathLike, size: int = 20) -> bytes:
+    """The first `size` bytes of a core file, inflated first when it is gzip-compressed; b"" if unreadable."""
     try:
         with open(path, "rb") as f:
-            return f.read(4) == ELF_MAGIC
+            head = f.read(size)
+            if not head.startswith(GZIP_MAGIC):
+                return head
+        with gzip.open(path, "rb") as f:
+            return f.read(size)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def is_gzip_file(path: str | os.PathLike) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == GZIP_MAGIC
     except OSError:
         return False
+
+
+def is_core_file(path: str | os.PathLike) -> bool:
+    """An ELF file, plain or gzip-compressed: load_state hands those to load_core_file."""
+    return read_head(path, 4) == ELF_MAGIC
 
 
 def detect_format(path: str | os.PathLike) -> CoreFormat | None:
@@ -63,14 +84,12 @@ def load_core_file(path: str | os.PathLike):
     fmt = detect_format(path)
     if fmt is not None:
         return fmt.load(path)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(20)
-    except OSError as exc:
-        raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-    what = ""
+    head = read_head(path)
+    if not head:
+        raise StateError("cannot read the file", str(path))
+    what = " (gzip-compressed)" if is_gzip_file(path) else ""
     if len(head) >= 20:
         e_type, e_machine = struct.unpack_from("<HH", head, 16)
-        what = f" (e_type {e_type}, e_machine {e_machine}, OSABI {head[7]:#x})"
+        what += f" (e_type {e_type}, e_machine {e_machine}, OSABI {head[7]:#x})"
     known = "; ".join(f"{f.name}: {f.where}" for f in CORE_FORMATS)
     raise StateError(f"an ELF file but not a GPU core dump{what}; known formats: {known}", str(path))

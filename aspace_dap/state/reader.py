@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StateError
-from .formats import is_elf_file, load_core_file
+from .formats import is_core_file, load_core_file
 from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
@@ -207,7 +207,7 @@ class _Builder:
 def load_state(path: str | os.PathLike) -> GpuState:
     """Open a dump folder, a .zip or a GPU core dump (formats.py); raises StateError(message, json_path)
     for the first problem."""
-    if os.path.isfile(path) and is_elf_file(path):
+    if os.path.isfile(path) and is_core_file(path):
         return load_core_file(path)
     files = open_dump_files(Path(path))
     with _no_collection():
