@@ -358,7 +358,12 @@ class NvptxAdapter(TargetAdapter):
         first = wave.local_id(0) if wave.dispatch is not None else (0, 0, 0)
         device = getattr(wave.dispatch, "device", None)
         on = f" device {device}" if device is not None else ""
-        return (f"CUDA warp {wave.index_in_workgroup} block ({wg[0]},{wg[1]},{wg[2]}) "
+        cluster = getattr(wave.workgroup, "cluster", None)
+        if cluster is not None:  # a cluster launch: cuda-gdb's focus names the cluster before the block
+            cluster_text = f"cluster ({cluster[0]},{cluster[1]},{cluster[2]}) "
+        else:
+            cluster_text = ""
+        return (f"CUDA warp {wave.index_in_workgroup} {cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) "
                 f"thread ({first[0]},{first[1]},{first[2]}){on} [{active}/{total} active]")
 
     def wave_target(self, state, wave, dialect):

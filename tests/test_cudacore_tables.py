@@ -440,3 +440,42 @@ def test_a_gzip_compressed_core_opens_like_the_plain_one(tmp_path, divergent_val
     with pytest.raises(StateError, match="compressed with gzip cannot be inflated"):
         load_state(cut)
     assert packed.read_bytes() == before
+
+
+def test_a_cluster_launch_names_each_block_s_cluster_and_converts(tmp_path):
+    from aspace_dap.cli import main as cli_main
+
+    # lds_tiles' block (1,0,0) of a 2x2 grid, launched in clusters of 2x1x1 blocks: PTX's %clusterid is
+    # %ctaid / %cluster_nctaid, so the block is in cluster (0,0,0)
+    with load_state(DUMPS / "lds_tiles.sm_90.G") as state:
+        state.dispatches[0].cluster_size = (2, 1, 1)
+        state.dispatches[0].workgroups[0].cluster = (0, 0, 0)
+        core = write_core(state, tmp_path / "cluster.cudbg")
+    sections = _sections(core)
+    data = core.read_bytes()
+    grid = next(s for s in sections if s["type"] == SHT_GRID_TABLE)
+    cta = next(s for s in sections if s["type"] == SHT_CTA_TABLE)
+    assert struct.unpack_from("<III", data, grid["offset"] + 104) == (2, 1, 1)  # r525 grid clusterDim
+    assert struct.unpack_from("<III", data, cta["offset"] + 40) == (2, 1, 1)  # r565 CTA clusterDim
+    with load_core(core) as opened:
+        assert opened.dispatches[0].cluster_size == (2, 1, 1)
+        names = [Session(opened).thread_name(w) for w in opened.waves]
+        assert names[0].startswith("CUDA warp 0 cluster (0,0,0) block (1,0,0) thread (0,0,0) [")
+    # a block of another cluster reads its own index from the CTA row
+    patched = bytearray(data)
+    struct.pack_into("<III", patched, cta["offset"] + 24, 1, 0, 0)
+    other = tmp_path / "other.cudbg"
+    other.write_bytes(bytes(patched))
+    with load_core(other) as opened:
+        assert opened.dispatches[0].workgroups[0].cluster == (1, 0, 0)
+    # a launch without clusters (dimensions 1) keeps the plain names
+    with load_state(DUMPS / "lds_tiles.sm_90.G") as state:
+        plain_core = write_core(state, tmp_path / "plain.cudbg")
+    with load_core(plain_core) as plain:
+        assert plain.dispatches[0].cluster_size is None and plain.dispatches[0].workgroups[0].cluster is None
+    folder = tmp_path / "converted"
+    assert cli_main(["state", "convert", str(core), str(folder)]) == 0
+    assert cli_main(["state", "validate", str(folder)]) == 0
+    with load_state(folder) as converted:
+        assert converted.dispatches[0].cluster_size == (2, 1, 1)
+        assert Session(converted).thread_name(converted.waves[0]) == names[0]

@@ -561,7 +561,10 @@ class _CoreReader:
                     waves.extend(self._warps(wp_sec, grid, dev))
                 self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
-                workgroups.setdefault(key, []).append(Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]"))
+                workgroup = Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]")
+                if _cluster_size(grid) is not None:  # r525+: a cluster launch (sm_90): the block's cluster
+                    workgroup.cluster = (cta["clusterIdxX"], cta["clusterIdxY"], cta["clusterIdxZ"])
+                workgroups.setdefault(key, []).append(workgroup)
         dispatches = []
         for key, (grid, param, const) in grids.items():
             if key not in workgroups:
@@ -573,6 +576,7 @@ class _CoreReader:
                 len(dispatches), self._kernel_name(grid, module), None if module is None else module[0],
                 (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
                 (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
+            dispatch.cluster_size = _cluster_size(grid)
             if len(self.devices) > 1:
                 dispatch.device = key[0]
                 if self.processors[key[0]] != self.processors[0]:
@@ -744,6 +748,13 @@ class _CoreReader:
             if len(active):
                 return Focus(wave.id, int(active[0])), Stop("pause", "CUDA core dump: no lane reports an exception")
         return (Focus(waves[0].id, 0) if waves else None), Stop("pause", "CUDA core dump")
+
+
+def _cluster_size(grid: dict[str, int]) -> tuple[int, int, int] | None:
+    """The grid's thread block cluster shape (r525+, sm_90+); None for a launch without clusters
+    (every dimension 1, or 0 in rows that predate the field)."""
+    size = (grid["clusterDimX"], grid["clusterDimY"], grid["clusterDimZ"])
+    return None if all(n <= 1 for n in size) else size
 
 
 # ---------------------------------------------------------------------- writing
@@ -990,7 +1001,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                 kernelType=1, numRegs=device_rows[dev]["numRegsPerLane"],
                 gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
                 blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2],
-                clusterDimX=1, clusterDimY=1, clusterDimZ=1))
+                **dict(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))))
         grid_tbl = out.table(f".cudbg.gridtbl.dev{dev}", SHT_GRID_TABLE, grid_rows, link=dev_tbl, info=dev,
                              entsize=sizes["gridtbl"])
         for row, d in enumerate(grids):
@@ -1027,9 +1038,11 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
                sm: int, sm_tbl: int, exception: tuple[int, int, int] | None, sizes: dict[str, int],
                backtraces: dict[tuple[int, int], list[int]]) -> None:
     where = f"dev{dev}.sm{sm}.cta0"
+    cluster = dict(zip(("clusterIdxX", "clusterIdxY", "clusterIdxZ"), wg.cluster or (0, 0, 0)))
+    cluster.update(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))
     cta = out.table(f".cudbg.ctatbl.dev{dev}.sm{sm}", SHT_CTA_TABLE, [dict(
-        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2])], link=sm_tbl, info=sm,
-        entsize=sizes["ctatbl"])
+        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2], **cluster)],
+        link=sm_tbl, info=sm, entsize=sizes["ctatbl"])
     if wg.lds is not None and wg.lds.regions:
         out.add(f".cudbg.shared.{where}", SHT_SHARED, _known_prefix(wg.lds, 0, wg.lds.regions[-1].end),
                 link=cta, info=0)

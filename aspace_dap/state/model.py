@@ -188,6 +188,7 @@ class Workgroup:
         self.waves = waves
         self.path = path
         self.dispatch: Dispatch | None = None
+        self.cluster: tuple[int, int, int] | None = None  # the thread block cluster it belongs to (NVIDIA sm_90+)
 
     @property
     def lds(self) -> SparseMemory | None:
@@ -229,6 +230,7 @@ class Dispatch:
         self.device: int | None = None  # which GPU ran it, when the dump holds several
         # that GPU's processor when it differs from the target's (a machine with GPUs of several kinds)
         self.processor: str | None = None
+        self.cluster_size: tuple[int, int, int] | None = None  # blocks per cluster, for a cluster launch
         for workgroup in workgroups:
             workgroup.dispatch = self
             for wave in workgroup.waves:

@@ -121,6 +121,8 @@ class _Builder:
                                                  for lane, stack in enumerate(w["return_addresses"]) if stack}
                 workgroups.append(Workgroup(tuple(_int(x) for x in wg["id"]), None, waves, wg_path,
                                             lds_loader=None if lds is None else partial(self.lds, lds, f"{wg_path}.lds")))
+                if "cluster" in wg:
+                    workgroups[-1].cluster = tuple(_int(x) for x in wg["cluster"])
                 self.wave_entries.extend(wg["waves"])
             co = entry.get("code_object")
             dispatch = Dispatch(
@@ -131,6 +133,8 @@ class _Builder:
                 kernel_descriptor=_num(entry.get("kernel_descriptor")))
             dispatch.device = _num(entry.get("device"))
             dispatch.processor = entry.get("processor")
+            if "cluster_size" in entry:
+                dispatch.cluster_size = tuple(_int(x) for x in entry["cluster_size"])
             result.append(dispatch)
         return result
 

@@ -126,7 +126,8 @@ def save_state(state: GpuState, path: Path) -> Path:
         writer.add_register_layout(name, [(reg, parse_number(size)) for reg, size in entries])
     for dispatch in state.dispatches:
         builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
-                                      dispatch.workgroup_size, dispatch.id, dispatch.device, dispatch.processor)
+                                      dispatch.workgroup_size, dispatch.id, dispatch.device, dispatch.processor,
+                                      dispatch.cluster_size)
         if getattr(dispatch, "kernel_descriptor", None) is not None:
             builder.entry["kernel_descriptor"] = hex(dispatch.kernel_descriptor)
         for space, memory in dispatch.memory.items():
@@ -137,7 +138,7 @@ def save_state(state: GpuState, path: Path) -> Path:
             lds, lds_size = None, None
             if workgroup.lds is not None:
                 lds_size, lds = _single_file(workgroup.lds, "LDS")
-            wg_builder = builder.add_workgroup(workgroup.id, lds, lds_size)
+            wg_builder = builder.add_workgroup(workgroup.id, lds, lds_size, workgroup.cluster)
             for wave in workgroup.waves:
                 layout, data = _register_file(wave)
                 layout_name = wave.registers.layout_name

@@ -342,6 +342,8 @@ class ManifestChecker:
             self.number(dispatch, "kernel_descriptor", here, required=False)
             self.number(dispatch, "device", here, required=False)
             self.string(dispatch, "processor", here, required=False)
+            if "cluster_size" in dispatch:
+                self.triple(dispatch, "cluster_size", here, minimum=1)
             co = self.field(dispatch, "code_object", here, required=False)
             if co is not _MISSING and co is not None:
                 co_id = self.number_value(co, f"{here}.code_object")
@@ -373,6 +375,8 @@ class ManifestChecker:
         try:
             # one pass per field, in C where possible; a missing key or a non-object ends the bulk check
             ids = list(map(_ID, workgroups))
+            if any("cluster" in wg for wg in workgroups):  # checked one by one below
+                return False
             wave_lists = list(map(_WAVES, workgroups))
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
                 return False
@@ -455,6 +459,8 @@ class ManifestChecker:
             if wg_id in workgroup_ids:
                 self.report(f"{here}.id", f"duplicate workgroup id {list(wg_id)}")
             workgroup_ids.add(wg_id)
+        if "cluster" in workgroup:
+            self.triple(workgroup, "cluster", here)
         lds = self.field(workgroup, "lds", here, required=False)
         if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
             size = self.number(lds, "size", f"{here}.lds")

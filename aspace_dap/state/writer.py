@@ -141,8 +141,10 @@ class DispatchBuilder:
         self.id = entry["id"]
 
     def add_workgroup(self, id: tuple[int, int, int], lds: "bytes | np.ndarray | Blob | None" = None,
-                      lds_size: int | None = None) -> WorkgroupBuilder:
+                      lds_size: int | None = None, cluster: tuple[int, int, int] | None = None) -> WorkgroupBuilder:
         entry: dict = {"id": [int(x) for x in id], "waves": []}
+        if cluster is not None:
+            entry["cluster"] = [int(x) for x in cluster]
         if lds is not None:
             blob = Blob.of(lds)
             name = f"mem/lds-{self.id}-{len(self.entry['workgroups'])}.bin"
@@ -235,8 +237,10 @@ class StateWriter:
 
     def add_dispatch(self, kernel: str, code_object: int | None, grid_size, workgroup_size,
                      id: int | None = None, device: int | None = None,
-                     processor: str | None = None) -> DispatchBuilder:
-        """`device`: which GPU ran it (a dump of several); `processor`: that GPU's, when not the target's."""
+                     processor: str | None = None,
+                     cluster_size: tuple[int, int, int] | None = None) -> DispatchBuilder:
+        """`device`: which GPU ran it (a dump of several); `processor`: that GPU's, when not the target's;
+        `cluster_size`: blocks per thread block cluster, for a cluster launch."""
         entry = {"id": len(self.dispatches) if id is None else int(id), "kernel": kernel,
                  "code_object": code_object, "grid_size": [int(x) for x in grid_size],
                  "workgroup_size": [int(x) for x in workgroup_size], "workgroups": []}
@@ -244,6 +248,8 @@ class StateWriter:
             entry["device"] = int(device)
         if processor is not None and processor != self.target["processor"]:
             entry["processor"] = processor
+        if cluster_size is not None:
+            entry["cluster_size"] = [int(x) for x in cluster_size]
         self.dispatches.append(entry)
         return DispatchBuilder(self, entry)
 
