@@ -479,3 +479,27 @@ def test_a_cluster_launch_names_each_block_s_cluster_and_converts(tmp_path):
     with load_state(folder) as converted:
         assert converted.dispatches[0].cluster_size == (2, 1, 1)
         assert Session(converted).thread_name(converted.waves[0]) == names[0]
+
+
+def test_convert_says_what_the_dump_format_cannot_keep(tmp_path, capsys):
+    from aspace_dap.cli import main as cli_main
+
+    # CudbgThreadTableEntry: u64 virtualPC, physPC; u32 ln, threadIdx x y z, exception (at 32)
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        core = write_core(state, tmp_path / "two.cudbg", exception=(1, 3, 14))
+    data = bytearray(core.read_bytes())
+    first = next(s for s in _sections(core) if s["type"] == SHT_LN_TABLE)
+    struct.pack_into("<I", data, first["offset"] + 2 * first["entsize"] + 32, 1)  # wave 0 lane 2
+    path = tmp_path / "more.cudbg"
+    path.write_bytes(bytes(data))
+    assert cli_main(["state", "convert", str(path), str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out.splitlines()
+    with load_state(path) as opened:
+        error_pc = int(opened.waves[1].lane_pcs[3])  # the writer's errorPC: the faulting lane's PC
+    # the stop is the first faulting lane's (wave 0 lane 2); wave 1's exception and error PC have no field
+    assert said[1:] == ["not kept (the dump format has no place for it): the exceptions of 1 more lane "
+                        "(wave 1 lane 3: Warp Illegal Address)",
+                        f"not kept (the dump format has no place for it): the error PCs of wave 1 ({error_pc:#x})"]
+    with load_state(tmp_path / "out") as converted:
+        assert (converted.focus.wave, converted.focus.lane) == (0, 2)
+        assert converted.stop.description == "CUDA Exception: Lane Illegal Address (1)"

@@ -65,9 +65,12 @@ def convert_command(source: str, folder: str) -> int:
         with load_state(source) as state:
             out = state.save(folder)
             summary = state.summary()
+            not_kept = list(state.not_kept)
     except AspaceError as exc:
         where = getattr(exc, "path", "")
         print(f"error: {exc}" + (f" ({where})" if where and where not in str(exc) else ""), file=sys.stderr)
         return 1
     print(f"wrote {out}: {summary}")
+    for what in not_kept:
+        print(f"not kept (the dump format has no place for it): {what}")
     return 0

@@ -372,6 +372,7 @@ class _CoreReader:
         self.barriers = elf.children(SHT_CBU_BAR, SHT_WP_TABLE)
         self.waves_by_sm: dict[tuple[int, int], list[Wave]] = {}  # (smtbl section, row) -> its warps
         self.error_pcs: dict[int, int] = {}  # wave id -> the warp row's errorPC, when errorPCValid
+        self.syscall_waves: list[int] = []  # waves with lanes in a syscall (r575 inSyscallLanesMask)
 
     def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
@@ -408,11 +409,38 @@ class _CoreReader:
         focus, stop = self._focus(dispatches)
         producer = self._producer()
         warnings = self._left_out(memory)
+        not_kept = self._not_kept(focus, stop)
         manifest = {"format": "cuda-core", "producer": producer, "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
-        return GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
-                        target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
-                        focus=focus, stop=stop, files=self.files, warnings=warnings)
+        state = GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
+                         target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
+                         focus=focus, stop=stop, files=self.files, warnings=warnings)
+        state.not_kept = not_kept
+        return state
+
+    def _not_kept(self, focus: Focus | None, stop: Stop | None) -> list[str]:
+        """What the core records that a dump folder has no field for: exceptions and error PCs other
+        than the stop's, lanes stopped in a syscall, which global ranges were managed memory."""
+        out = []
+        stopped = (focus.wave, focus.lane) if focus is not None and stop is not None and \
+            stop.reason == "exception" else None
+        others = [(w, ln, code) for (w, ln), code in sorted(self.lane_exceptions.items())
+                  if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN) and (w, ln) != stopped]
+        if others:
+            shown = ", ".join(f"wave {w} lane {ln}: {EXCEPTIONS.get(code, f'exception {code}')}"
+                              for w, ln, code in others[:8])
+            more = f" and {len(others) - 8} more" if len(others) > 8 else ""
+            out.append(f"the exceptions of {len(others)} more lane{'s' if len(others) > 1 else ''} ({shown}{more})")
+        pcs = [(w, pc) for w, pc in sorted(self.error_pcs.items())
+               if stop is None or stop.pc != pc or focus is None or focus.wave != w]
+        if pcs:
+            out.append("the error PCs of " + ", ".join(f"wave {w} ({pc:#x})" for w, pc in pcs[:8])
+                       + (f" and {len(pcs) - 8} more" if len(pcs) > 8 else ""))
+        if self.syscall_waves:
+            out.append(f"which lanes were stopped in a syscall (waves {', '.join(map(str, self.syscall_waves[:8]))})")
+        if self.elf.of_type(SHT_MANAGED):
+            out.append("which global ranges were managed memory (they are kept as global memory)")
+        return out
 
     def _meta(self) -> dict[str, int] | None:
         for sec in self.elf.of_type(SHT_META):
@@ -675,6 +703,8 @@ class _CoreReader:
             self.lane_exceptions[(wave_id, ln)] = lane["exception"]
         if warp["errorPCValid"]:
             self.error_pcs[wave_id] = warp["errorPC"]
+        if warp["inSyscallLanesMask"]:
+            self.syscall_waves.append(wave_id)
         wave = Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
                     self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
         wave.return_addresses = self._return_addresses(lane_rows)

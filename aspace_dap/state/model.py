@@ -312,6 +312,8 @@ class GpuState:
         self.stop = stop
         self._files = files
         self.warnings = list(warnings or [])  # what the source lacks, said to the user at launch
+        # what the source holds that a dump folder has no place for: said when it is saved as one
+        self.not_kept: list[str] = []
         self.waves: list[Wave] = [w for d in dispatches for w in d.waves]
         self._waves_by_id = {wave.id: wave for wave in self.waves}
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
