@@ -180,9 +180,14 @@ class WaveTarget(ABC):
     generic_windows: tuple[tuple[str, AddressSpace], ...] = ()
     generic_fallback: AddressSpace | None = None
 
+    @property
+    def apertures(self) -> dict:
+        """The windows of this wave's device or context (a dispatch's own, else the dump's)."""
+        return self.state.apertures_for(self.wave)
+
     def resolve_generic(self, addr: int) -> tuple[AddressSpace, int]:
         """The space and offset a generic address names."""
-        apertures = self.state.target.apertures or {}
+        apertures = self.apertures
         for name, space in self.generic_windows:
             ap = apertures.get(name)
             if ap is not None and ap.base <= addr < ap.base + ap.size:
@@ -195,7 +200,7 @@ class WaveTarget(ABC):
         data = np.zeros((g, size), np.uint8)
         valid = np.zeros((g, size), bool)
         rest = np.ones(g, bool)
-        apertures = self.state.target.apertures or {}
+        apertures = self.apertures
         for name, space in self.generic_windows:
             ap = apertures.get(name)
             if ap is None:

@@ -110,8 +110,8 @@ class NvptxAdapter(TargetAdapter):
         for p in location.places:
             if isinstance(p, MemoryLocation) and p.space is GENERIC:
                 address = p.address
-                state = getattr(target, "state", None)  # None for the language server's static view
-                apertures = (state.target.apertures or {}) if state is not None else {}
+                # the wave's device's windows; none for the language server's static view
+                apertures = getattr(target, "apertures", None) or {}
                 ap = apertures.get(space.name) if space in (SHARED, LOCAL) else None
                 if ap is not None:
                     inside = (address >= np.uint64(ap.base)) & (address < np.uint64(ap.base + ap.size))

@@ -13,6 +13,8 @@ from cuda_machines import device_key, two_gpus
 from dap_client import REPO_ROOT, launched
 from lane_views import cfi_return_addresses, every_lane, thread_key
 
+from aspace_dap.dwarf.target import Dialect
+from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.state.cudacore import write_core
 
@@ -268,3 +270,35 @@ def test_state_convert_keeps_devices_processors_backtraces_and_the_error_pc(tmp_
         c.request("disconnect")
     finally:
         c.close()
+
+
+def test_each_device_s_context_keeps_its_own_shared_and_local_windows(tmp_path):
+    from aspace_dap.cli import main as cli_main
+    from aspace_dap.state.model import Aperture
+
+    # cuda-gdb reads a generic address through the windows of the context the warp's grid runs in
+    # (sharedWindowBase / localWindowBase of its CudbgContextTableEntry): device 1's are elsewhere here
+    folders = [DUMPS / "lds_tiles.sm_80.G", DUMPS / "lds_tiles.sm_90.G"]
+    moved = {"shared": Aperture(0x7E00_0000_0000, 1 << 24), "local": Aperture(0x7E00_0100_0000, 1 << 24)}
+    with load_state(folders[0]) as first, load_state(folders[1]) as second:
+        second.dispatches[0].apertures = moved
+        core = write_core(two_gpus(first, second), tmp_path / "windows.cudbg")
+    out = tmp_path / "converted"
+    assert cli_main(["state", "convert", str(core), str(out)]) == 0
+    assert cli_main(["state", "validate", str(out)]) == 0
+    for path in (core, out):
+        with load_state(path) as opened:
+            assert opened.target.apertures["local"].base == 0x7F00_0100_0000
+            assert [d.apertures for d in opened.dispatches] == [None, moved]
+            session = Session(opened)
+            for wave, local_base in zip(opened.waves, [0x7F00_0100_0000] * 2 + [0x7E00_0100_0000] * 2):
+                target = session.target_for(wave, Dialect(vendor_ops="nvidia"))
+                assert target.resolve_generic(local_base + 0x40)[0].name == "local"
+                other = 0x7E00_0100_0000 if local_base == 0x7F00_0100_0000 else 0x7F00_0100_0000
+                assert target.resolve_generic(other + 0x40)[0].name == "global"
+    # the kernel's variables (shared tiles, the local stack) read the same on both devices
+    shown = every_lane(core, key=device_key())[0]
+    expected = {}
+    for device, folder in enumerate(folders):
+        expected.update(every_lane(folder, key=device_key(device))[0])
+    assert shown == expected

@@ -402,10 +402,12 @@ class _CoreReader:
         if not 0 < self.lanes <= 64:
             raise StateError(f"numLanesPerWarp {self.lanes} is not a warp size", dev_sec.name)
         self.processors = [elf.string(d["smType"]) or f"sm_{d['smMajor']}{d['smMinor']}" for d in devices]
-        target = Target("nvidia", self.processors[0], self.lanes, self._apertures())
+        self.windows = self._windows()
+        # the target's windows are the first context's; a grid whose context differs carries its own
+        target = Target("nvidia", self.processors[0], self.lanes, next(iter(self.windows.values()), {}))
         code_objects, modules = self._code_objects()
         memory = self._global_memory()
-        dispatches = self._dispatches(modules, memory.get("global"))
+        dispatches = self._dispatches(modules, memory.get("global"), target.apertures)
         focus, stop = self._focus(dispatches)
         producer = self._producer()
         warnings = self._left_out(memory)
@@ -475,24 +477,19 @@ class _CoreReader:
         # a context table names its device by sh_link/sh_info; one without a link is device 0's
         return 0 if sec.link == 0 else self._device_of(sec)
 
-    def _apertures(self) -> dict[str, Aperture]:
-        windows = {}
+    def _windows(self) -> dict[tuple[int, int], dict[str, Aperture]]:
+        """Each context's shared and local windows, by (device, contextId): cuda-gdb reads a generic
+        address through the windows of the context its grid runs in."""
+        out: dict[tuple[int, int], dict[str, Aperture]] = {}
         for sec in self.elf.of_type(SHT_CTX_TABLE):
-            self._context_device(sec)
+            dev = self._context_device(sec)
             for row in self.elf.rows(sec):
-                found = (row["sharedWindowBase"], row["localWindowBase"])
-                windows.setdefault(found, sec.name)
-        if not windows:
-            return {}
-        if len(windows) > 1:
-            # one address space per target in the model: contexts must agree on the windows
-            raise StateError("contexts place the shared and local windows differently", list(windows.values())[1])
-        shared, local = next(iter(windows))
-        out = {}
-        if shared:
-            out["shared"] = Aperture(shared, WINDOW_SIZE)
-        if local:
-            out["local"] = Aperture(local, WINDOW_SIZE)
+                windows = {}
+                if row["sharedWindowBase"]:
+                    windows["shared"] = Aperture(row["sharedWindowBase"], WINDOW_SIZE)
+                if row["localWindowBase"]:
+                    windows["local"] = Aperture(row["localWindowBase"], WINDOW_SIZE)
+                out.setdefault((dev, row["contextId"]), windows)
         return out
 
     def _code_objects(self) -> tuple[list[CodeObjectRef], dict[tuple[int, int], tuple[int, bytes]]]:
@@ -555,7 +552,7 @@ class _CoreReader:
         return f"{grid['functionEntry']:#x}"
 
     def _dispatches(self, modules: dict[tuple[int, int], tuple[int, bytes]],
-                    global_memory: SparseMemory | None) -> list[Dispatch]:
+                    global_memory: SparseMemory | None, target_windows: dict[str, Aperture]) -> list[Dispatch]:
         elf = self.elf
         params = elf.children(SHT_PARAM, SHT_GRID_TABLE)
         banks = elf.children(SHT_CB_TABLE, SHT_GRID_TABLE)
@@ -605,6 +602,9 @@ class _CoreReader:
                 (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
                 (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
             dispatch.cluster_size = _cluster_size(grid)
+            windows = self.windows.get((key[0], grid["contextId"]))
+            if windows is not None and windows != target_windows:
+                dispatch.apertures = windows
             if len(self.devices) > 1:
                 dispatch.device = key[0]
                 if self.processors[key[0]] != self.processors[0]:
@@ -999,12 +999,16 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
         out.add(".cudbg.global", SHT_GLOBAL, _known_prefix(global_memory, address, size), addr=address)
     from ..adapters.nvptx_cubin import relocate_cubin
 
-    apertures = target.apertures or {}
     for dev in range(count):
-        ctx = out.table(f".cudbg.ctxtbl.dev{dev}", SHT_CTX_TABLE, [dict(
-            contextId=1, deviceIdx=dev, sharedWindowBase=apertures["shared"].base if "shared" in apertures else 0,
-            localWindowBase=apertures["local"].base if "local" in apertures else 0)], link=dev_tbl, info=dev)
         grids = [d for d in state.dispatches if any(p[0] is d for p in placement[dev])]
+        # one context per device, whose windows are its dispatches' (the target's unless they say)
+        windows = {_window_bases(d.apertures) for d in grids if d.apertures is not None}
+        if len(windows) > 1:
+            raise StateError(f"device {dev}'s dispatches place the shared and local windows differently",
+                             "dispatches")
+        shared, local = windows.pop() if windows else _window_bases(target.apertures)
+        ctx = out.table(f".cudbg.ctxtbl.dev{dev}", SHT_CTX_TABLE, [dict(
+            contextId=1, deviceIdx=dev, sharedWindowBase=shared, localWindowBase=local)], link=dev_tbl, info=dev)
         # a device holds the modules its grids run
         used = {d.code_object for d in grids}
         refs = [ref for ref in state.code_objects if ref.id in used or len(state.code_objects) == 1]
@@ -1043,6 +1047,12 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
             _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces)
     out.write(path)
     return path
+
+
+def _window_bases(apertures: dict[str, Aperture] | None) -> tuple[int, int]:
+    """(sharedWindowBase, localWindowBase) of a context: 0 for a window the dump does not place."""
+    apertures = apertures or {}
+    return tuple(apertures[n].base if n in apertures else 0 for n in ("shared", "local"))  # type: ignore[return-value]
 
 
 def _write_parameters(out: _CoreBuilder, d: Dispatch, dev: int, row: int, grid_tbl: int, version: str,

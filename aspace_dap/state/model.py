@@ -231,6 +231,8 @@ class Dispatch:
         # that GPU's processor when it differs from the target's (a machine with GPUs of several kinds)
         self.processor: str | None = None
         self.cluster_size: tuple[int, int, int] | None = None  # blocks per cluster, for a cluster launch
+        # the generic-address windows of the device or context that ran it, when not the target's
+        self.apertures: dict[str, Aperture] | None = None
         for workgroup in workgroups:
             workgroup.dispatch = self
             for wave in workgroup.waves:
@@ -349,6 +351,13 @@ class GpuState:
         if wave is None:
             raise StateError(f"no wave with id {wave_id}", "waves")
         return wave
+
+    def apertures_for(self, wave: Wave) -> dict[str, Aperture]:
+        """The generic-address windows a wave's addresses go through: its dispatch's, else the target's."""
+        dispatch = wave.dispatch
+        if dispatch is not None and dispatch.apertures is not None:
+            return dispatch.apertures
+        return self.target.apertures or {}
 
     def code_object_by_id(self, co_id: int) -> CodeObjectRef | None:
         for ref in self.code_objects:

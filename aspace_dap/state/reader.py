@@ -39,6 +39,10 @@ def _num(value: Any, default: int | None = None) -> int | None:
     return default if value is None else parse_number(value)
 
 
+def _apertures(entries: dict | None) -> dict[str, Aperture]:
+    return {name: Aperture(parse_number(a["base"]), parse_number(a["size"])) for name, a in (entries or {}).items()}
+
+
 class _Builder:
     def __init__(self, manifest: dict, files: DumpFiles):
         self.manifest = manifest
@@ -68,9 +72,7 @@ class _Builder:
 
     def target(self) -> Target:
         target = self.manifest["target"]
-        apertures = {name: Aperture(parse_number(a["base"]), parse_number(a["size"]))
-                     for name, a in (target.get("apertures") or {}).items()}
-        return Target(target["vendor"], target["processor"], self.lanes, apertures)
+        return Target(target["vendor"], target["processor"], self.lanes, _apertures(target.get("apertures")))
 
     def code_objects(self) -> list[CodeObjectRef]:
         return [CodeObjectRef(parse_number(e["id"]), self.files.materialise(e["path"]),
@@ -135,6 +137,8 @@ class _Builder:
             dispatch.processor = entry.get("processor")
             if "cluster_size" in entry:
                 dispatch.cluster_size = tuple(_int(x) for x in entry["cluster_size"])
+            if "apertures" in entry:
+                dispatch.apertures = _apertures(entry["apertures"])
             result.append(dispatch)
         return result
 

@@ -127,7 +127,7 @@ def save_state(state: GpuState, path: Path) -> Path:
     for dispatch in state.dispatches:
         builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
                                       dispatch.workgroup_size, dispatch.id, dispatch.device, dispatch.processor,
-                                      dispatch.cluster_size)
+                                      dispatch.cluster_size, dispatch.apertures)
         if getattr(dispatch, "kernel_descriptor", None) is not None:
             builder.entry["kernel_descriptor"] = hex(dispatch.kernel_descriptor)
         for space, memory in dispatch.memory.items():

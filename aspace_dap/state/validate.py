@@ -228,10 +228,13 @@ class ManifestChecker:
                 self.report("target.lanes", f"{lanes} lanes is more than {MAX_LANES}")
             else:
                 self.lanes = lanes
-        apertures = self.field(target, "apertures", "target", required=False)
-        if apertures is not _MISSING and self.obj(apertures, "target.apertures") is not None:
+        self.check_apertures(target, "target")
+
+    def check_apertures(self, owner: dict, path: str) -> None:
+        apertures = self.field(owner, "apertures", path, required=False)
+        if apertures is not _MISSING and self.obj(apertures, f"{path}.apertures") is not None:
             for name, aperture in apertures.items():
-                here = f"target.apertures.{name}"
+                here = f"{path}.apertures.{name}"
                 if not self.is_identifier(name, here):
                     continue
                 if self.obj(aperture, here) is not None:
@@ -344,6 +347,7 @@ class ManifestChecker:
             self.string(dispatch, "processor", here, required=False)
             if "cluster_size" in dispatch:
                 self.triple(dispatch, "cluster_size", here, minimum=1)
+            self.check_apertures(dispatch, here)
             co = self.field(dispatch, "code_object", here, required=False)
             if co is not _MISSING and co is not None:
                 co_id = self.number_value(co, f"{here}.code_object")

@@ -66,6 +66,12 @@ def _as_bytes(data) -> bytes:
     raise StateError(f"expected bytes or a numpy array, got {type(data).__name__}", "writer")
 
 
+def _apertures(apertures) -> dict:
+    """Each aperture is (base, size) or anything with .base and .size (model.Aperture)."""
+    pairs = {name: (a.base, a.size) if hasattr(a, "base") else tuple(a) for name, a in apertures.items()}
+    return {name: {"base": hex_number(base), "size": hex_number(size)} for name, (base, size) in pairs.items()}
+
+
 class WorkgroupBuilder:
     def __init__(self, writer: "StateWriter", entry: dict):
         self._writer = writer
@@ -165,9 +171,7 @@ class StateWriter:
         self.target: dict = {"vendor": target_vendor, "processor": processor, "lanes": int(lanes)}
         if apertures:
             # Each aperture is (base, size) or anything with .base and .size (model.Aperture).
-            pairs = {name: (a.base, a.size) if hasattr(a, "base") else tuple(a) for name, a in apertures.items()}
-            self.target["apertures"] = {name: {"base": hex_number(base), "size": hex_number(size)}
-                                        for name, (base, size) in pairs.items()}
+            self.target["apertures"] = _apertures(apertures)
         self.lanes = int(lanes)
         self.producer = producer
         self.code_objects: list[dict] = []
@@ -238,9 +242,11 @@ class StateWriter:
     def add_dispatch(self, kernel: str, code_object: int | None, grid_size, workgroup_size,
                      id: int | None = None, device: int | None = None,
                      processor: str | None = None,
-                     cluster_size: tuple[int, int, int] | None = None) -> DispatchBuilder:
+                     cluster_size: tuple[int, int, int] | None = None,
+                     apertures: "dict[str, tuple[int, int] | Aperture] | None" = None) -> DispatchBuilder:
         """`device`: which GPU ran it (a dump of several); `processor`: that GPU's, when not the target's;
-        `cluster_size`: blocks per thread block cluster, for a cluster launch."""
+        `cluster_size`: blocks per thread block cluster, for a cluster launch; `apertures`: the
+        generic-address windows of its device or context, when not the target's."""
         entry = {"id": len(self.dispatches) if id is None else int(id), "kernel": kernel,
                  "code_object": code_object, "grid_size": [int(x) for x in grid_size],
                  "workgroup_size": [int(x) for x in workgroup_size], "workgroups": []}
@@ -250,6 +256,8 @@ class StateWriter:
             entry["processor"] = processor
         if cluster_size is not None:
             entry["cluster_size"] = [int(x) for x in cluster_size]
+        if apertures is not None and _apertures(apertures) != self.target.get("apertures", {}):
+            entry["apertures"] = _apertures(apertures)
         self.dispatches.append(entry)
         return DispatchBuilder(self, entry)
 
