@@ -999,6 +999,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
         out.add(".cudbg.global", SHT_GLOBAL, _known_prefix(global_memory, address, size), addr=address)
     from ..adapters.nvptx_cubin import relocate_cubin
 
+    layouts: dict[int, object] = {}  # code object id -> its function layout, read once
     for dev in range(count):
         grids = [d for d in state.dispatches if any(p[0] is d for p in placement[dev])]
         # one context per device, whose windows are its dispatches' (the target's unless they say)
@@ -1044,7 +1045,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                            [dict(smId=i) for i in range(len(placement[dev]))], link=dev_tbl, info=dev,
                            entsize=sizes["smtbl"])
         for sm, (d, wg, mine) in enumerate(placement[dev]):
-            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces)
+            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces, layouts)
     out.write(path)
     return path
 
@@ -1075,8 +1076,8 @@ def _write_parameters(out: _CoreBuilder, d: Dispatch, dev: int, row: int, grid_t
 
 
 def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, waves: list[Wave], dev: int,
-               sm: int, sm_tbl: int, exception: tuple[int, int, int] | None, sizes: dict[str, int],
-               backtraces: dict[tuple[int, int], list[int]]) -> None:
+               sm: int, sm_tbl: int, exception: tuple[int, ...] | None, sizes: dict[str, int],
+               backtraces: dict[tuple[int, int], list[int]], layouts: dict[int, object]) -> None:
     where = f"dev{dev}.sm{sm}.cta0"
     cluster = dict(zip(("clusterIdxX", "clusterIdxY", "clusterIdxZ"), wg.cluster or (0, 0, 0)))
     cluster.update(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))
@@ -1101,7 +1102,9 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
                               errorPCValid=int(faulted), numRegs=num_regs))
     wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0, entsize=sizes["wptbl"])
     ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
-    layout = _cubin_layout(ref.path) if ref is not None else None
+    if ref is not None and ref.id not in layouts:
+        layouts[ref.id] = _cubin_layout(ref.path)
+    layout = layouts.get(ref.id) if ref is not None else None
     for row, wave in enumerate(waves):
         valid_lanes = [int(ln) for ln in np.flatnonzero(wave.valid_lanes)]
         pc = wave.pc or 0
