@@ -472,4 +472,4 @@ def open_dump_files(path: str | os.PathLike) -> DumpFiles:
         return FolderFiles(p)
     if p.is_file():
         return ZipFiles(p)
-    raise StateError("no such dump (expected a folder or a .zip)", str(p))
+    raise StateError("no such dump (expected a folder, a .zip or a GPU core file)", str(p))
