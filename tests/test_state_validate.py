@@ -64,6 +64,21 @@ BROKEN = {
     "wave not an object": (lambda m, p: m["dispatches"][0]["workgroups"][0]["waves"].append(3),
                            "dispatches[0].workgroups[0].waves[2]"),
     "missing target": (lambda m, p: _del(m, "target"), "target"),
+    # optional fields a CUDA core's conversion writes (docs/STATE_FORMAT.md)
+    "return_addresses length": (lambda m, p: _wave(m).update(return_addresses=[[]] * 63), f"{W}.return_addresses"),
+    "return address not a number": (lambda m, p: _wave(m).update(return_addresses=[["0x10"]] * 63 + [["pc"]]),
+                                    f"{W}.return_addresses[63][0]"),
+    "return_addresses entry not a list": (lambda m, p: _wave(m).update(return_addresses=[[]] * 63 + [5]),
+                                          f"{W}.return_addresses[63]"),
+    "device not a number": (lambda m, p: m["dispatches"][0].update(device="first"), "dispatches[0].device"),
+    "processor not a string": (lambda m, p: m["dispatches"][0].update(processor=90), "dispatches[0].processor"),
+    "cluster_size of zero": (lambda m, p: m["dispatches"][0].update(cluster_size=[2, 0, 1]),
+                             "dispatches[0].cluster_size[1]"),
+    "cluster not a triple": (lambda m, p: m["dispatches"][0]["workgroups"][1].update(cluster=[0, 0]),
+                             "dispatches[0].workgroups[1].cluster"),
+    "dispatch aperture without base": (lambda m, p: m["dispatches"][0].update(apertures={"local": {"size": 16}}),
+                                       "dispatches[0].apertures.local.base"),
+    "stop pc not a number": (lambda m, p: m.update(stop={"reason": "exception", "pc": "here"}), "stop.pc"),
 }
 
 
@@ -149,8 +164,31 @@ def test_null_optional_fields_mean_absent(tmp_path):
     def mutate(m, p):
         _wave(m)["private"] = None
         m["focus"] = None
-    with load_state(_broken(tmp_path, mutate)) as state:
+        _wave(m)["return_addresses"] = None
+        m["dispatches"][0].update(device=None, processor=None, cluster_size=None, apertures=None)
+        m["dispatches"][0]["workgroups"][1]["cluster"] = None
+    path = _broken(tmp_path, mutate)
+    assert not [p for p in validate_state(path, register_rules) if p.is_error]
+    with load_state(path) as state:
         assert state.focus is None and state.wave_by_id(3).private is None
+        assert state.wave_by_id(3).return_addresses is None
+        d = state.dispatches[0]
+        assert (d.device, d.processor, d.cluster_size, d.apertures, d.workgroups[1].cluster) == (None,) * 5
+
+
+def test_optional_multi_device_fields_read_back(tmp_path):
+    def mutate(m, p):
+        _wave(m)["return_addresses"] = [[]] * 62 + [["0x1040", "0x2080"], []]
+        m["dispatches"][0].update(device=1, processor="gfx942", cluster_size=[2, 1, 1],
+                                  apertures={"local": {"base": "0x5000", "size": "0x1000"}})
+        m["dispatches"][0]["workgroups"][1]["cluster"] = [1, 0, 0]
+        m["stop"] = {"reason": "exception", "description": "x", "pc": "0x1000"}
+    with load_state(_broken(tmp_path, mutate)) as state:
+        assert state.wave_by_id(3).return_addresses == {62: [0x1040, 0x2080]}
+        d = state.dispatches[0]
+        assert (d.device, d.processor, d.cluster_size, d.workgroups[1].cluster) == (1, "gfx942", (2, 1, 1), (1, 0, 0))
+        assert d.apertures["local"].base == 0x5000 and state.stop.pc == 0x1000
+        assert state.apertures_for(state.wave_by_id(3))["local"].base == 0x5000
 
 
 def test_cli(tmp_path, capsys):

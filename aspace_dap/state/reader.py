@@ -118,12 +118,12 @@ class _Builder:
                                   partial(self.wave_parts, w, f"{wg_path}.waves[{i}]"))
                          for i, w in enumerate(wg["waves"])]
                 for wave, w in zip(waves, wg["waves"]):
-                    if "return_addresses" in w:  # the call stacks the dump records (a CUDA core's backtraces)
+                    if w.get("return_addresses") is not None:  # the call stacks the dump records (CUDA backtraces)
                         wave.return_addresses = {lane: [parse_number(a) for a in stack]
                                                  for lane, stack in enumerate(w["return_addresses"]) if stack}
                 workgroups.append(Workgroup(tuple(_int(x) for x in wg["id"]), None, waves, wg_path,
                                             lds_loader=None if lds is None else partial(self.lds, lds, f"{wg_path}.lds")))
-                if "cluster" in wg:
+                if wg.get("cluster") is not None:
                     workgroups[-1].cluster = tuple(_int(x) for x in wg["cluster"])
                 self.wave_entries.extend(wg["waves"])
             co = entry.get("code_object")
@@ -135,9 +135,9 @@ class _Builder:
                 kernel_descriptor=_num(entry.get("kernel_descriptor")))
             dispatch.device = _num(entry.get("device"))
             dispatch.processor = entry.get("processor")
-            if "cluster_size" in entry:
+            if entry.get("cluster_size") is not None:
                 dispatch.cluster_size = tuple(_int(x) for x in entry["cluster_size"])
-            if "apertures" in entry:
+            if entry.get("apertures") is not None:
                 dispatch.apertures = _apertures(entry["apertures"])
             result.append(dispatch)
         return result

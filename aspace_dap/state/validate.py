@@ -345,7 +345,7 @@ class ManifestChecker:
             self.number(dispatch, "kernel_descriptor", here, required=False)
             self.number(dispatch, "device", here, required=False)
             self.string(dispatch, "processor", here, required=False)
-            if "cluster_size" in dispatch:
+            if dispatch.get("cluster_size") is not None:
                 self.triple(dispatch, "cluster_size", here, minimum=1)
             self.check_apertures(dispatch, here)
             co = self.field(dispatch, "code_object", here, required=False)
@@ -379,7 +379,7 @@ class ManifestChecker:
         try:
             # one pass per field, in C where possible; a missing key or a non-object ends the bulk check
             ids = list(map(_ID, workgroups))
-            if any("cluster" in wg for wg in workgroups):  # checked one by one below
+            if any(wg.get("cluster") is not None for wg in workgroups):  # checked one by one below
                 return False
             wave_lists = list(map(_WAVES, workgroups))
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
@@ -463,7 +463,7 @@ class ManifestChecker:
             if wg_id in workgroup_ids:
                 self.report(f"{here}.id", f"duplicate workgroup id {list(wg_id)}")
             workgroup_ids.add(wg_id)
-        if "cluster" in workgroup:
+        if workgroup.get("cluster") is not None:
             self.triple(workgroup, "cluster", here)
         lds = self.field(workgroup, "lds", here, required=False)
         if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
