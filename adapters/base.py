@@ -22,6 +22,9 @@ class TargetAdapter(ABC):
     # Each lane runs at its own PC (NVIDIA's independent thread scheduling): a lane outside the active
     # mask need not be anywhere near the wave's PC. Without the lane's own PC its position is unknown.
     lanes_have_own_pc = False
+    # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
+    # can claim one register byte for two lanes or two variables: the session checks every frame.
+    checks_storage_collisions = False
 
     # --- address spaces -------------------------------------------------------------
 
@@ -112,6 +115,11 @@ class TargetAdapter(ABC):
         """For a variable with a placeholder address: an object with `space` (name), `offset` (None
         when not proven) and `why`. None for variables the debug info places by itself."""
         return None
+
+    def layout_findings(self, footprints) -> dict[int, dict[int, str]]:
+        """{variable key: {lane: why}} for lanes whose location the compiler is known to get wrong,
+        from the frame's footprints (dwarf/footprint.py)."""
+        return {}
 
     def entry_frame_base(self, dialect: Dialect) -> bytes | None:
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""

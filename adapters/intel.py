@@ -213,6 +213,7 @@ class IntelAdapter(TargetAdapter):
     pc_register = "ip"
     exec_register = "emask"
     exec_mask_required = True
+    checks_storage_collisions = True  # a SIMD thread's lanes share its GRFs
 
     def __init__(self, device: IntelDevice | None = None):
         self.device = device  # None until a code object, the dump or the caller says
@@ -322,6 +323,28 @@ class IntelAdapter(TargetAdapter):
         if ACC0 <= regno < ACC0 + 16:
             return RegisterInfo(regno, f"acc{regno - ACC0}", self.grf_bytes, False)
         raise UnavailableError(f"DWARF register {regno} is not an Intel GPU register")
+
+    def layout_findings(self, footprints) -> dict[int, dict[int, str]]:
+        """Lanes whose location IGC writes for a layout the register does not have.
+
+        IGC's DWARF emitter places every vectorized GRF value narrower than 32 bits one lane per
+        32 bits (DwarfCompileUnit.cpp, buildValidVar calls addSimdLane with isPacked false: the
+        "unpacked" form), but vISA keeps a SIMD variable of 16-bit (or 8-bit) elements packed,
+        lane L at element L: the local-ID payload that tx/ty come from is read as
+        `r1.0<1;1,0>:uw` by the kernels' own ISA. Such a location gives lane L another lane's
+        bits, so none of its lanes is shown."""
+        found = {}
+        for key, fp in footprints.items():
+            narrow = {lane: p[0] for lane, p in sorted(fp.pulls.items()) if len(p) == 1 and 0 < p[0][2] < 32}
+            for lane, (reg, bit, nbits) in narrow.items():
+                after = narrow.get(lane + 1)
+                if after is not None and after[0] == reg and after[1] - bit > nbits:
+                    why = (f"IGC places this {nbits}-bit SIMD value one lane per {after[1] - bit} bits of {reg} "
+                           f"(its unpacked form), but the register holds {nbits}-bit values packed, "
+                           "so that location names another lane's bits")
+                    found[key] = dict.fromkeys(fp.asked, why)
+                    break
+        return found
 
     def register_number(self, name: str, lanes: int) -> int | None:
         name = name.lower()

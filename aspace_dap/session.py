@@ -18,11 +18,12 @@ from .adapters import adapter_for
 from .codeobj import load_code_objects
 from .dwarf.describe import describe_constant, describe_evaluated
 from .dwarf.evaluator import LaneResults, evaluate
+from .dwarf.footprint import collisions, evaluate_footprint
 from .dwarf.frame_context import frame_context, is_kernel
 from .dwarf.index import ConstValue, DwarfIndex, FrameInfo, VariableInfo
 from .dwarf.locations import Location, MemoryLocation
 from .dwarf.target import Dialect, FrameContext
-from .dwarf.types import PointerType, Type
+from .dwarf.types import PointerType, Type, byte_size
 from .errors import AspaceError, StateError
 from .memref import MemRef, format_memref, parse_memref
 from .paths import PathPolicy, PathRefused
@@ -695,20 +696,59 @@ class Session:
             raw = spec.value if isinstance(spec.value, bytes) else (spec.value & ((1 << 64) - 1)).to_bytes(8, "little")
             out.groups.append((lanes, Obj.from_bytes(vtype, raw, lanes)))
             return out
+        target, context = self._evaluation_context(frame, var)
+        res: LaneResults = evaluate(spec, target, var.dialect, lanes, frame=context)
+        clashes = self.storage_collisions(frame).get(var.die_offset, {})
+        for lane, err in res.errors.items():
+            out.errors[lane] = f"<unavailable: {clashes[lane]}>" if lane in clashes else f"<error: {err}>"
+        for glanes, entry in res.groups:
+            if not isinstance(entry, Location):
+                continue
+            entry = self.adapter.place_variable(var, entry, target)
+            bad = np.array([int(lane) in clashes for lane in glanes], bool)
+            for i in np.nonzero(bad)[0]:
+                # the debug info gives these bytes to another claim too: not this variable's value
+                out.groups.append((glanes[i:i + 1], Obj.failed(vtype, f"<unavailable: {clashes[int(glanes[i])]}>",
+                                                               glanes[i:i + 1])))
+            if bad.any():
+                glanes, entry = glanes[~bad], entry.take(~bad)
+                if not len(glanes):
+                    continue
+            out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
+        return out
+
+    def _evaluation_context(self, frame: Frame, var: VariableInfo):
         target = self.frame_target(frame, var.dialect)
         context = frame.contexts.get(var.dialect)
         if context is None:
             context = frame.contexts[var.dialect] = self.frame_context(frame.program, frame.info, frame.runtime_pc,
                                                                        target)
-        res: LaneResults = evaluate(spec, target, var.dialect, lanes, frame=context)
-        for lane, err in res.errors.items():
-            out.errors[lane] = f"<error: {err}>"
-        for glanes, entry in res.groups:
-            if not isinstance(entry, Location):
+        return target, context
+
+    def storage_collisions(self, frame: Frame) -> dict[int, dict[int, str]]:
+        """{variable DIE: {lane: why}} where the frame's variables claim the same storage (see
+        dwarf/footprint.py), plus the adapter's own layout checks; for adapters whose lanes share
+        registers (Intel GRFs), where such claims can collide."""
+        if not self.adapter.checks_storage_collisions or frame.info is None or frame.program.index is None:
+            return {}
+        return self.remembered(frame, "storage collisions", lambda: self._storage_collisions(frame))
+
+    def _storage_collisions(self, frame: Frame) -> dict[int, dict[int, str]]:
+        lanes = np.arange(self.wave(frame.wave_id).lanes)
+        footprints = {}
+        for var in self.variables(frame):
+            spec = var.location_at(frame.pc)
+            if var.shadowed or var.type is None or spec is None or isinstance(spec, ConstValue) \
+                    or self._static_placement(frame, var) is not None:
                 continue
-            entry = self.adapter.place_variable(var, entry, target)
-            out.groups.append((glanes, Obj.from_location(vtype, entry, target, glanes)))
-        return out
+            target, context = self._evaluation_context(frame, var)
+            footprints[var.die_offset] = evaluate_footprint(var.name, spec, target, var.dialect, lanes, context,
+                                                            byte_size(var.type) or 0)
+        found = self.adapter.layout_findings(footprints)
+        for key, lanes_why in collisions(footprints).items():
+            for lane, why in lanes_why.items():
+                found.setdefault(key, {}).setdefault(lane, why)
+        return found
 
     def _static_placement(self, frame: Frame, var: VariableInfo):
         """Where the adapter proves a variable with a placeholder address really is (the LDS

@@ -34,16 +34,8 @@ def expected(lane: int) -> dict:
             "value": source_value(row, col), "out_col": GY * TILE + tx, "out_row": GX * TILE + ty}
 
 
-def igc_16bit_reader(lane: int, variable: str) -> tuple[str, int]:
-    """Whose value IGC's location of a 16-bit tx/ty gives `lane`: GRF base + (L >> 3) (base + 1 + ... for
-    lanes 16-31), dword L & 7. tx's base is r17, ty's r19; the lowest lane to own a dword holds it."""
-    base = {"tx": 17, "ty": 19}
-    def slot(name, ln):
-        return (base[name] + (ln >> 3) if ln < 16 else base[name] + 1 + ((ln - 16) >> 3)), ln & 7
-    target = slot(variable, lane)
-    owners = [(ln, name) for ln in range(SIMD) for name in ("tx", "ty") if slot(name, ln) == target]
-    first_lane, first_name = min(owners)
-    return first_name, first_lane
+# IGC's DWARF places the 16-bit tx/ty one lane per 32 bits; the registers hold them packed
+UNPACKED = "<unavailable: IGC places this 16-bit SIMD value one lane per 32 bits of r{}"
 
 
 def tile() -> list[list[float]]:
@@ -102,19 +94,21 @@ def test_every_variable_per_lane(session, lane):
     for name in ("rows", "cols", "col", "row", "out_col", "out_row"):
         assert int(shown[name]) == want[name], name
     assert float(shown["value"]) == want["value"]
-    for name in ("tx", "ty"):
-        owner_name, owner_lane = igc_16bit_reader(lane, name)
-        assert int(shown[name]) == expected(owner_lane)[owner_name], name
+    assert shown["tx"].startswith(UNPACKED.format(1)) and shown["ty"].startswith(UNPACKED.format(3))
     assert shown["tile"].startswith("{{148, 148.25,") and shown["row_sums"].startswith("{2398, 2542,")
     assert _floats(session, lane, "tile") == [v for r in tile() for v in r]
     assert _floats(session, lane, "row_sums") == row_sums()
 
 
-def test_igc_16bit_layout_aliases_upper_lanes():
-    # the lower half reads its own values; lanes 16-23 the bits of lanes 8-15; tx of 24-31 ty's of 0-7
-    assert igc_16bit_reader(3, "tx") == ("tx", 3) and igc_16bit_reader(12, "ty") == ("ty", 12)
-    assert igc_16bit_reader(17, "tx") == ("tx", 9) and igc_16bit_reader(17, "ty") == ("ty", 9)
-    assert igc_16bit_reader(26, "tx") == ("ty", 2) and igc_16bit_reader(26, "ty") == ("ty", 26)
+def test_the_payload_holds_the_local_ids_packed_where_igcs_dwarf_reads_other_lanes(session):
+    # the thread payload as the ISA reads it (`mov (16|M0) r91.0<1>:d r1.0<16;16,1>:uw`, M16 from r2):
+    # local id X of lanes 0-31 as 16-bit words in r1-r2, local id Y in r3-r4
+    regs = session.wave().registers
+    words = np.concatenate([np.frombuffer(bytes(regs.raw(f"r{g}")[0]), "<u2") for g in (1, 2, 3, 4)])
+    assert words[:32].tolist() == [expected(lane)["tx"] for lane in range(SIMD)]
+    assert words[32:].tolist() == [expected(lane)["ty"] for lane in range(SIMD)]
+    # IGC's location gives lane 1 the 16 bits at r1 byte 4: lane 2's id, so tx is not shown
+    assert words[2] == expected(2)["tx"] != expected(1)["tx"]
 
 
 def test_slm_arrays_read_from_the_work_group_memory(session):
@@ -136,8 +130,9 @@ def test_dap_server_shows_the_variables():
         for scope in scopes:  # the SLM arrays may sit in their own scope
             names.update(scope_vars(c, frames[0]["id"], scope))
         want = expected(2)  # the focus lane
-        for name in ("tx", "ty", "col", "row", "out_col", "out_row"):
+        for name in ("col", "row", "out_col", "out_row"):
             assert int(names[name]["value"]) == want[name], name
+        assert names["tx"]["value"].startswith(UNPACKED.format(1))
         assert float(names["value"]["value"]) == want["value"]
         sums = c.request("variables", {"variablesReference": names["row_sums"]["variablesReference"]})["variables"]
         assert [float(v["value"]) for v in sums] == row_sums()

@@ -93,6 +93,9 @@ class Evaluator:
         self.trace = trace
         self.generic = generic(target.address_size)
         self._final_op = None
+        # when a list: (lanes, location, bits) of every register slice pulled onto the stack as a
+        # value, and (lanes, location, None) of every memory read (see dwarf/footprint.py)
+        self.pulls: list | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -530,6 +533,8 @@ class Evaluator:
     def _deref(self, grp, loc: Location, size: int, t: BaseTypeRef, what: str):
         if size <= 0 or size > 8:
             raise EvaluationError(f"{what}: cannot read {size} bytes onto the stack")
+        if self.pulls is not None:
+            self.pulls.append((grp.lanes, loc, None))
         data, state = read_bits(loc, self.target, size * 8)
         self._fail_unreadable(state, f"{what}: {loc.describe()} is not readable", loc)
         self._push_value(grp, _bytes_to_u64(data), t)
@@ -730,6 +735,8 @@ class Evaluator:
         if nbits <= 0 or nbits > 64:
             raise EvaluationError(f"{what}: {nbits} bits do not fit a stack value")
         loc = self._to_location(loc_entry, grp.lanes).shifted(bit_offset.astype(np.int64))
+        if self.pulls is not None:
+            self.pulls.append((grp.lanes, loc, nbits))
         data, state = read_bits(loc, self.target, nbits)
         self._fail_unreadable(state, f"{what}: {loc.describe()} is not readable", loc)
         self._push_value(grp, _bytes_to_u64(data) & _u64((1 << nbits) - 1 if nbits < 64 else 0xFFFFFFFFFFFFFFFF))

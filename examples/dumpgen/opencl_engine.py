@@ -48,9 +48,9 @@ class OpenclDump:
     memory: list[tuple[int, bytes, int]] = field(default_factory=list)  # (address, bytes, declared size)
     focus_lane: int = 0
     stop: str = ""
-    # variables whose IGC location gives some lanes the same register bits as other lanes
-    # (16-bit values of a SIMD32 thread); the lowest lane keeps the bits, the others show its value
-    shared_slots: frozenset[str] = frozenset()
+    # GRFs whose contents the kernel's ISA fixes, written as they are (the local-ID payload: 16-bit
+    # ids packed, which IGC's DWARF misplaces); a variable's location may not write over them
+    registers: dict[str, bytes] = field(default_factory=dict)
 
 
 def first_pc_of_line(debug_file: Path, source: str, line: int) -> int:
@@ -158,11 +158,17 @@ def build(spec: OpenclDump) -> StateWriter:
         finally:
             state.close()
     owner: dict[tuple[int, int], tuple[int, str, bytes]] = {}
+    for reg, data in spec.registers.items():
+        grf = int(reg[1:])
+        final[reg][:] = data
+        touched.add(reg)
+        for dword in range(dwords):
+            owner[(grf, dword)] = (-1, "the payload", data[dword * 4:dword * 4 + 4])
     for lane, _, name, grf, dword, raw in sorted(writes, key=lambda w: w[:2]):
         slot = (grf, dword)
         if slot in owner:
             first_lane, first_name, first_raw = owner[slot]
-            if first_raw != raw and not {name, first_name} <= spec.shared_slots:
+            if first_raw != raw:
                 raise AspaceError(f"{name} lane {lane} and {first_name} lane {first_lane} share r{grf} dword {dword}")
             continue
         owner[slot] = (lane, name, raw)

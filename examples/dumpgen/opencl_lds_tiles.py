@@ -8,9 +8,14 @@ the SLM holds the whole tile (input rows 16..19, zero where row >= rows) and eve
 stop is the first instruction of line 36 (the `if` body, 0x660 on tgllp -g), so only the lanes
 with out_col < rows (tx < 4) are in the execution mask.
 
-IGC keeps tx and ty as 16-bit values and its DWARF reads lane L's from dword L & 7 of GRF
-base + (L >> 3), base + 1 for the upper half: lanes 16-23 read the bits of lanes 8-15, and
-tx's lanes 24-31 read ty's lanes 0-7. The lower lane keeps such bits (`shared_slots`).
+The -g builds (SIMD32) keep tx and ty as the 16-bit local ids of the thread payload, packed as the
+ISA reads them (`mov (16|M0) r91.0<1>:d r1.0<16;16,1>:uw` on tgllp): local id X of lanes 0-31 in
+the first GRFs from r1 (two on tgllp and acm-g10, one 64-byte GRF on pvc), local id Y after them.
+The dumps hold that payload (`registers`). IGC's DWARF reads each lane's 16 bits one lane per
+32 bits instead, so tx and ty are not written through it (the debugger shows them unavailable).
+On acm-g10, `col`'s location (r5-r6, r10-r11 for the whole function) names registers that the
+ISA reuses before line 36 (r10-r11 and r6-r7 hold out_col there): col is in no register at the
+stop, and the dump does not hold it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ GROUP = (1, 1)
 GROUPS = (3, 2)  # ceil(cols / 16) x ceil(rows / 16)
 THREAD = 1  # SIMD thread within the work-group
 # build -> (SIMD width, SIMD thread in the dump); the code object's DW_AT_INTEL_simd_width agrees
-BUILDS = {"tgllp": (32, 1), "tgllp.O0": (8, 2), "pvc.O0": (16, 2), "pvc": (32, 1)}
+BUILDS = {"tgllp": (32, 1), "tgllp.O0": (8, 2), "pvc.O0": (16, 2), "pvc": (32, 1), "acm-g10": (32, 1)}
+# GRF bytes per device (ocloc -device)
+GRF_BYTES = {"tgllp": 32, "pvc": 64, "acm-g10": 32}
+# variables of each -g build whose DWARF location does not hold them at the stop (see above)
+NOT_IN_DWARF_SLOT = {"tgllp": ("tx", "ty"), "pvc": ("tx", "ty"), "acm-g10": ("tx", "ty", "col")}
 STOP_LINE = 36
 IN_ADDR = 0x7F0000100000
 OUT_ADDR = 0x7F0000200000  # the kernel's `out` and `tile_sums` buffers (their bytes are not in the dump)
@@ -79,6 +88,19 @@ def in_store_branch(lane: int, simd: int = SIMD, thread: int = THREAD) -> bool:
     return item["out_row"] < COLS and item["out_col"] < ROWS
 
 
+def local_id_payload(build: str, simd: int, thread: int) -> dict[str, bytes]:
+    """The thread payload's local ids X then Y from r1, 16 bits per lane, each id padded to whole GRFs."""
+    grf = GRF_BYTES[build]
+    out, reg = {}, 1
+    for axis in (0, 1):
+        ids = b"".join(struct.pack("<H", (thread * simd + lane) // TILE ** axis % TILE) for lane in range(simd))
+        ids += bytes(-len(ids) % grf)
+        for at in range(0, len(ids), grf):
+            out[f"r{reg}"] = ids[at:at + grf]
+            reg += 1
+    return out
+
+
 def stop_pc(debug_file: Path) -> int:
     from .opencl_engine import first_pc_of_line
     return first_pc_of_line(debug_file, "lds_tiles.cl", STOP_LINE)
@@ -88,6 +110,8 @@ def spec(build: str = "tgllp") -> OpenclDump:
     simd, thread = BUILDS[build]
     items = [work_item(lane, simd, thread) for lane in range(simd)]
     values = {name: [item[name] for item in items] for name in items[0]}
+    for name in NOT_IN_DWARF_SLOT.get(build, ()):
+        values[name] = [None] * simd
     values["tile"] = [tile()] * simd  # work-group arrays, the same from every lane
     values["row_sums"] = [row_sums()] * simd
     slm = b"".join(struct.pack("<f", v) for row in tile() for v in row)
@@ -102,7 +126,7 @@ def spec(build: str = "tgllp") -> OpenclDump:
         grid_size=(GROUPS[0] * TILE, GROUPS[1] * TILE, 1), workgroup_size=(TILE, TILE, 1),
         workgroup_id=(GROUP[0], GROUP[1], 0), slm=slm, memory=[(IN_ADDR, inputs, len(inputs))],
         focus_lane=2, stop="line 36: out[out_row * rows + out_col] = tile[tx][ty]",
-        shared_slots=frozenset({"tx", "ty"}) if simd == 32 else frozenset())
+        registers=local_id_payload(build, simd, thread) if build in NOT_IN_DWARF_SLOT else {})
 
 
 def specs() -> list[OpenclDump]:
