@@ -48,6 +48,7 @@ IP, EMASK, BTBASE, SCRATCHBASE = 0, 1, 5, 6
 GRF0, GRF_COUNT = 16, 256
 A0, F0, ACC0 = 272, 288, 304
 IP_BYTES = EMASK_BYTES = 4
+ADDRESS_REGISTER_BYTES = 32  # a0: sixteen 16-bit subregisters on every device (IGA's Models.cpp)
 
 # ocloc's debug ELF says 182 (EM_INTEL182); zebin device binaries say 205 (EM_INTELGT)
 EM_INTEL_DEBUG, EM_INTELGT = 182, 205
@@ -67,28 +68,43 @@ TAG_PRIVATE, TAG_LOCAL = 0b001, 0b010
 
 @dataclass(frozen=True)
 class IntelDevice:
-    """A GPU core family's thread register file."""
+    """A GPU core family's thread register file.
+
+    Sources: GRF size: IGC's Platform.hpp getGRFSize (64 bytes from Xe-HPC on, else 32) and IGA's
+    Models.cpp (getGRFByteSize). GRFs a thread addresses: Level Zero's debugger
+    (compute-runtime level_zero/core/source/gfx_core_helpers: 128 up to Xe-LP;
+    l0_gfx_core_helper_xe_hpg_and_xe_hpc.inl reads large-GRF mode from cr0 for Xe-HPG and
+    Xe-HPC, 256 GRFs when set; Xe2 from sr0). Flag and accumulator registers: IGA's
+    Models.cpp REGISTER_SPECIFICATIONS (f0-f1 up to Xe-HPG, f0-f3 from Xe-HPC; acc0-1 up to
+    Gen11, acc0-7 on Xe-LP/Xe-HP/Xe-HPG, acc0-15 of 64 bytes from Xe-HPC; a single 32-byte
+    address register a0). SIMD widths: IGC's Platform.hpp getMinDispatchMode (SIMD16 from
+    Xe-HPC on, else SIMD8), up to SIMD32.
+    """
 
     family: str        # IGC's GFXCORE_FAMILY
     grf_bytes: int     # one general register
     grf_count: int     # GRFs a thread can address (large-GRF mode included)
     flag_registers: int
     simd_widths: tuple[int, ...]
+    acc_registers: int
 
 
-# GFXCORE_FAMILY numbers (IGC's igfxfmid.h) -> register file
-GEN8 = IntelDevice("gen8", 32, 128, 2, (8, 16, 32))
-GEN9 = IntelDevice("gen9", 32, 128, 2, (8, 16, 32))
-GEN11 = IntelDevice("gen11", 32, 128, 2, (8, 16, 32))
-GEN12LP = IntelDevice("gen12lp", 32, 128, 2, (8, 16, 32))
-XE_HPG = IntelDevice("xe_hpg", 32, 256, 2, (8, 16, 32))
-XE_HPC = IntelDevice("xe_hpc", 64, 256, 4, (16, 32))
-XE2 = IntelDevice("xe2", 64, 256, 4, (16, 32))
+# GFXCORE_FAMILY numbers (IGC's igfxfmid.h; ocloc's .dbg headers say 18, 0x0C07 and 0x0C08 for
+# tgllp, acm-g10 and pvc) -> register file
+GEN8 = IntelDevice("gen8", 32, 128, 2, (8, 16, 32), 2)
+GEN9 = IntelDevice("gen9", 32, 128, 2, (8, 16, 32), 2)
+GEN11 = IntelDevice("gen11", 32, 128, 2, (8, 16, 32), 2)
+GEN12LP = IntelDevice("gen12lp", 32, 128, 2, (8, 16, 32), 8)
+XE_HP = IntelDevice("xe_hp", 32, 256, 2, (8, 16, 32), 8)
+XE_HPG = IntelDevice("xe_hpg", 32, 256, 2, (8, 16, 32), 8)
+XE_HPC = IntelDevice("xe_hpc", 64, 256, 4, (16, 32), 16)
+XE2 = IntelDevice("xe2", 64, 256, 4, (16, 32), 16)
 CORE_FAMILIES = {11: GEN8, 12: GEN9, 15: GEN11, 16: GEN11, 17: GEN12LP, 18: GEN12LP,
-                 0x0C05: XE_HPG, 0x0C07: XE_HPG, 0x0C08: XE_HPC, 0x0C09: XE2}
-# PRODUCT_FAMILY numbers (a zebin's NT_INTELGT_PRODUCT_FAMILY note)
+                 0x0C05: XE_HP, 0x0C07: XE_HPG, 0x0C08: XE_HPC, 0x0C09: XE2}
+# PRODUCT_FAMILY numbers (a zebin's NT_INTELGT_PRODUCT_FAMILY note: ocloc writes 29 for tgllp, 1270 for
+# acm-g10, 1271 for pvc)
 PRODUCT_FAMILIES = {16: GEN8, 17: GEN8, **{n: GEN9 for n in range(18, 25)}, **{n: GEN11 for n in range(25, 29)},
-                    **{n: GEN12LP for n in range(29, 34)}, 1210: GEN12LP, 1250: XE_HPG, 1270: XE_HPG,
+                    **{n: GEN12LP for n in range(29, 34)}, 1210: GEN12LP, 1250: XE_HP, 1270: XE_HPG,
                     1271: XE_HPC, 1272: XE_HPG, 1273: XE_HPG, 1274: XE2, 1275: XE2}
 # ocloc's -device names
 PROCESSORS = {
@@ -97,7 +113,8 @@ PROCESSORS = {
     **dict.fromkeys(("icllp", "lkf", "ehl", "jsl", "gen11"), GEN11),
     **dict.fromkeys(("tgllp", "rkl", "adl-s", "adl-p", "adl-n", "dg1", "gen12lp", "xe"), GEN12LP),
     **dict.fromkeys(("acm-g10", "acm-g11", "acm-g12", "dg2", "dg2-g10", "dg2-g11", "dg2-g12", "ats-m150",
-                     "ats-m75", "xe-hpg", "xe-hp", "mtl", "arl"), XE_HPG),
+                     "ats-m75", "xe-hpg", "mtl", "arl"), XE_HPG),  # Xe-LPG (mtl, arl) is an Xe-HPG core
+    "xe-hp": XE_HP,
     **dict.fromkeys(("pvc", "pvc-sdv", "xe-hpc"), XE_HPC),
     **dict.fromkeys(("bmg", "lnl", "xe2-hpg", "xe2-lpg"), XE2),
 }
@@ -314,13 +331,18 @@ class IntelAdapter(TargetAdapter):
                                        f"{self.device.family}")
             return RegisterInfo(regno, f"r{regno - GRF0}", self.grf_bytes, False)
         if A0 <= regno < A0 + 16:
-            return RegisterInfo(regno, f"a{regno - A0}", self.grf_bytes, False)
+            if regno != A0:
+                raise UnavailableError(f"a{regno - A0}: an Intel GPU thread has one address register, a0")
+            return RegisterInfo(regno, "a0", ADDRESS_REGISTER_BYTES, False)
         if F0 <= regno < F0 + 16:
             if self.device is not None and regno - F0 >= self.device.flag_registers:
                 raise UnavailableError(f"f{regno - F0} is beyond the {self.device.flag_registers} flag registers "
                                        f"of {self.device.family}")
             return RegisterInfo(regno, f"f{regno - F0}", 4, False)
         if ACC0 <= regno < ACC0 + 16:
+            if self.device is not None and regno - ACC0 >= self.device.acc_registers:
+                raise UnavailableError(f"acc{regno - ACC0} is beyond the {self.device.acc_registers} accumulators "
+                                       f"of {self.device.family}")
             return RegisterInfo(regno, f"acc{regno - ACC0}", self.grf_bytes, False)
         raise UnavailableError(f"DWARF register {regno} is not an Intel GPU register")
 

@@ -141,6 +141,33 @@ def test_register_numbering():
         a.register_info(4000, 16, INTEL)
 
 
+# (GRF bytes, GRFs, flag registers, accumulators, SIMD widths) as the vendor's sources give them:
+# IGC Platform.hpp getGRFSize / getMinDispatchMode, IGA Models.cpp register specifications, Level
+# Zero's large-GRF detection (cr0 on Xe-HPG and Xe-HPC, 256 GRFs when set; 128 up to Xe-LP)
+REGISTER_FILES = {GEN12LP: (32, 128, 2, 8, (8, 16, 32)), XE_HPG: (32, 256, 2, 8, (8, 16, 32)),
+                  XE_HPC: (64, 256, 4, 16, (16, 32))}
+
+
+@pytest.mark.parametrize("device", list(REGISTER_FILES), ids=lambda d: d.family)
+def test_the_register_file_of_each_device(device):
+    grf_bytes, grfs, flags, accs, widths = REGISTER_FILES[device]
+    assert (device.grf_bytes, device.grf_count, device.flag_registers, device.acc_registers,
+            device.simd_widths) == (grf_bytes, grfs, flags, accs, widths)
+    a = IntelAdapter(device)
+    assert a.register_info(16 + grfs - 1, 16, INTEL).size == grf_bytes
+    assert a.register_info(288 + flags - 1, 16, INTEL).size == 4
+    with pytest.raises(UnavailableError, match=f"{flags} flag registers"):
+        a.register_info(288 + flags, 16, INTEL)
+    assert a.register_info(304 + accs - 1, 16, INTEL).size == grf_bytes
+    if accs < 16:
+        with pytest.raises(UnavailableError, match=f"{accs} accumulators"):
+            a.register_info(304 + accs, 16, INTEL)
+    # one 32-byte address register on every device, 64-byte GRFs or not
+    assert (a.register_info(272, 16, INTEL).name, a.register_info(272, 16, INTEL).size) == ("a0", 32)
+    with pytest.raises(UnavailableError, match="one address register"):
+        a.register_info(273, 16, INTEL)
+
+
 @pytest.mark.parametrize("simd", [8, 16, 32])
 def test_grf_lane_slots_span_one_to_four_grfs(simd):
     slots = [grf_lane_slot(40, lane) for lane in range(simd)]
@@ -163,6 +190,7 @@ def test_device_and_simd_width_come_from_the_code_object(build):
     device, simd = BUILT[build]
     [co] = load_code_objects(EXAMPLES / f"{build}.dbg")
     assert device_of_code_object(co) is device and simd_width_of_code_object(co) == simd
+    assert simd in device.simd_widths
     [bare] = load_code_objects(EXAMPLES / f"{build}.elf")  # the debug ELF alone does not name the device
     assert bare.e_flags == 0 and device_of_code_object(bare) is None
     assert simd_width_of_code_object(bare) == simd
