@@ -14,7 +14,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.intel import XE_HPC, GEN12LP
+from aspace_dap.adapters.intel import XE_HPC, XE_HPG, GEN12LP
 from aspace_dap.expressions import evaluate_expression
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 F32 = np.float32
 # build -> (SIMD width, device); the dumps hold one SIMD thread each
 LDS_BUILDS = {"tgllp.O0": (8, GEN12LP), "pvc.O0": (16, XE_HPC)}
-CALL_BUILDS = {"tgllp.O0": (8, GEN12LP, 1), "pvc.O0": (16, XE_HPC, 0)}  # + the work-group in the dump
+# + the work-group in the dump
+CALL_BUILDS = {"tgllp.O0": (8, GEN12LP, 1), "pvc.O0": (16, XE_HPC, 0), "acm-g10.O0": (8, XE_HPG, 1)}
 
 
 def _floats(text: str) -> list[float]:
@@ -183,6 +184,18 @@ def test_divergent_call_every_variable_in_every_lane(call):
             assert float(format_obj(pointee, 0)) == want["x"]
 
 
+@pytest.mark.parametrize("device", ["pvc", "acm-g10"])
+def test_the_optimized_divergent_call_builds_have_no_kernel_lines(device):
+    # IGC's -g DWARF for Xe-HPC and Xe-HPG gives the kernel only its first instructions and settle the
+    # rest (its line table holds settle's lines 6-15 alone), so those builds have no dump; the
+    # -cl-opt-disable builds have every line
+    from aspace_dap.adapters.intel import debug_index, load_debug_elf
+    lines = debug_index(load_debug_elf(OPENCL / f"divergent_call.{device}.dbg"))
+    assert not lines.pcs_for_line("divergent_call.cl", 28) and lines.pcs_for_line("divergent_call.cl", 15)
+    build = "pvc.O0" if device == "pvc" else "acm-g10.O0"
+    assert debug_index(load_debug_elf(OPENCL / f"divergent_call.{build}.dbg")).pcs_for_line("divergent_call.cl", 28)
+
+
 def test_a_pvc_simd16_wave_reads_all_16_lanes():
     s = Session(load_state(str(DUMPS / "divergent_call.pvc.O0")))
     frame = s.frames()[0]
@@ -191,7 +204,8 @@ def test_a_pvc_simd16_wave_reads_all_16_lanes():
     assert [int(format_obj(gid, lane)) for lane in lanes] == list(range(16))
 
 
-@pytest.mark.parametrize("dump,lane", [("divergent_call.tgllp", 3), ("divergent_call.pvc.O0", 3)])
+@pytest.mark.parametrize("dump,lane", [("divergent_call.tgllp", 3), ("divergent_call.pvc.O0", 3),
+                                       ("divergent_call.acm-g10.O0", 3)])
 def test_igc_tagged_slm_addresses_read_the_slm_value(dump, lane):
     # only the low 16 bits of an SLM address are significant; IGC marks valid local pointers with
     # 0x10000000 above them, so both forms of `&cells[3]` (tag 010 = local) read cells[3]
@@ -223,6 +237,7 @@ def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tm
 @pytest.mark.parametrize("kernel,build", [("lds_tiles", "tgllp.O0"), ("lds_tiles", "pvc.O0"), ("lds_tiles", "pvc"),
                                           ("lds_tiles", "acm-g10"),
                                           ("divergent_call", "tgllp.O0"), ("divergent_call", "pvc.O0"),
+                                          ("divergent_call", "acm-g10.O0"),
                                           ("scratch_struct", "tgllp.O0"), ("scratch_struct", "pvc.O0"),
                                           ("scratch_struct", "acm-g10")])
 def test_committed_dumps_are_current(kernel, build):

@@ -1,8 +1,9 @@
 """OpenCL divergent_call on Intel: stopped at line 28, `*cell = x;`, just before the call to settle.
 
-Inputs: n = 14, in[i] = 0.5 * i + 1; one SIMD thread of work-group 1 (tgllp -g and -cl-opt-disable
-are SIMD8, work-group 1: gid 8..15; pvc -cl-opt-disable is SIMD16, work-group 0: gid 0..15), the
-work-group one thread wide.
+Inputs: n = 14, in[i] = 0.5 * i + 1; one SIMD thread of work-group 1 (tgllp -g and the tgllp and
+acm-g10 -cl-opt-disable builds are SIMD8, work-group 1: gid 8..15; pvc -cl-opt-disable is SIMD16,
+work-group 0: gid 0..15), the work-group one thread wide. (The -g builds for pvc and acm-g10 have
+no line rows for the kernel itself, so they get no dump.)
 Only the odd lanes are in the `lane & 1` branch (emask 0xaa / 0xaaaa). Lanes with lane & 2 point
 `cell` at their `cells` slot in SLM through a generic pointer tagged 010; the other odd lanes point
 it at `out[gid]` in global memory. Lanes with gid >= n have x = 0. tgllp -g stops at 0x2a0 (within
@@ -19,7 +20,7 @@ from .opencl_engine import OpenclDump
 HERE = Path(__file__).resolve().parent.parent / "opencl"
 SIMD, GROUP, N = 8, 1, 14
 # build -> (SIMD width (the code object's DW_AT_INTEL_simd_width), work-group in the dump)
-BUILDS = {"tgllp": (8, 1), "tgllp.O0": (8, 1), "pvc.O0": (16, 0)}
+BUILDS = {"tgllp": (8, 1), "tgllp.O0": (8, 1), "pvc.O0": (16, 0), "acm-g10.O0": (8, 1)}
 STOP_LINE = 28
 IN_ADDR = 0x7F0000100000
 OUT_ADDR = 0x7F0000200000
