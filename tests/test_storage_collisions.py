@@ -42,6 +42,12 @@ def test_a_scalar_in_a_vector_lanes_bytes_collides():
     assert set(found[1]) == {1} and set(found[2]) == set(LANES)
 
 
+def test_empty_pieces_claim_nothing():
+    # IGC writes 0-bit pieces (DW_OP_lit0 as the size): no bytes, so no collision
+    empty = Footprint("history", {lane: (reg("r10", 4 * lane, 0),) for lane in LANES}, {}, LANES)
+    assert collisions({1: vector("a", "r10"), 2: empty}) == {}
+
+
 def test_two_lanes_of_one_variable_in_the_same_bytes_collide():
     # lanes 0-1 and 2-3 pairwise in the same dwords (a half of a SIMD value aliasing the other)
     half = Footprint("h", {lane: (reg("r2", (lane % 2) * 4),) for lane in LANES}, {}, LANES)

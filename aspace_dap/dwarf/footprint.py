@@ -83,6 +83,7 @@ def evaluate_footprint(name: str, expr, target, dialect, lanes, frame, size_byte
                 slots = tuple(_register_slot(p, r, lane, n) for p, r, n in pulled[lane])
             else:
                 slots = tuple(_slots(entry, row, lane, size_bytes * 8))
+            slots = tuple(slot for slot in slots if slot.end > slot.start)  # 0-bit pieces hold nothing
             if slots:
                 out.lanes[lane] = slots
             if lane in pulled:
@@ -121,6 +122,8 @@ def collisions(footprints: dict[int, Footprint]) -> dict[int, dict[int, str]]:
     for key, fp in footprints.items():
         for lane, slots in fp.lanes.items():
             for slot in slots:
+                if slot.end <= slot.start:
+                    continue
                 by_storage.setdefault((slot.kind, slot.where), []).append((slot.start, slot.end, key, lane))
     found: dict[int, dict[int, str]] = {}
 
