@@ -150,6 +150,7 @@ class Session:
         self._first_wave_of: dict | None = None
         self._has_active_lane_expr: dict[tuple[int, int], bool] = {}
         self._kernel_stacks: dict[tuple, list] = {}
+        self._collisions: dict[tuple, tuple[int, dict]] = {}  # (wave, frame, pc) -> (write epoch, findings)
         self._wave_ids: np.ndarray | None = None
         self.write_epoch = 0  # bumped by every write to the dump's overlay; frame memos older than it are stale
         if not state.waves:
@@ -731,7 +732,12 @@ class Session:
         registers (Intel GRFs), where such claims can collide."""
         if not self.adapter.checks_storage_collisions or frame.info is None or frame.program.index is None:
             return {}
-        return self.remembered(frame, "storage collisions", lambda: self._storage_collisions(frame))
+        # the same for every lane's view of the frame: kept across focus changes until a write
+        key = (frame.wave_id, frame.index, frame.runtime_pc)
+        hit = self._collisions.get(key)
+        if hit is None or hit[0] != self.write_epoch:
+            hit = self._collisions[key] = (self.write_epoch, self._storage_collisions(frame))
+        return hit[1]
 
     def _storage_collisions(self, frame: Frame) -> dict[int, dict[int, str]]:
         lanes = np.arange(self.wave(frame.wave_id).lanes)

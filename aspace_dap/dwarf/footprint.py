@@ -14,6 +14,7 @@ register bits it was pulled from. Registers read only to form an address are not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class Footprint:
     pulls: dict[int, tuple[tuple[str, int, int], ...]]
     asked: tuple[int, ...] = ()  # every lane evaluated, those that failed included
 
-    @property
+    @cached_property
     def uniform(self) -> bool:
         """Every evaluated lane names the same storage (a scalar, or a work-group object)."""
         slots = list(self.lanes.values())
