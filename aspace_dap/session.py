@@ -747,9 +747,12 @@ class Session:
             if var.shadowed or var.type is None or spec is None or isinstance(spec, ConstValue) \
                     or self._static_placement(frame, var) is not None:
                 continue
-            target, context = self._evaluation_context(frame, var)
-            footprints[var.die_offset] = evaluate_footprint(var.name, spec, target, var.dialect, lanes, context,
-                                                            byte_size(var.type) or 0)
+            try:
+                target, context = self._evaluation_context(frame, var)
+                footprints[var.die_offset] = evaluate_footprint(var.name, spec, target, var.dialect, lanes, context,
+                                                                byte_size(var.type) or 0)
+            except AspaceError:  # a variable that cannot be evaluated claims nothing; its read says why
+                continue
         found = self.adapter.layout_findings(footprints)
         for key, lanes_why in collisions(footprints).items():
             for lane, why in lanes_why.items():
