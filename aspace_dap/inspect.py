@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .errors import AspaceError
+from .errors import AspaceError, LimitExceeded
 from .session import Session
 from .values.format import format_obj
 
@@ -16,12 +16,17 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
     for frame in session.frames(wave_id, lane):
         variables = []
         for var in session.variables(frame):
-            read = session.read_variable(frame, var)
-            obj = read.obj_for(lane)
-            if obj is None:
-                value, where = read.errors.get(lane, "<unavailable>"), "?"
-            else:
-                value, where = format_obj(obj, 0), session.location_text(obj, 0)
+            try:
+                read = session.read_variable(frame, var)
+                obj = read.obj_for(lane)
+                if obj is None:
+                    value, where = read.errors.get(lane, "<unavailable>"), "?"
+                else:
+                    value, where = format_obj(obj, 0), session.location_text(obj, 0)
+            except LimitExceeded:
+                raise
+            except AspaceError as exc:  # one bad variable must not hide the frame's others
+                value, where = f"<unavailable: {exc}>", "?"
             variables.append({"name": var.name, "kind": var.kind, "type": var.type.display_name() if var.type else "?",
                               "value": value, "location": where})
         frames.append({"index": frame.index, "function": frame.name, "file": frame.file, "line": frame.line,

@@ -403,13 +403,20 @@ def variables(ctx, args):
 
 
 def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
-    read = s.read_variable(frame, var)
-    obj = read.obj_for(frame.lane)
     name = var.name or "?"
-    if obj is None:
-        return {"name": name, "value": read.errors.get(frame.lane, "<unavailable>"),
-                "type": var.type.display_name() if var.type else "", "variablesReference": 0}
-    return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
+    try:
+        read = s.read_variable(frame, var)
+        obj = read.obj_for(frame.lane)
+        if obj is not None:
+            return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
+        value = read.errors.get(frame.lane, "<unavailable>")
+    except LimitExceeded:
+        raise  # the request's budget: the whole answer fails, and nothing is remembered
+    except AspaceError as exc:
+        # one variable the debug info or the dump cannot give must not hide the frame's others
+        value = f"<unavailable: {exc}>"
+    return {"name": name, "value": value, "type": var.type.display_name() if var.type else "",
+            "variablesReference": 0}
 
 
 def _object_var(st, s: Session, name: str, obj: Obj, frame: Frame, hex_: bool, evaluate_name: str | None = None) -> dict:
