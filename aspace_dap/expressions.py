@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import struct
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,8 +18,8 @@ import numpy as np
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
 from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ArrayType, BaseType, PointerType, StructType, Type,
                           byte_size)
-from . import limits
-from .errors import AspaceError, EvaluationError, LimitExceeded
+from .deadline import TimeLimitExceeded, check_time, evaluation_time
+from .errors import AspaceError, EvaluationError
 from .memref import parse_memref
 from .values.format import format_obj
 from .values.objects import Obj
@@ -69,7 +68,6 @@ class Scope:
 
 class _Parser:
     def __init__(self, text: str, scope: Scope):
-        self.deadline = time.monotonic() + limits.MAX_EVAL_SECONDS
         self.toks = tokenize(text)
         self.i = 0
         self.scope = scope
@@ -80,9 +78,7 @@ class _Parser:
         return self.toks[j] if j < len(self.toks) else ("eof", "")
 
     def take(self, value=None):
-        if time.monotonic() > self.deadline:
-            raise LimitExceeded(f"the expression took more than {limits.MAX_EVAL_SECONDS} s "
-                                + limits.limit_hint("MAX_EVAL_SECONDS"))
+        check_time()
         tok = self.peek()
         if value is not None and tok[1] != value:
             raise AspaceError(f"expected {value!r} in {self.text!r}, found {tok[1] or 'end'!r}")
@@ -489,11 +485,17 @@ def convert(session, frame, t: Type, value: Obj) -> Obj:
 
 def evaluate_expression(session, text: str, *, frame=None, lanes=None) -> Obj:
     lanes = np.array([session.focus_lane] if lanes is None else lanes, dtype=np.int64)
-    return _Parser(text, Scope(session, frame, lanes)).parse()
+    with evaluation_time():
+        return _Parser(text, Scope(session, frame, lanes)).parse()
 
 
 def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: int = 0) -> list[dict]:
     """The expression in every lane of a wave: [{lane, active, value, type}]."""
+    with evaluation_time():  # one budget for every lane, the lane-by-lane retry included
+        return _lane_values(session, text, wave_id, frame_index)
+
+
+def _lane_values(session, text: str, wave_id: int | None, frame_index: int) -> list[dict]:
     wave = session.wave(wave_id)
     all_lanes = np.arange(wave.lanes)
     frames = session.frames(wave.id, session.focus_lane)
@@ -521,11 +523,15 @@ def _lane_values_at(session, wave, text, frame, all_lanes) -> list[dict]:
         for lane in range(wave.lanes):
             rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]),
                          "value": format_obj(obj, lane), "type": obj.type.display_name()})
+    except TimeLimitExceeded:
+        raise
     except (_Divergent, EvaluationError):
         for lane in range(wave.lanes):
             try:
                 obj = evaluate_expression(session, text, frame=frame, lanes=[lane])
                 value, tname = format_obj(obj, 0), obj.type.display_name()
+            except TimeLimitExceeded:
+                raise  # the budget was for all lanes together
             except (AspaceError, _Divergent) as e:
                 value, tname = f"<error: {e}>", ""
             rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]), "value": value, "type": tname})

@@ -368,6 +368,71 @@ def test_expressions_that_overflow_are_clear_errors(launched_stdio, expression, 
         assert_clear_error(response, *words)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_lane_by_lane_evaluation_has_one_time_budget_for_all_lanes(monkeypatch):
+    """`1/tx` fails lane-wide in lane 0, so laneValues retries lane by lane: 64 evaluations of a
+    long expression (~0.5 s of CPU each here). They share one MAX_EVAL_SECONDS, not one each
+    (which cost ~30 s of CPU with the limit at 10 s)."""
+    monkeypatch.setenv("ASPACE_MAX_EVAL_SECONDS", "1")
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(DUMP))["success"]
+        thread = client.request("threads", timeout=TIMEOUT)["threads"][0]["id"]
+        expression = "+".join(["tile[ty][tx]*row"] * 900) + "+1/tx"
+        assert len(expression) < 16 << 10  # under MAX_EXPRESSION_CHARS
+        before = cpu_seconds(client.process.pid)
+        response = client.request_raw("laneValues", {"threadId": thread, "expression": expression}, timeout=60)
+        spent = cpu_seconds(client.process.pid) - before
+        assert_clear_error(response, "MAX_EVAL_SECONDS")
+        assert spent < 5, f"{spent:.1f} s of CPU for a 1 s budget"
+        assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    finally:
+        client.close()
+
+
+def test_showing_a_huge_nested_array_is_bounded():
+    """GDB's 200 elements hold per array, so float[200][200][40] alone is 1.6 million numbers
+    (~15 s to format); one rendering shows at most MAX_VALUES_SHOWN values, then `...`."""
+    import time
+
+    import numpy as np
+
+    from aspace_dap.dwarf.types import ATE_FLOAT, ArrayType, BaseType
+    from aspace_dap.values.format import format_obj
+    from aspace_dap.values.objects import Obj
+
+    floats = ArrayType(None, None, element=BaseType("float", 4, encoding=ATE_FLOAT), dims=[200, 200, 40])
+    values = np.arange(200 * 200 * 40, dtype="<f4")
+    obj = Obj.from_bytes(floats, values.tobytes(), np.array([0]))
+    start = time.process_time()
+    text = format_obj(obj)
+    assert time.process_time() - start < 2
+    assert text.startswith("{{{0, 1, 2, 3,") and text.endswith("...}...}...}")
+    assert text.count(",") < 10_100  # MAX_VALUES_SHOWN: every value shown but the last ends with a comma
+
+
+def test_formatting_stops_when_the_time_budget_is_spent(monkeypatch):
+    import numpy as np
+
+    from aspace_dap import limits
+    from aspace_dap.deadline import TimeLimitExceeded, evaluation_time
+    from aspace_dap.dwarf.types import ATE_FLOAT, ArrayType, BaseType
+    from aspace_dap.values.format import format_obj
+    from aspace_dap.values.objects import Obj
+
+    monkeypatch.setattr(limits, "MAX_EVAL_SECONDS", 0)
+    floats = ArrayType(None, None, element=BaseType("float", 4, encoding=ATE_FLOAT), dims=[100, 100])
+    obj = Obj.from_bytes(floats, bytes(40_000), np.array([0]))
+    with pytest.raises(TimeLimitExceeded, match="MAX_EVAL_SECONDS"), evaluation_time():
+        format_obj(obj)
+    assert format_obj(obj).startswith("{{0 <repeats 100 times>}")  # no budget open: shown whole
+
+
 def test_write_memory_before_address_zero_is_a_clear_error(launched_stdio):
     response = launched_stdio.request_raw("writeMemory", {"memoryReference": "local#0x0", "offset": -16,
                                                           "data": "AAAA"}, timeout=10)

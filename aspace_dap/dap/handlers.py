@@ -14,6 +14,7 @@ from .. import limits
 from ..errors import AspaceError, LimitExceeded
 from ..codeobj.loader import CODE_OBJECT_MAGICS
 from ..paths import check_client_file, check_dump_path, client_path, save_target
+from ..deadline import check_time, evaluation_time
 from ..expressions import convert, evaluate_expression, lane_values
 from ..memref import format_memref
 from ..session import Frame, Session
@@ -374,6 +375,11 @@ def scopes(ctx, args):
 @handlers.request("variables", required={"variablesReference": int},
                   optional={"start": int, "count": int, "filter": str, "format": dict})
 def variables(ctx, args):
+    with evaluation_time("reading these variables"):  # a page of big arrays is formatted here
+        return _variables(ctx, args)
+
+
+def _variables(ctx, args):
     st = _st(ctx)
     s = st.need()
     handle = st.handles.get(args["variablesReference"])
@@ -518,6 +524,11 @@ _REGISTER_ALONE = re.compile(r"^\s*\$(?!lane\b)[A-Za-z_]\w*\s*$")
 
 @handlers.request("evaluate", required={"expression": str}, optional={"frameId": int, "context": str, "format": dict})
 def evaluate_request(ctx, args):
+    with evaluation_time():  # evaluating and showing the value: one MAX_EVAL_SECONDS
+        return _evaluate(ctx, args)
+
+
+def _evaluate(ctx, args):
     st = _st(ctx)
     s = st.need()
     text = args["expression"]
@@ -620,6 +631,8 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
     space = where.split("#")[0]
     lines, per_line = [], max(1, 16 // size)
     for i in range(n):
+        if i % 1024 == 0:
+            check_time()
         chunk, ok = data[i * size:(i + 1) * size], valid[i * size:(i + 1) * size]
         if len(chunk) < size or not ok.all():
             text = "<unavailable>"
@@ -801,6 +814,11 @@ def write_memory(ctx, args):
 
 @handlers.request("setVariable", required={"variablesReference": int, "name": str, "value": str})
 def set_variable(ctx, args):
+    with evaluation_time():
+        return _set_variable(ctx, args)
+
+
+def _set_variable(ctx, args):
     st = _st(ctx)
     s = st.need()
     handle = st.handles.get(args["variablesReference"])

@@ -12,10 +12,30 @@ import struct
 from ..dwarf.storage import IMPLICIT_POINTER, OK, OPTIMIZED_OUT
 from ..dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED_CHAR, ATE_UNSIGNED_CHAR, ATE_UTF, ArrayType, BaseType,
                            EnumType, FunctionType, PointerType, StructType, VoidType)
+from ..deadline import check_time
 from .objects import Obj
 
 MAX_ELEMENTS = 200  # like GDB's `print elements`
 REPEAT_THRESHOLD = 10  # like GDB's `print repeats`: runs longer than this print as <repeats N times>
+# Values (scalars, members, elements) one rendering shows in all: `print elements` holds per array,
+# so a float[256][256][256] would otherwise print 200^3 numbers (over a minute); past this, `...`.
+MAX_VALUES_SHOWN = 10_000
+
+
+class _Shown:
+    """How many values one rendering has left to show."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_VALUES_SHOWN
+
+    def take(self) -> bool:
+        check_time()
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
 
 
 def state_text(state: int) -> str:
@@ -28,16 +48,25 @@ def state_text(state: int) -> str:
 
 def format_obj(obj: Obj, lane: int = 0, *, hex: bool = False, top: bool = True) -> str:
     """Render `obj` as seen by lane index `lane` (an index into obj.lanes, not a lane id)."""
+    return _format(obj, lane, hex, top, _Shown())
+
+
+def _format(obj: Obj, lane: int, hex: bool, top: bool, shown: _Shown) -> str:
     if obj.error is not None:
         return obj.error if obj.error.startswith("<") else f"<error: {obj.error}>"
     t = obj.stripped
     if isinstance(t, StructType):
         if t.declaration and not t.members:
             return "<incomplete type>"
-        parts = [f"{name} = {format_obj(m, lane, hex=hex, top=False)}" for name, m in obj.members()]
+        parts = []
+        for name, m in obj.members():
+            if not shown.take():
+                parts.append("...")
+                break
+            parts.append(f"{name} = {_format(m, lane, hex, False, shown)}")
         return "{" + ", ".join(parts) + "}"
     if isinstance(t, ArrayType):
-        return _format_array(obj, lane, hex)
+        return _format_array(obj, lane, hex, shown)
     if isinstance(t, (VoidType, FunctionType)) or obj.size == 0 and obj.bit_size is None:
         return "<incomplete type>" if not isinstance(t, FunctionType) else "{" + t.display_name() + "}"
     values, states = obj.scalar_bits()
@@ -131,7 +160,7 @@ def _format_enum(t: EnumType, value: int, hex: bool) -> str:
     return f"0x{value:x}" if hex else str(value)
 
 
-def _format_array(obj: Obj, lane: int, hex: bool) -> str:
+def _format_array(obj: Obj, lane: int, hex: bool, shown: _Shown) -> str:
     count = obj.element_count()
     et = obj.element_type()
     if et is None:
@@ -140,8 +169,11 @@ def _format_array(obj: Obj, lane: int, hex: bool) -> str:
         text = _format_char_array(obj, lane, count)
         if text is not None:
             return text
-    shown = min(count, MAX_ELEMENTS)
-    items = [format_obj(obj.element(i), lane, hex=hex, top=False) for i in range(shown)]
+    items = []
+    for i in range(min(count, MAX_ELEMENTS)):
+        if not shown.take():
+            break
+        items.append(_format(obj.element(i), lane, hex, False, shown))
     out, i = [], 0
     while i < len(items):
         j = i
@@ -154,7 +186,7 @@ def _format_array(obj: Obj, lane: int, hex: bool) -> str:
             out.extend(items[i:j + 1])
         i = j + 1
     text = ", ".join(out)
-    if count > shown:
+    if count > len(items):
         text += "..."
     return "{" + text + "}"
 
