@@ -208,9 +208,43 @@ def save_target(path: str) -> Path:
     """The folder a client asked to save into, checked: no NUL, sane length, not under /proc, /sys, /dev."""
     client_path(path, "the save path")
     full = Path(os.path.abspath(path))
-    if is_pseudo_file_system(full):
+    if any(_within(str(full), root) for root in PSEUDO_FILE_SYSTEMS):
         raise PathRefused(f"cannot save to {shown(path)}: {', '.join(PSEUDO_FILE_SYSTEMS)} are not for files")
+    if is_pseudo_file_system(full):  # only a symlink on the way says so: that is not for the client to learn
+        raise _cannot_save(path)
     return full
+
+
+def _cannot_save(path: object) -> PathRefused:
+    # One wording wherever the server cannot write, whatever is (or is not) there.
+    return PathRefused(f"cannot save to {shown(path)}: a save makes a new folder (or fills an empty one) "
+                       "inside a folder this server can write to, and there is none such there")
+
+
+def check_save_place(target: Path, path: object) -> None:
+    """Refuse a save to `target` (from save_target) before any work is done; `path` is what the client wrote.
+
+    Where the server cannot write, every refusal reads the same: whether the folder or the
+    name exists, is a file, or cannot be searched stays unknown to the client. Where it can
+    write, the client could find out what is there by saving anyway, so the answer says what
+    is in the way. Missing parent folders are created, as `mkdir -p` would.
+    """
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        raise _cannot_save(path) from None
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise _cannot_save(path)
+    if target.is_symlink():
+        raise PathRefused(f"{shown(path)} is a symbolic link; a save needs a new or empty folder")
+    if os.path.lexists(target):
+        try:
+            empty = target.is_dir() and not any(os.scandir(target))
+        except OSError:
+            empty = False
+        if not empty:
+            raise PathRefused(f"{shown(path)} exists and is not an empty folder; the original dump is never overwritten")
 
 
 def _partial_prefix(target: Path) -> str:
@@ -246,11 +280,17 @@ def writing_folder(target: Path) -> Iterator[Path]:
     or complete.
     """
     parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        raise _cannot_save(target) from None
     for entry in parent.glob(_partial_prefix(target).replace("[", "[[]") + "*"):
         if _is_leftover(entry):
             shutil.rmtree(entry, ignore_errors=True)
-    partial = Path(tempfile.mkdtemp(prefix=_partial_prefix(target), dir=parent))
+    try:
+        partial = Path(tempfile.mkdtemp(prefix=_partial_prefix(target), dir=parent))
+    except OSError:
+        raise _cannot_save(target) from None  # e.g. a read-only file system, even for root
     _register_temp(str(partial))
     try:
         (partial / PARTIAL_MARK).write_text(str(os.getpid()))

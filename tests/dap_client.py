@@ -208,10 +208,11 @@ class _StderrCollector:
             return "".join(self.lines)
 
 
-def start_server_subprocess(args: list[str]) -> DapTestClient:
-    """Run `python *args` as a stdio DAP server and talk to it through its pipes."""
+def start_server_subprocess(args: list[str], launcher: list[str] | tuple = ()) -> DapTestClient:
+    """Run `python *args` as a stdio DAP server and talk to it through its pipes
+    (`launcher` goes before python, e.g. setpriv to run it as another user)."""
     process = subprocess.Popen(
-        [sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [*launcher, sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
     )
     stderr = _StderrCollector(process.stderr)

@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,66 @@ def test_save_to_a_kernel_interface_or_an_impossible_name_is_a_clear_error(conne
     assert_refused(response)
     if target.startswith(("/proc", "/sys")):
         assert not os.path.lexists(target)
+
+
+@pytest.fixture
+def save_places():
+    """Folders a server may not write to, and one it may, in a fresh world-readable folder.
+
+    Root may write in every folder, so then the server runs as uid 65534 (`nobody`)."""
+    base = Path(tempfile.mkdtemp(prefix="aspace-save-places-"))
+    base.chmod(0o755)
+    locked, sealed, open_ = base / "locked", base / "sealed", base / "open"
+    for folder in (locked / "full", locked / "empty", sealed / "inside", open_ / "full"):
+        folder.mkdir(parents=True)
+    (locked / "full" / "manifest.json").write_text("{}")
+    (open_ / "full" / "manifest.json").write_text("{}")
+    (locked / "file").write_text("a file\n")
+    (locked / "to-proc").symlink_to("/proc/self")
+    locked.chmod(0o555)
+    (locked / "full").chmod(0o555)
+    sealed.chmod(0o700 if os.geteuid() == 0 else 0o000)
+    open_.chmod(0o777)
+    (open_ / "full").chmod(0o777)
+    launcher = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv: every folder is writable")
+        launcher = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    try:
+        yield base, launcher
+    finally:
+        for folder in (locked, locked / "full", sealed):
+            folder.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_save_refusals_where_the_server_cannot_write_do_not_tell_what_is_there(save_places):
+    base, launcher = save_places
+    names = ["locked/full", "locked/empty", "locked/file", "locked/missing", "locked/missing/deeper",
+             "locked/file/below", "locked/full/below", "locked/to-proc/x", "sealed/inside", "sealed/nothing",
+             "sealed/inside/x"]
+    listing = sorted(str(p) for p in base.rglob("*") if "sealed" not in str(p))
+    client = start_server_subprocess(["-m", "aspace_dap"], launcher)
+    try:
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+        assert launch(client, state=str(DUMP))["success"]
+        messages = {}
+        for name in names:
+            response = client.request_raw("saveDump", {"path": str(base / name)}, timeout=TIMEOUT)
+            assert_refused(response)
+            messages[name] = response["message"].replace(str(base / name), "PATH")
+        assert len(set(messages.values())) == 1, messages
+        assert "can write" in messages["locked/full"]  # still says what a save needs
+        # where it can write, what is in the way is no secret: the client could save there to find out
+        response = client.request_raw("saveDump", {"path": str(base / "open" / "full")}, timeout=TIMEOUT)
+        assert_refused(response)
+        assert "exists and is not an empty folder" in response["message"]
+        saved = client.request("saveDump", {"path": str(base / "open" / "new" / "dump")}, timeout=60)["path"]
+        assert (Path(saved) / "manifest.json").is_file()
+    finally:
+        client.close()
+    assert sorted(str(p) for p in base.rglob("*") if "sealed" not in str(p) and "open/new" not in str(p)) == listing
 
 
 def test_kernel_interfaces_are_never_save_targets_or_source_roots(tmp_path):

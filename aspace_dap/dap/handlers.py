@@ -13,7 +13,7 @@ from ..dwarf.types import ArrayType, PointerType, StructType
 from .. import limits
 from ..errors import AspaceError, LimitExceeded
 from ..codeobj.loader import CODE_OBJECT_MAGICS
-from ..paths import check_client_file, check_dump_path, client_path, save_target
+from ..paths import check_client_file, check_dump_path, check_save_place, client_path, save_target
 from ..deadline import check_time, evaluation_time
 from ..expressions import convert, evaluate_expression, lane_values
 from ..memref import format_memref
@@ -601,8 +601,7 @@ _REPL_PRINT = re.compile(r"^\s*(?:print(?:/([xd]))?|p/([xd]))\s+(.+)$")
 def save_dump(s: Session, path: str) -> str:
     """The overlay (every write made in this session) plus the dump, as a new dump folder."""
     target = save_target(path)
-    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
-        raise AspaceError(f"{path} exists and is not an empty folder; the original dump is never overwritten")
+    check_save_place(target, path)
     try:
         return str(s.state.save(target))
     except OSError as exc:
