@@ -58,6 +58,13 @@ class Framer:
         """Bytes held while waiting for the rest of a message (bounded by the caps)."""
         return len(self._buffer)
 
+    @property
+    def missing_bytes(self) -> int:
+        """Bytes of the message in progress that have not arrived yet (0 before its header is read)."""
+        if self._body_length is None:
+            return 0
+        return max(0, self._body_length - len(self._buffer))
+
     def receive_data(self, data: bytes) -> None:
         if not data:
             self._eof = True

@@ -25,6 +25,8 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
     "MAX_QUEUED_REQUESTS": (64, "requests of one client waiting to run"),
     "MAX_SESSIONS": (64, "clients a TCP server serves at once"),
+    "MAX_SERVER_BUFFER_BYTES": (256 << 20, "bytes of requests and answers all clients of a TCP server hold together"),
+    "MAX_STALL_SECONDS": (60, "seconds a TCP client may take none of its answers, or stop mid-message"),
     "STDIN_CLOSED_GRACE_SECONDS": (30, "seconds queued requests may still run after stdin closed"),
     "MAX_GLOB_FILES": (1000, "code objects one language-server glob may match"),
     "MAX_GLOB_ENTRIES": (200_000, "directory entries one language-server glob may visit"),
@@ -70,6 +72,8 @@ MAX_EVAL_SECONDS = _load("MAX_EVAL_SECONDS")
 MAX_PENDING_OUTPUT_BYTES = _load("MAX_PENDING_OUTPUT_BYTES")
 MAX_QUEUED_REQUESTS = _load("MAX_QUEUED_REQUESTS")
 MAX_SESSIONS = _load("MAX_SESSIONS")
+MAX_SERVER_BUFFER_BYTES = _load("MAX_SERVER_BUFFER_BYTES")
+MAX_STALL_SECONDS = _load("MAX_STALL_SECONDS")
 STDIN_CLOSED_GRACE_SECONDS = _load("STDIN_CLOSED_GRACE_SECONDS")
 MAX_GLOB_FILES = _load("MAX_GLOB_FILES")
 MAX_GLOB_ENTRIES = _load("MAX_GLOB_ENTRIES")

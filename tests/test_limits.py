@@ -680,6 +680,150 @@ def test_globs_stay_bounded_and_load_each_code_object_once(tmp_path):
     assert lens_count(["**/*.co", "sub/up/sub/shadow.co", "sub/up/sub/up/sub/*.co"]) == once
 
 
+# ---- what all TCP clients hold together; stalled clients ---------------------------------------
+
+HALF_MESSAGES = r"""
+import socket, sys, threading, time
+port, count, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+
+def hold(s):
+    try:
+        s.sendall(b"Content-Length: %d\r\n\r\n" % size)
+        chunk = b"x" * (1 << 16)
+        for _ in range((size - 1) >> 16):  # all of the body but its last bytes
+            s.sendall(chunk)
+    except OSError:
+        pass
+
+socks = [socket.create_connection(("127.0.0.1", port), timeout=20) for _ in range(count)]
+for s in socks:
+    threading.Thread(target=hold, args=(s,), daemon=True).start()
+print("sending", flush=True)
+time.sleep(120)  # silent from now on, until the test ends
+"""
+
+
+@pytest.fixture
+def small_budget_server(monkeypatch):
+    """4 MiB messages, 32 MiB for all clients together: the mechanism of the defaults, at test size."""
+    monkeypatch.setenv("ASPACE_MAX_REQUEST_BYTES", "4M")
+    monkeypatch.setenv("ASPACE_MAX_SERVER_BUFFER_BYTES", "32M")
+    monkeypatch.setenv("ASPACE_MAX_STALL_SECONDS", "2")  # silent clients holding room go soon
+    process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    yield process, port
+    process.kill()
+    process.wait()
+
+
+def test_what_all_clients_hold_together_is_bounded_and_new_clients_are_answered(small_budget_server):
+    """56 clients each send all but the last bytes of a 4 MiB message, then wait: without a server-wide
+    budget the server holds all of it (~230 MiB here; 64 x 16 MiB = 1 GiB with the defaults)."""
+    process, port = small_budget_server
+    warm = initialized(connect_tcp(port))
+    assert launch(warm, state=str(DUMP))["success"]
+    baseline = peak_rss(process.pid)
+    hostile = subprocess.Popen([sys.executable, "-c", HALF_MESSAGES, str(port), "56", str((4 << 20) - 1000)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert hostile.stdout.readline().strip() == "sending"
+        time.sleep(3)  # what the server would read of 230 MiB on loopback, it has read by now
+        grown = peak_rss(process.pid) - baseline
+        waited = answered_within(port)
+        # a message bigger than a client's share still gets its turn
+        big = initialized(connect_tcp(port))
+        assert launch(big, state=str(DUMP))["success"]
+        start = time.monotonic()
+        answer = big.request_raw("evaluate", {"expression": "2+3", "padding": "p" * (3 << 20)}, timeout=60)
+        assert answer["success"] and answer["body"]["result"] == "5", answer
+        big_waited = time.monotonic() - start
+        big.close()
+        assert warm.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+        print(f"server grew by {grown >> 20} MiB; a new client was answered within {waited:.2f} s, "
+              f"a 3 MiB request within {big_waited:.1f} s")
+        assert grown < 100 << 20, f"the server grew by {grown >> 20} MiB"
+        assert waited < 3
+    finally:
+        hostile.kill()
+        hostile.wait()
+        warm.close()
+
+
+@pytest.fixture
+def quick_stall_server(monkeypatch):
+    """A TCP server that disconnects stalled clients after 2 s and serves two clients at once."""
+    monkeypatch.setenv("ASPACE_MAX_STALL_SECONDS", "2")
+    monkeypatch.setenv("ASPACE_MAX_SESSIONS", "2")
+    process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    yield process, stderr, port
+    process.kill()
+    process.wait()
+
+
+def closed_by_server(sock: socket.socket, timeout: float) -> bool:
+    """Whether the server closes `sock` within `timeout` (whatever it sent before is read and dropped)."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(1 << 20):
+            pass
+        return True
+    except (TimeoutError, socket.timeout):
+        return False
+    except OSError:
+        return True
+
+
+def test_stalled_clients_are_disconnected_and_free_their_place(quick_stall_server):
+    process, stderr, port = quick_stall_server
+    idle = initialized(connect_tcp(port))  # idle between messages: never cut
+    # 1. sends half a message, then nothing
+    half = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    half.sendall(b'Content-Length: 100\r\n\r\n{"seq": 1, "type": "req')
+    assert closed_by_server(half, timeout=15), "a client silent in the middle of a message was kept"
+    half.close()
+    stderr.wait_for_line("aspace-dap: disconnected a client that sent part of a message")
+    # 2. asks for answers and takes none of them: 2000 x 300 KB of x/16384xw
+    greedy = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    raw_request(greedy, 1, "initialize", {"adapterID": "x"})
+    raw_request(greedy, 2, "launch", {"state": str(DUMP)})
+    raw_request(greedy, 3, "configurationDone")
+    greedy.settimeout(0.5)
+    try:
+        for seq in range(4, 2004):
+            raw_request(greedy, seq, "evaluate", {"expression": "x/16384xw local#0", "context": "repl"})
+    except OSError:
+        pass  # the server stopped reading it (a timeout), or has cut it already (a reset)
+    stderr.wait_for_line("aspace-dap: disconnected a client that took none of its answers")
+    greedy.close()
+    # its place is free again; the idle client was kept all along
+    assert answered_within(port) < 3
+    assert idle.request_raw("threads", timeout=TIMEOUT)["command"] == "threads"
+    idle.close()
+
+
+def test_a_slow_reader_is_not_disconnected(quick_stall_server):
+    """Answers of ~1.2 MB taken 64 KiB at a time, a quarter second apart: over twice the stall limit in all."""
+    process, stderr, port = quick_stall_server
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    raw_request(sock, 1, "initialize", {"adapterID": "x"})
+    raw_request(sock, 2, "launch", {"state": str(DUMP)})
+    raw_request(sock, 3, "configurationDone")
+    for seq in range(4, 8):
+        raw_request(sock, seq, "evaluate", {"expression": "x/16384xw local#0", "context": "repl"})
+    raw_request(sock, 12, "evaluate", {"expression": "2+3"})
+    received = b""
+    start = time.monotonic()
+    while b'"request_seq":12' not in received and b'"request_seq": 12' not in received:
+        time.sleep(0.25)
+        chunk = sock.recv(1 << 16)
+        assert chunk, f"disconnected after {len(received)} bytes in {time.monotonic() - start:.1f} s"
+        received += chunk
+    assert time.monotonic() - start > 4  # far slower than the 2 s limit
+    assert "disconnected" not in "".join(stderr.lines)
+    sock.close()
+
+
 # ---- all together: 53 hostile clients, one new client -------------------------------------------
 
 @pytest.fixture

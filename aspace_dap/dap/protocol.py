@@ -111,6 +111,11 @@ class DapConnection:
         """Bytes held while waiting for the rest of a message (bounded by the caps)."""
         return self._framer.buffered_bytes
 
+    @property
+    def missing_bytes(self) -> int:
+        """Bytes of the message in progress that have not arrived yet (0 before its header is read)."""
+        return self._framer.missing_bytes
+
     def receive_data(self, data: bytes) -> None:
         self._framer.receive_data(data)
 

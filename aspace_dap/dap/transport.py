@@ -28,13 +28,19 @@ from .protocol import DapConnection, Request
 DispatcherFactory = Callable[[], Dispatcher]
 
 RECEIVE_SIZE = 64 * 1024
+REFUSAL_READ_BYTES = 64 * 1024  # of a client over MAX_SESSIONS, before it is told so
 # Requests answered on the event loop thread: `initialize` only reports capabilities, and a new
 # client should get that answer at once even while other clients keep handler threads busy.
 INLINE_COMMANDS = frozenset({"initialize"})
 
 
+class _Stalled(Exception):
+    """The client made no progress for MAX_STALL_SECONDS: it is disconnected."""
+
+
 async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
-                           input_ended_grace: float | None = None) -> None:
+                           input_ended_grace: float | None = None, budget: ServerBudget | None = None,
+                           stall_seconds: float | None = None) -> None:
     """Serve one client until it disconnects or its stream ends, then close `stream`.
 
     The client is read only while its answers are being taken and its queue is short
@@ -42,11 +48,15 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
     costs a bounded amount of memory. Its handlers run in a thread of its own, so a
     slow request cannot hold up other clients. With `input_ended_grace`, work still
     queued when the input ends gets that many seconds before the connection closes.
+    With `budget`, what all clients hold together is bounded too (MAX_SERVER_BUFFER_BYTES).
+    With `stall_seconds`, a client that takes none of its answers for that long, or
+    stops in the middle of a message for that long, is disconnected (MAX_STALL_SECONDS);
+    a client that keeps reading, however slowly, is not.
     """
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)
-    backlog = _Backlog()
+    backlog = _Backlog(budget, dispatcher.connection)
 
     def deliver(data: bytes) -> None:  # on the trio thread
         try:
@@ -66,57 +76,134 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
     # use up the threads other clients need.
     thread_limiter = trio.CapacityLimiter(1)
 
-    async with trio.open_nursery() as nursery:
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
 
-        async def reader() -> None:
-            async with work_send:
-                while not dispatcher.closed:
-                    await backlog.wait_until_small()
-                    try:
-                        data = await stream.receive_some(RECEIVE_SIZE)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        data = b""
-                    backlog.add_input(len(data))
-                    for item in dispatcher.receive_bytes(data):
-                        backlog.add_work()
-                        work_send.send_nowait(item)
-                    if not data:
-                        break
-            if input_ended_grace is not None:
-                await trio.sleep(input_ended_grace)
+            async def receive() -> bytes:
+                # Silence between messages is fine (an editor left open); in the middle of one it is not.
+                if stall_seconds is None or not dispatcher.connection.buffered_bytes:
+                    return await stream.receive_some(RECEIVE_SIZE)
+                with trio.move_on_after(stall_seconds):
+                    return await stream.receive_some(RECEIVE_SIZE)
+                raise _Stalled(f"sent part of a message, then nothing for {stall_seconds} s")
+
+            async def reader() -> None:
+                async with work_send:
+                    while not dispatcher.closed:
+                        await backlog.wait_until_small()
+                        try:
+                            data = await receive()
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            data = b""
+                        held_before = dispatcher.connection.buffered_bytes
+                        items = dispatcher.receive_bytes(data)
+                        for item in items:
+                            backlog.add_work()
+                            work_send.send_nowait(item)
+                        backlog.add_input(held_before + len(data) - dispatcher.connection.buffered_bytes, bool(items))
+                        if not data:
+                            break
+                if input_ended_grace is not None:
+                    await trio.sleep(input_ended_grace)
+                    nursery.cancel_scope.cancel()
+
+            async def worker() -> None:
+                async with work_recv:
+                    async for item in work_recv:
+                        await backlog.wait_until_output_small()  # one answer at most past the limit
+                        try:
+                            if item.request is not None and item.request.command in INLINE_COMMANDS:
+                                dispatcher.run(item)  # quick by contract; no thread hand-off for a new client
+                            else:
+                                await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
+                                                              limiter=thread_limiter)
+                        finally:
+                            backlog.done_work()
+                        if dispatcher.closed:
+                            break
+                # Queued behind every delivery already scheduled, so nothing sent is lost.
+                token.run_sync_soon(out_send.close)
+
+            async def send(data: bytes) -> None:
+                if stall_seconds is None or not isinstance(stream, trio.SocketStream):
+                    await stream.send_all(data)
+                    return
+                # Piece by piece, so that any progress at all restarts the clock: a slow reader is served.
+                view = memoryview(data)
+                while view:
+                    with trio.move_on_after(stall_seconds):
+                        view = view[await stream.socket.send(view[:RECEIVE_SIZE]):]
+                        continue
+                    raise _Stalled(f"took none of its answers for {stall_seconds} s")
+
+            async def writer() -> None:
+                try:
+                    async with out_recv:
+                        async for data in out_recv:
+                            await send(data)
+                            backlog.sent_output(len(data))
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass  # the client went away
                 nursery.cancel_scope.cancel()
 
-        async def worker() -> None:
-            async with work_recv:
-                async for item in work_recv:
-                    await backlog.wait_until_output_small()  # one answer at most past the limit
-                    try:
-                        if item.request is not None and item.request.command in INLINE_COMMANDS:
-                            dispatcher.run(item)  # quick by contract; no thread hand-off for a new client
-                        else:
-                            await trio.to_thread.run_sync(dispatcher.run, item, abandon_on_cancel=True,
-                                                          limiter=thread_limiter)
-                    finally:
-                        backlog.done_work()
-                    if dispatcher.closed:
-                        break
-            # Queued behind every delivery already scheduled, so nothing sent is lost.
-            token.run_sync_soon(out_send.close)
+            nursery.start_soon(reader)
+            nursery.start_soon(worker)
+            nursery.start_soon(writer)
 
-        async def writer() -> None:
-            try:
-                async with out_recv:
-                    async for data in out_recv:
-                        await stream.send_all(data)
-                        backlog.sent_output(len(data))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the client went away
-            nursery.cancel_scope.cancel()
+    try:
+        await serve()
+    except* _Stalled as stalled:
+        print(f"aspace-dap: disconnected a client that {stalled.exceptions[0]} "
+              + limits.limit_hint("MAX_STALL_SECONDS"), file=sys.stderr, flush=True)
+        dispatcher.closed = True
+    finally:
+        backlog.release()
+        await trio.aclose_forcefully(stream)  # everything queued has been written by now
 
-        nursery.start_soon(reader)
-        nursery.start_soon(worker)
-        nursery.start_soon(writer)
-    await trio.aclose_forcefully(stream)  # everything queued has been written by now
+
+class ServerBudget:
+    """Bytes all clients of one server hold together (trio thread only): requests read and not yet
+    run, answers not yet sent, and room made for the rest of messages on their way. Limit
+    MAX_SERVER_BUFFER_BYTES.
+
+    Each client may always hold a small share, so a new client is read and answered however
+    full the server is. Past its share a client reads on only if the rest of the message it is
+    sending fits in what the server has left: that room is reserved at once, so a message that
+    has begun can always finish, and the others wait for room instead of each holding part of
+    theirs. Its next request runs only while the server is under the limit. A client that holds
+    room and goes silent is disconnected after MAX_STALL_SECONDS, which frees the room.
+    """
+
+    def __init__(self, limit: int, sessions: int):
+        self.limit = limit
+        self.share = max(2 * RECEIVE_SIZE, limit // (2 * max(1, sessions)))
+        self.held = 0
+        self._changed = trio.Event()
+
+    def change(self, delta: int) -> None:
+        self.held += delta
+        if delta < 0:
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait(self) -> None:
+        await self._changed.wait()
+
+    def may_read(self, backlog: _Backlog) -> bool:
+        if backlog.held + RECEIVE_SIZE <= self.share:
+            return True
+        missing = backlog.missing()
+        if not missing:  # between messages, or a header still arriving (at most 64 KiB)
+            return self.held + RECEIVE_SIZE <= self.limit
+        if backlog.reserved >= missing:
+            return True
+        if self.held + missing - backlog.reserved > self.limit:
+            return False
+        backlog.reserve(missing)
+        return True
+
+    def may_run(self, backlog: _Backlog) -> bool:
+        return backlog.output_bytes <= self.share or self.held <= self.limit
 
 
 class _Backlog:
@@ -124,35 +211,64 @@ class _Backlog:
 
     The reader waits while answers pile up, while many requests wait to run, or while the
     requests read since the queue was last empty add up to more than one maximal request;
-    the worker waits before a request while answers pile up.
+    the worker waits before a request while answers pile up. With a ServerBudget, both
+    also wait while the server as a whole holds too much.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: ServerBudget | None = None, connection=None) -> None:
         self.output_bytes = 0
         self.work_items = 0
         self.input_bytes = 0  # read since the work queue was last empty
+        self.held = 0  # bytes this connection holds
+        self.reserved = 0  # bytes of the message in progress that are still to come, made room for
+        self._counted = 0  # what this connection counts in the budget: held + reserved
+        self._budget = budget
+        self._connection = connection  # the framing state: bytes of a message still arriving
         self._changed = trio.Event()
 
+    def missing(self) -> int:
+        return self._connection.missing_bytes if self._connection is not None else 0
+
+    def reserve(self, missing: int) -> None:
+        self.reserved = missing
+        self._account()
+
     def _output_small(self) -> bool:
-        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES
+        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES and \
+            (self._budget is None or self._budget.may_run(self))
 
     def _small(self) -> bool:
         return self._output_small() and self.work_items <= limits.MAX_QUEUED_REQUESTS and \
-            (self.work_items == 0 or self.input_bytes <= limits.MAX_REQUEST_BYTES)
+            (self.work_items == 0 or self.input_bytes <= limits.MAX_REQUEST_BYTES) and \
+            (self._budget is None or self._budget.may_read(self))
 
     def _notify(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
+    def _account(self) -> None:
+        framed = self._connection.buffered_bytes if self._connection is not None else 0
+        self.held = self.output_bytes + self.input_bytes + framed
+        self.reserved = min(self.reserved, self.missing())  # what arrived is held now, not reserved
+        counted = self.held + self.reserved
+        if self._budget is not None:
+            self._budget.change(counted - self._counted)
+        self._counted = counted
+
     def add_output(self, n: int) -> None:
         self.output_bytes += n
+        self._account()
 
     def sent_output(self, n: int) -> None:
         self.output_bytes -= n
+        self._account()
         self._notify()
 
-    def add_input(self, n: int) -> None:
-        self.input_bytes += n
+    def add_input(self, n: int, queued: bool = True) -> None:
+        """`n` bytes were framed into messages (queued: some became work) or dropped."""
+        if queued or self.work_items:
+            self.input_bytes += n
+        self._account()
 
     def add_work(self) -> None:
         self.work_items += 1
@@ -161,15 +277,33 @@ class _Backlog:
         self.work_items -= 1
         if self.work_items == 0:
             self.input_bytes = 0
+        self._account()
         self._notify()
+
+    def release(self) -> None:
+        """The connection has ended: nothing of it is held any more."""
+        self.output_bytes = self.input_bytes = self.reserved = 0
+        self._connection = None
+        self._account()
+
+    async def _wait(self) -> None:
+        if self._budget is None:
+            await self._changed.wait()
+            return
+        async with trio.open_nursery() as nursery:  # whichever comes first: this client's or the server's change
+            async def wait_for(event_wait) -> None:
+                await event_wait()
+                nursery.cancel_scope.cancel()
+            nursery.start_soon(wait_for, self._changed.wait)
+            nursery.start_soon(wait_for, self._budget.wait)
 
     async def wait_until_small(self) -> None:
         while not self._small():
-            await self._changed.wait()
+            await self._wait()
 
     async def wait_until_output_small(self) -> None:
         while not self._output_small():
-            await self._changed.wait()
+            await self._wait()
 
 
 async def serve_stdio(dispatcher_factory: DispatcherFactory) -> None:
@@ -206,18 +340,26 @@ async def serve_tcp(
         print(f"aspace-dap: listening on {shown}:{bound_port}", file=sys.stderr, flush=True)
     task_status.started(bound_port)
 
-    sessions = 0
+    sessions = refusing = 0
+    budget = ServerBudget(limits.MAX_SERVER_BUFFER_BYTES, limits.MAX_SESSIONS)
 
     async def handle(stream: trio.SocketStream) -> None:
-        nonlocal sessions
+        nonlocal sessions, refusing
         async with stream:
             if sessions >= limits.MAX_SESSIONS:
-                await _refuse(stream, f"the server is serving its limit of {limits.MAX_SESSIONS} clients; try "
-                                      "again later " + limits.limit_hint("MAX_SESSIONS"))
+                if refusing >= limits.MAX_SESSIONS:
+                    return  # answering refusals must not cost more than serving clients: just close
+                refusing += 1
+                try:
+                    await _refuse(stream, f"the server is serving its limit of {limits.MAX_SESSIONS} clients; "
+                                          "try again later " + limits.limit_hint("MAX_SESSIONS"))
+                finally:
+                    refusing -= 1
                 return
             sessions += 1
             try:
-                await _serve_logged(stream, dispatcher_factory)
+                await _serve_logged(stream, dispatcher_factory, budget=budget,
+                                    stall_seconds=limits.MAX_STALL_SECONDS)
             finally:
                 sessions -= 1
 
@@ -225,13 +367,14 @@ async def serve_tcp(
 
 
 async def _refuse(stream: trio.abc.Stream, message: str) -> None:
-    """Answer a client over the session limit: its first request gets `message` as an error, then the end."""
-    connection = DapConnection()
+    """Answer a client over the session limit: its first request gets `message` as an error, then the end.
+    Only a small first message is read (an initialize is a few hundred bytes)."""
+    connection = DapConnection(max_body_size=REFUSAL_READ_BYTES)
     with trio.move_on_after(5):
         try:
             while (request := connection.next_message()) is None:
                 data = await stream.receive_some(RECEIVE_SIZE)
-                if not data:
+                if not data or connection.buffered_bytes > REFUSAL_READ_BYTES:
                     return
                 connection.receive_data(data)
             if isinstance(request, Request):
