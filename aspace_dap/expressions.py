@@ -392,7 +392,10 @@ def _cast(scope, t: Type, v: Obj) -> Obj:
         elif isinstance(st, PointerType) and isinstance(v.stripped, PointerType) and st.address_space_name is None:
             st.address_space_name = v.stripped.address_space_name
         else:
-            xs = [None if x is None else int(x) for x in xs]
+            try:
+                xs = [None if x is None else int(x) for x in xs]
+            except (ValueError, OverflowError):  # NaN and infinities have no integer value
+                raise EvaluationError(f"cannot convert {_numbers(v)[0]} to {t.display_name()}") from None
         return _per_lane(scope, xs, t)
     if v.location is not None:
         return Obj.from_location(t, v.location, v.target, v.lanes)

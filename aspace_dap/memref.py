@@ -50,7 +50,10 @@ def format_memref(ref: MemRef) -> str:
 def parse_memref(text: str) -> MemRef:
     m = _REF.match(text)
     if not m:
-        raise AspaceError(f"not a memory reference: {text!r} (expected SPACE[@CONTEXT]#0xADDRESS)")
+        raise AspaceError(f"not a memory reference: {text[:80]!r} (expected SPACE[@CONTEXT]#0xADDRESS)")
+    if any(len(n) > 24 for n in re.findall(r"[0-9a-fA-FxX]+", text.split("#", 1)[1])) or \
+            any(len(n) > 24 for n in re.findall(r"\d+", m["ctx"] or "")):
+        raise AspaceError(f"a number in {text[:80]!r}... is longer than any 64-bit number")
     addr = int(m["addr"], 0)
     if addr >= 1 << 64:
         raise AspaceError(f"address {m['addr']} does not fit in 64 bits")

@@ -433,6 +433,35 @@ def test_formatting_stops_when_the_time_budget_is_spent(monkeypatch):
     assert format_obj(obj).startswith("{{0 <repeats 100 times>}")  # no budget open: shown whole
 
 
+@pytest.mark.parametrize("expression, words", [
+    ("x/" + "9" * 5000 + "xw local#0", ["larger than any"]),  # Python refuses int() of over 4300 digits
+    ("lane " + "9" * 5000, ["larger than any"]),
+    ("wave " + "9" * 5000, ["larger than any"]),
+    ("x/4xw local@wave" + "9" * 5000 + "#0", ["longer than any 64-bit number"]),
+    ("*(int *) local#" + "9" * 5000, ["longer than any 64-bit number"]),
+    ("tile[9223372036854775807]", ["outside any address space"]),
+    ("(int) 1.5e999", ["cannot convert inf"]),
+    ("(int) (0.0 * 1.5e999)", ["cannot convert nan"]),
+])
+def test_numbers_past_every_range_are_clear_errors(launched_stdio, expression, words):
+    response = launched_stdio.request_raw("evaluate", {"expression": expression, "context": "repl"}, timeout=10)
+    assert_clear_error(response, *words)
+    assert len(response["message"]) < 400
+
+
+def test_elements_past_either_end_of_an_array_are_read_from_their_place(launched_stdio):
+    """As in GDB, tile[16] is the 68 bytes after tile (float[16][17] at LDS 0x0): row_sums (float[16] at
+    0x440), then 4 bytes past the workgroup's LDS; tile[-1] lies before LDS address 0. Both used to end
+    in an internal error (the parent's bytes were sliced out of range)."""
+    def value(expression):
+        return launched_stdio.request("evaluate", {"expression": expression}, timeout=10)["result"]
+
+    row_sums = value("row_sums")
+    assert value("tile[16]") == row_sums[:-1] + ", <unavailable>}"
+    assert value("tile[-1]") == "{<unavailable> <repeats 17 times>}"
+    assert value("row_sums[-1]") == value("tile[15][16]")
+
+
 def test_write_memory_before_address_zero_is_a_clear_error(launched_stdio):
     response = launched_stdio.request_raw("writeMemory", {"memoryReference": "local#0x0", "offset": -16,
                                                           "data": "AAAA"}, timeout=10)

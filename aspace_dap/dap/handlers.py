@@ -570,12 +570,12 @@ def _repl_command(ctx, st, s: Session, text: str, frame_id=None) -> str | None:
         return HELP
     m = _REPL_LANE.match(text)
     if m:
-        change_focus(ctx, st, s, lane=int(m[1]))
+        change_focus(ctx, st, s, lane=_whole_number(m[1]))
         w = s.wave()
         return f"[Switching to lane {s.focus_lane} of wave {w.id} ({s.lane_state(w, s.focus_lane)})]"
     m = _REPL_WAVE.match(text)
     if m:
-        change_focus(ctx, st, s, wave=int(m[1]))
+        change_focus(ctx, st, s, wave=_whole_number(m[1]))
         return f"[Switching to {s.thread_name(s.wave())}, lane {s.focus_lane}]"
     if text.strip() == "info lanes":
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
@@ -586,11 +586,18 @@ def _repl_command(ctx, st, s: Session, text: str, frame_id=None) -> str | None:
         where = m[4].strip()
         if "#" not in where:
             where = _address_of_expression(s, _followed_frame(st, s, frame_id), where)
-        return _examine(s, int(m[1] or 1), m[2] or "x", m[3] or "w", where)
+        return _examine(s, _whole_number(m[1] or "1"), m[2] or "x", m[3] or "w", where)
     m = _REPL_SAVE.match(text)
     if m:
         return f"saved to {save_dump(s, m[1].strip())}"
     return None
+
+
+def _whole_number(digits: str) -> int:
+    """A count or id typed in the REPL (Python refuses to convert thousands of digits)."""
+    if len(digits) > 20:
+        raise AspaceError(f"{digits[:20]}... is larger than any wave, lane or count")
+    return int(digits)
 
 
 _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")

@@ -17,6 +17,7 @@ from ..dwarf.types import ArrayType, BaseType, EnumType, StructType, Type, byte_
 from ..errors import EvaluationError
 
 EAGER_LIMIT = 1 << 16  # objects up to 64 KiB are read in one go; bigger ones per element range
+MAX_OFFSET = 1 << 60  # bytes from an object to a member or element; bit offsets must fit in 64 bits
 
 
 class Obj:
@@ -85,7 +86,13 @@ class Obj:
         return self.type.strip()
 
     def sub(self, type_: Type, byte_off: int, *, bit_offset: int = 0, bit_size: int | None = None) -> "Obj":
-        if self._data is None and self.location is not None and self.error is None and self.size <= EAGER_LIMIT:
+        if not -MAX_OFFSET < byte_off < MAX_OFFSET:
+            raise EvaluationError(f"offset {byte_off} is outside any address space")
+        # An element past either end (arr[-1], arr[n]) is read from its own place, as GDB does,
+        # never from the bytes of this object.
+        inside = 0 <= byte_off and byte_off + (byte_size(type_) or 0) <= self.size
+        if self._data is None and self.location is not None and self.error is None and self.size <= EAGER_LIMIT \
+                and inside:
             self.bytes(0, 0)  # one read of a small object serves every member and element made from it
         loc = None
         if self.location is not None:
@@ -93,12 +100,12 @@ class Obj:
             loc = self.location.covering(8 * self.size).shifted(np.full(len(self.lanes), byte_off * 8, np.int64))
         data = state = None
         base = 0
-        if self._data is not None:
+        if self._data is not None and inside:
             data, state, base = self._data, self._state, self._base + byte_off
         obj = Obj(type_, loc, self.target, lanes=self.lanes, data=data, state=state, base=base,
                   bit_offset=bit_offset, bit_size=bit_size, error=self.error)
         if data is None and self.location is None and self.error is None:
-            obj.error = "<optimized out>"
+            obj.error = "<optimized out>" if inside else "<unavailable: outside the value>"
         return obj
 
     def members(self) -> list[tuple[str, "Obj"]]:
