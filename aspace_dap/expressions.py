@@ -304,7 +304,10 @@ def _arith_values(op, xs, ys, rt) -> list:
 def _unary(scope, op, v: Obj) -> Obj:
     xs = _numbers(v)
     rt = INT if op == "!" else v.type
-    out = [None if x is None else (-x if op == "-" else int(not x) if op == "!" else ~int(x)) for x in xs]
+    try:
+        out = [None if x is None else (-x if op == "-" else int(not x) if op == "!" else ~int(x)) for x in xs]
+    except (ValueError, OverflowError):  # ~ of NaN or an infinity
+        raise EvaluationError(f"{op}: {xs[0]} has no integer value") from None
     return _per_lane(scope, out, rt)
 
 

@@ -4,9 +4,10 @@ Paths come from clients (launch `state`, `codeObject`, `sourceMap`, `source`,
 `saveDump`) and from files (manifest entries, zip members, link maps). Each is
 resolved once and then:
 
-- read only if it is a regular file: FIFOs, devices and sockets are refused
-  before anything opens them (a stat first, then an O_NONBLOCK open whose
-  descriptor is checked again), and never past a size limit;
+- read only if it is a regular file outside /proc, /sys and /dev (kernel files
+  look regular and may block or be consumed by a read): FIFOs, devices and
+  sockets are refused before anything opens them (a stat first, then an
+  O_NONBLOCK open whose descriptor is checked again), and never past a size limit;
 - for source files, read only under the roots a session allows: the dump, the
   code objects and the source folders the debug info names, after the
   client's sourceMap (`PathPolicy`);
@@ -77,11 +78,20 @@ def is_pseudo_file_system(path: str | os.PathLike) -> bool:
     return any(_within(real, root) for root in PSEUDO_FILE_SYSTEMS)
 
 
+def _kernel_file(path: str | os.PathLike) -> bool:
+    """Under /proc, /sys or /dev once symlinks are resolved (tmpfs /dev/shm aside): files there may
+    look regular and still block (/proc/kmsg) or lose what a read takes from them."""
+    real = os.path.realpath(path)
+    return is_pseudo_file_system(real) and not _within(real, "/dev/shm")
+
+
 def open_regular(path: str | os.PathLike, what: str, max_bytes: int | None = None,
                  limit_name: str = "") -> tuple[int, int]:
     """(descriptor, size) of a regular file opened for reading; refuses anything else without blocking."""
     try:
         before = os.stat(path)
+        if _kernel_file(path):
+            raise _cannot_open(what, path)
     except (OSError, ValueError):
         raise _cannot_open(what, path) from None
     if not stat.S_ISREG(before.st_mode):

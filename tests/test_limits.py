@@ -442,6 +442,7 @@ def test_formatting_stops_when_the_time_budget_is_spent(monkeypatch):
     ("tile[9223372036854775807]", ["outside any address space"]),
     ("(int) 1.5e999", ["cannot convert inf"]),
     ("(int) (0.0 * 1.5e999)", ["cannot convert nan"]),
+    ("~ 1.5e999", ["has no integer value"]),
 ])
 def test_numbers_past_every_range_are_clear_errors(launched_stdio, expression, words):
     response = launched_stdio.request_raw("evaluate", {"expression": expression, "context": "repl"}, timeout=10)

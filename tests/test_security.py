@@ -232,6 +232,20 @@ def test_kernel_interfaces_are_never_save_targets_or_source_roots(tmp_path):
     assert not policy.allows(tmp_path / "link" / "passwd")  # a symlink cannot lead out of a root
 
 
+def test_kernel_files_are_never_read_however_regular_they_look(tmp_path):
+    """/proc/kmsg is a regular file whose read blocks, or takes the kernel's messages from whoever
+    else reads them; /proc/self/status stands in for it here (a harmless read, were it made)."""
+    from aspace_dap.paths import open_regular, read_regular
+
+    (tmp_path / "status").symlink_to("/proc/self/status")
+    for path in ("/proc/self/status", tmp_path / "status", "/sys/kernel/mm/transparent_hugepage/enabled"):
+        with pytest.raises(PathRefused, match="nothing readable of that kind there"):
+            read_regular(path, "code object", 1 << 20, "MAX_CODE_OBJECT_BYTES")
+    if os.path.isdir("/dev/shm"):  # tmpfs, not a kernel interface: dumps may live there
+        with tempfile.NamedTemporaryFile(dir="/dev/shm") as shm:
+            os.close(open_regular(shm.name, "the dump")[0])
+
+
 def test_source_map_values_must_be_strings(connect):
     client = connect()
     answer = launch(client, state=str(DUMP), sourceMap={"/usr": 5})
