@@ -23,6 +23,8 @@ MAX_HEADER_SIZE = 64 * 1024
 
 _HEADER_END = b"\r\n\r\n"
 _SYNC_TOKEN = b"Content-Length:"
+OVERSTATED_SCAN_BYTES = 64 * 1024  # of a body, searched for the next header (see _overstated_length)
+OVERSTATED_ATTEMPTS = 16
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Framer:
         self._body_length: int | None = None  # set once a header is parsed
         self._resyncing = False
         self._scanned = 0  # how far a body still arriving was searched for a next header
+        self._attempts = 0  # decodes tried on that body
         self._eof = False
         self._eof_reported = False
 
@@ -89,7 +92,7 @@ class Framer:
         body = bytes(self._buffer[: self._body_length])
         del self._buffer[: self._body_length]
         self._body_length = None
-        self._scanned = 0
+        self._scanned = self._attempts = 0
         return body
 
     def _end_of_stream_problem(self) -> FramingProblem | None:
@@ -156,14 +159,27 @@ class Framer:
         return True
 
     def _overstated_length(self) -> FramingProblem | None:
-        """A complete JSON object followed by another header, while the declared length wants more."""
+        """A complete JSON object followed by another header, while the declared length wants more.
+
+        Only the first OVERSTATED_SCAN_BYTES of a body are searched, with at most
+        OVERSTATED_ATTEMPTS decodes: each try decodes everything before it, so a body full of
+        `}Content-Length:` would otherwise cost time quadratic in its size (minutes for 16 MiB,
+        on the thread that reads every client)."""
         start = max(0, self._scanned - len(_SYNC_TOKEN))
+        if start >= OVERSTATED_SCAN_BYTES or self._attempts >= OVERSTATED_ATTEMPTS:
+            return None
         self._scanned = len(self._buffer)
-        while (found := self._buffer.find(_SYNC_TOKEN, start)) >= 0:
+        while (found := self._buffer.find(_SYNC_TOKEN, start, OVERSTATED_SCAN_BYTES)) >= 0:
             start = found + 1
-            head = bytes(self._buffer[:found]).rstrip()
-            if not head.endswith(b"}"):
+            last = found - 1
+            while last >= 0 and self._buffer[last] in b" \t\r\n":
+                last -= 1
+            if last < 0 or self._buffer[last] != ord("}"):
                 continue
+            self._attempts += 1
+            if self._attempts > OVERSTATED_ATTEMPTS:
+                return None
+            head = bytes(self._buffer[:found]).rstrip()
             try:
                 text = head.decode("utf-8")
                 obj, end = json.JSONDecoder().raw_decode(text)
@@ -174,6 +190,6 @@ class Framer:
             declared = self._body_length
             del self._buffer[:found]
             self._body_length = None
-            self._scanned = 0
+            self._scanned = self._attempts = 0
             return FramingProblem(f"Content-Length {declared} is longer than the message ({len(head)} bytes)", obj)
         return None
