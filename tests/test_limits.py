@@ -148,6 +148,38 @@ def test_a_tcp_server_at_its_session_limit_answers_the_next_client_with_an_error
         process.wait()
 
 
+def test_clients_over_the_session_limit_cost_little_memory(monkeypatch):
+    """A client over MAX_SESSIONS is read only as far as a small first message: 20 of them sending
+    8 MiB each used to be held in full (~160 MiB) for the 5 s the refusal waits."""
+    import threading
+
+    monkeypatch.setenv("ASPACE_MAX_SESSIONS", "1")
+    process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
+    try:
+        first = initialized(connect_tcp(port))
+        baseline = peak_rss(process.pid)
+
+        def send_big() -> None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                    sock.sendall(b"Content-Length: %d\r\n\r\n" % (8 << 20) + b"1" * (8 << 20))
+            except OSError:
+                pass  # refused and closed before it was all read
+
+        senders = [threading.Thread(target=send_big) for _ in range(20)]
+        for thread in senders:
+            thread.start()
+        for thread in senders:
+            thread.join(30)
+        grown = peak_rss(process.pid) - baseline
+        assert grown < 48 << 20, f"the server grew by {grown >> 20} MiB"
+        assert first.request_raw("threads", timeout=TIMEOUT)["command"] == "threads"
+        first.close()
+    finally:
+        process.kill()
+        process.wait()
+
+
 # ---- blocking opens cannot freeze the server ------------------------------------------
 
 def test_fifo_code_objects_do_not_freeze_the_tcp_server(tcp_server, tmp_path):
