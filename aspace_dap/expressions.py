@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
-from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ArrayType, BaseType, PointerType, StructType, Type,
-                          byte_size)
+from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ATE_UNSIGNED_CHAR, ArrayType, BaseType, PointerType,
+                          StructType, Type, byte_size)
 from .deadline import TimeLimitExceeded, check_time, evaluation_time
 from .errors import AspaceError, EvaluationError
 from .memref import parse_memref
@@ -27,7 +27,7 @@ from .values.objects import Obj
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<addr>[A-Za-z_][A-Za-z0-9_]*(?:@[A-Za-z0-9_.(),]+)?\#(?:0[xX][0-9a-fA-F]+|\d+))
-  | (?P<num>0[xX][0-9a-fA-F]+|\d+\.\d*(?:[eE][-+]?\d+)?f?|\d+[uUlL]*)
+  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|\d+\.\d*(?:[eE][-+]?\d+)?f?|\.\d+(?:[eE][-+]?\d+)?f?|\d+[eE][-+]?\d+f?|\d+[uUlL]*)
   | (?P<reg>\$[A-Za-z_][A-Za-z0-9_]*)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<op>->|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>()\[\].,?:])
@@ -223,15 +223,32 @@ def _per_lane(scope: Scope, values: list, t: Type) -> Obj:
 
 
 def _literal(scope, text):
-    t = text.rstrip("uUlLf")
-    if "." in t or ("e" in t.lower() and not t.lower().startswith("0x")):
-        return _const(scope, float(t), FLOAT if text.endswith("f") else DOUBLE)
+    lower = text.lower()
+    if not lower.startswith("0x") and ("." in lower or "e" in lower):
+        return _const(scope, float(lower.rstrip("f")), FLOAT if lower.endswith("f") else DOUBLE)
+    t = text.rstrip("uUlL")
     if len(t) > 24:  # longer than any 64-bit literal; also keeps int() off huge digit strings
         raise EvaluationError(f"integer literal {text[:24]}... does not fit in 64 bits")
-    value = int(t, 0)
+    value = int(t, 0) if not re.fullmatch(r"0\d+", t) else int(t, 8)
     if value >= 1 << 64:
         raise EvaluationError(f"integer literal {text} does not fit in 64 bits")
-    return _const(scope, value, INT if value < 2**31 and not text[-1:] in "uUlL" else LONG)
+    return _const(scope, value, _literal_type(value, text[len(t):].lower(), decimal=t[:1] != "0" or t == "0"))
+
+
+def _literal_type(value: int, suffix: str, decimal: bool) -> Type:
+    """C's type of an integer constant: the first of its candidate types that holds the value
+    (a decimal constant without u is never unsigned, except past long's range, as GDB does)."""
+    if "u" in suffix:
+        candidates = [UINT, ULONG] if "l" not in suffix else [ULONG]
+    elif "l" in suffix:
+        candidates = [LONG, ULONG]
+    else:
+        candidates = [INT, LONG, ULONG] if decimal else [INT, UINT, LONG, ULONG]
+    for t in candidates:
+        bits = 8 * t.size - (0 if t in (UINT, ULONG) else 1)
+        if value < 1 << bits:
+            return t
+    return ULONG
 
 
 def _numbers(obj: Obj):
@@ -247,14 +264,53 @@ def _numbers(obj: Obj):
     return values
 
 
-def _result_type(a: Obj, b: Obj) -> Type:
+def _is_float(t) -> bool:
+    return isinstance(t, BaseType) and t.encoding == ATE_FLOAT
+
+
+def _promoted(t) -> Type:
+    """C's integer promotion: anything narrower than int computes as int; enums and bools too."""
+    if _is_float(t):
+        return t
+    size = byte_size(t) or 4
+    unsigned = isinstance(t, PointerType) or (isinstance(t, BaseType) and t.encoding in (ATE_UNSIGNED, ATE_UNSIGNED_CHAR))
+    if size < 4:
+        return INT
+    if size == 4:
+        return UINT if unsigned else INT
+    return ULONG if unsigned else LONG
+
+
+def _common_type(a: Obj, b: Obj) -> Type:
+    """C's usual arithmetic conversions."""
     ta, tb = a.stripped, b.stripped
-    for t in (ta, tb):
-        if isinstance(t, BaseType) and t.encoding == ATE_FLOAT:
-            return DOUBLE if (byte_size(ta) == 8 or byte_size(tb) == 8) else FLOAT
-    if (byte_size(ta) or 4) >= 8 or (byte_size(tb) or 4) >= 8:
-        return LONG
-    return INT
+    if _is_float(ta) or _is_float(tb):
+        return DOUBLE if any(_is_float(t) and byte_size(t) == 8 for t in (ta, tb)) else FLOAT
+    pa, pb = _promoted(ta), _promoted(tb)
+    if pa is pb:
+        return pa
+    unsigned_a, unsigned_b = pa in (UINT, ULONG), pb in (UINT, ULONG)
+    if unsigned_a == unsigned_b:
+        return pa if pa.size >= pb.size else pb
+    unsigned, signed = (pa, pb) if unsigned_a else (pb, pa)
+    # a wider signed type holds every value of the unsigned one; otherwise both compute unsigned
+    return signed if signed.size > unsigned.size else unsigned
+
+
+def _converted(values: list, t: Type) -> list:
+    """Per-lane numbers as values of `t` (wrapped to its width and signedness, or made float)."""
+    if _is_float(t):
+        return [None if v is None else float(v) for v in values]
+    bits = 8 * (byte_size(t) or 8)
+    mask, signed = (1 << bits) - 1, t in (INT, LONG)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        v = int(v) & mask
+        out.append(v - (1 << bits) if signed and v >> (bits - 1) else v)
+    return out
 
 
 def _arith(scope, op, a: Obj, b: Obj) -> Obj:
@@ -268,8 +324,24 @@ def _arith(scope, op, a: Obj, b: Obj) -> Obj:
         vals = [None if x is None or y is None else x + sign * y * step for x, y in zip(base, offs)]
         pt = ta if isinstance(ta, PointerType) else PointerType(None, 8, target=elem)
         return _per_lane(scope, vals, pt)
+    tb = b.stripped
+    if isinstance(ta, PointerType) and isinstance(tb, PointerType) and op == "-":
+        # the distance in elements, as ptrdiff_t
+        step = byte_size(ta.target) if ta.target is not None else 1
+        diffs = _converted([None if x is None or y is None else x - y for x, y in zip(_numbers(a), _numbers(b))], LONG)
+        return _per_lane(scope, [None if d is None else abs(d) // (step or 1) * (1 if d >= 0 else -1)
+                                 for d in diffs], LONG)
     xs, ys = _numbers(a), _numbers(b)
-    rt = INT if op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||") else _result_type(a, b)
+    if op in ("&&", "||"):
+        rt = INT
+    elif op in ("<<", ">>"):  # the promoted left operand's type; the count is any integer
+        rt = _promoted(a.stripped)
+        xs = _converted(xs, rt)
+    else:
+        common = ULONG if isinstance(a.stripped, PointerType) or isinstance(b.stripped, PointerType) \
+            else _common_type(a, b)
+        xs, ys = _converted(xs, common), _converted(ys, common)
+        rt = INT if op in ("==", "!=", "<", ">", "<=", ">=") else common
     try:
         return _per_lane(scope, _arith_values(op, xs, ys, rt), rt)
     except (OverflowError, ValueError) as exc:  # e.g. an infinite float turned into an integer
@@ -282,14 +354,20 @@ def _arith_values(op, xs, ys, rt) -> list:
         if x is None or y is None:
             out.append(None)
             continue
-        if op in ("/", "%") and y == 0:
+        floats = isinstance(x, float) or isinstance(y, float)
+        if op == "%" and floats:
+            raise EvaluationError("% needs integer operands")
+        if op in ("/", "%") and y == 0 and not floats:
             raise EvaluationError("division by zero")
         if op in ("<<", ">>") and not 0 <= int(y) < 8 * (byte_size(rt) or 8):
             raise EvaluationError(f"shift count {int(y)} is out of range for {rt.display_name()}")
-        if op == "/":
-            r = x / y if isinstance(x, float) or isinstance(y, float) else int(x / y)
-        elif op == "%":
-            r = x - int(x / y) * y
+        if op == "/" and floats:
+            with np.errstate(divide="ignore", invalid="ignore"):  # IEEE: x/0.0 is an infinity or a NaN
+                r = float(np.float64(x) / np.float64(y))
+        elif op in ("/", "%"):
+            # C truncates toward zero; integer arithmetic keeps all 64 bits exact
+            q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+            r = q if op == "/" else x - q * y
         else:
             r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "<<": lambda: int(x) << int(y),
                  ">>": lambda: int(x) >> int(y), "&": lambda: int(x) & int(y), "|": lambda: int(x) | int(y),
@@ -303,7 +381,9 @@ def _arith_values(op, xs, ys, rt) -> list:
 
 def _unary(scope, op, v: Obj) -> Obj:
     xs = _numbers(v)
-    rt = INT if op == "!" else v.type
+    rt = INT if op == "!" else v.type if _is_float(v.stripped) else _promoted(v.stripped)
+    if op != "!":
+        xs = _converted(xs, rt)
     try:
         out = [None if x is None else (-x if op == "-" else int(not x) if op == "!" else ~int(x)) for x in xs]
     except (ValueError, OverflowError):  # ~ of NaN or an infinity
