@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-extension setup bench clean
+.PHONY: demo test test-python test-extension test-host setup bench clean
 
 setup: $(STAMP)
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m aspace_dap demo
 
-test: test-python test-extension
+test: test-python test-extension test-host
 
 test-python: $(STAMP)
 	$(PY) -m pytest
@@ -26,6 +26,11 @@ EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
 test-extension: $(STAMP)
 	$(MAKE) -C vscode-extension test PYTHON=$(abspath $(PY))
 	$(MAKE) -C vscode-extension test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
+
+# The packaged extension in a real VS Code (code-server + Chromium); skipped with a SKIPPED line
+# when there is no Chromium, a failure then with REQUIRE_HOST_TESTS=1 (see vscode-extension/Makefile).
+test-host: test-extension
+	$(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
 
 bench: $(STAMP)
 	$(PY) -m compileall -q aspace_dap adapters  # byte-code caches, as an installed package has them

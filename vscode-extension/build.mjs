@@ -10,6 +10,7 @@ const args = new Set(process.argv.slice(2));
 function tsFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
+    if (entry.name === 'node_modules') return []; // test/host's own packages (code-server, playwright-core)
     if (entry.isDirectory()) return tsFiles(path);
     return entry.name.endsWith('.ts') ? [path] : [];
   });

@@ -1,32 +1,34 @@
 #!/usr/bin/env node
 // Screenshots of the packaged extension in a real VS Code (code-server) driven
 // by headless Chromium, debugging examples/lds_tiles with the real server.
-// Not part of `make test`: it needs code-server, Chromium and playwright-core
-// (see the "Screenshots" section of ../README.md for the setup).
+// It uses test/host's code-server and playwright-core (`make host-deps`) and
+// Debian's Chromium, as the host tests do (see the "Screenshots" section of
+// ../README.md):
 //
-//   CODE_SERVER=/tmp/cs/node_modules/.bin/code-server PLAYWRIGHT=/tmp/cs \
-//   CHROMIUM=/usr/bin/chromium PYTHON=/abs/.venv/bin/python \
+//   PYTHON=/abs/.venv/bin/python [CODE_SERVER=...] [PLAYWRIGHT=...] [CHROMIUM=/usr/bin/chromium] \
 //   node scripts/capture-screenshots.mjs [OUT_DIR]
 //
 // OUT_DIR defaults to ../docs. The workspace, user data and extensions go to
 // a fresh temporary folder, so an existing code-server setup is not touched.
 
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { need as needIn, runCommand, setPaneExpanded, sleep, startCodeServer } from './codeServerHost.mjs';
+import {
+  chromiumPath as chromiumCommand, codeServerCommand, need as needIn, playwrightChromium, runCommand, setPaneExpanded, sleep,
+  startCodeServer,
+} from './codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..');
 const repo = resolve(extensionDir, '..');
 
 const need = (name) => needIn(name, 'scripts/capture-screenshots.mjs');
-const codeServer = need('CODE_SERVER');
+const codeServer = codeServerCommand();
 const python = need('PYTHON');
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const { chromium } = createRequire(join(resolve(need('PLAYWRIGHT')), 'noop.js'))('playwright-core');
+const chromiumPath = chromiumCommand();
+const chromium = playwrightChromium();
 const outDir = resolve(process.argv[2] ?? join(repo, 'docs'));
 const vsix = join(extensionDir, 'aspace-gpu.vsix');
 const port = Number(process.env.PORT ?? 8765);

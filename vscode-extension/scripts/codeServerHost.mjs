@@ -1,12 +1,41 @@
 // What the scripts that drive the packaged extension in a real VS Code share:
-// required environment variables, a throw-away code-server profile with the
-// .vsix installed, the server process, and a few workbench gestures.
+// required environment variables, where code-server and playwright-core are,
+// a throw-away code-server profile with the .vsix installed, the server
+// process, and a few workbench gestures.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** test/host's own packages (code-server, playwright-core): `make -C vscode-extension host-deps` installs them. */
+const hostPackages = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'host');
+
+/** code-server's command: $CODE_SERVER, else test/host's install. */
+export const codeServerCommand = () => process.env.CODE_SERVER || join(hostPackages, 'node_modules', '.bin', 'code-server');
+
+/** playwright-core's `chromium`, from the folder $PLAYWRIGHT (else test/host) whose node_modules holds it. */
+export function playwrightChromium() {
+  const from = resolve(process.env.PLAYWRIGHT || hostPackages);
+  return createRequire(join(from, 'noop.js'))('playwright-core').chromium;
+}
+
+/** The browser playwright drives: $CHROMIUM, else Debian's chromium. */
+export const chromiumPath = () => process.env.CHROMIUM || '/usr/bin/chromium';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** $PORT, else a port nobody listens on now (test runs may overlap with other servers). */
+export async function serverPort() {
+  if (process.env.PORT) return Number(process.env.PORT);
+  const probe = createServer();
+  await new Promise((done) => probe.listen(0, '127.0.0.1', done));
+  const { port } = probe.address();
+  await new Promise((done) => probe.close(done));
+  return port;
+}
 
 /** An environment variable the script cannot run without; `script` names where it is documented. */
 export function need(name, script) {
@@ -28,29 +57,37 @@ const BASE_SETTINGS = {
   'update.mode': 'none',
   'editor.minimap.enabled': false,
   'debug.toolBarLocation': 'docked',
+  // no extension gallery: the runs are offline and have nothing to recommend or update
+  'extensions.ignoreRecommendations': true,
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
 };
 
 /**
  * Starts code-server on 127.0.0.1:`port` with a fresh profile under `root` (user data and
  * extensions), `settings` added to the base ones and the .vsix installed; `folder` is opened
- * when given. Resolves once the server answers its health check.
+ * when given. Resolves once the server answers its health check. code-server's output goes to the
+ * console, or to the file `log` when given (a test prints its path when it fails).
  */
-export async function startCodeServer({ codeServer, vsix, port, root, settings = {}, folder, echoStdout = false }) {
+export async function startCodeServer({ codeServer, vsix, port, root, settings = {}, folder, echoStdout = false, log }) {
   const userData = join(root, 'user');
   const extensions = join(root, 'extensions');
   mkdirSync(join(userData, 'User'), { recursive: true });
   writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({ ...BASE_SETTINGS, ...settings }));
+  const logFile = log ? openSync(log, 'a') : undefined;
   execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
-    stdio: 'inherit',
+    stdio: logFile === undefined ? 'inherit' : ['ignore', logFile, logFile],
   });
   const server = spawn(
     codeServer,
-    ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-workspace-trust',
-      '--user-data-dir', userData, '--extensions-dir', extensions, ...(folder ? [folder] : [])],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
+      '--disable-workspace-trust', '--user-data-dir', userData, '--extensions-dir', extensions, ...(folder ? [folder] : [])],
+    { stdio: ['ignore', logFile ?? 'pipe', logFile ?? 'pipe'] },
   );
-  if (echoStdout) server.stdout.on('data', (d) => process.stdout.write(`[code-server] ${d}`));
-  server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
+  if (logFile === undefined) {
+    if (echoStdout) server.stdout.on('data', (d) => process.stdout.write(`[code-server] ${d}`));
+    server.stderr.on('data', (d) => process.stderr.write(`[code-server] ${d}`));
+  }
   for (let i = 0; i < 120; i++) {
     try {
       if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return server;

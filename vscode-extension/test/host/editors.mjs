@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // End-to-end checks in a real VS Code extension host (code-server driven by
-// headless Chromium), with the packaged extension and the real server. Not
-// part of `make test` (it needs code-server, Chromium and playwright-core);
-// `make test-host` runs it when they are there:
+// headless Chromium), with the packaged extension and the real server. `make test`
+// runs them (see the Makefile's test-host):
 //
-//   CODE_SERVER=.../node_modules/.bin/code-server PLAYWRIGHT=<folder with playwright-core> \
-//   CLONE=<a clone of the repository after `make setup`> [SHOTS=../docs] node test/host/editors.mjs
+//   [CLONE=<a clone of the repository after `make setup`>] [CODE_SERVER=...] [PLAYWRIGHT=...] \
+//   [CHROMIUM=/usr/bin/chromium] [SHOTS=../docs] node test/host/editors.mjs
+//
+// CODE_SERVER and PLAYWRIGHT default to test/host's own install (`make host-deps`). Without CLONE
+// the checks open a fresh folder holding the lds_tiles example and a `.venv` that is this
+// repository's (linked), which is what a clone after `make setup` offers the extension.
 //
 // 1. F5 with no launch.json in the clone: pick the debugger, type a dump path: it stops on the dump
 //    (the interpreter is the clone's .venv, found by the extension).
@@ -16,25 +19,34 @@
 // 6. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
 //    offsets the ISA gives them; and on CUDA lds_tiles' shared memory.
 
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { cpSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { need as needIn, sleep, startCodeServer } from '../../scripts/codeServerHost.mjs';
+import {
+  chromiumPath, codeServerCommand, playwrightChromium, serverPort, sleep, startCodeServer,
+} from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
 const repo = resolve(extensionDir, '..');
-const need = (name) => needIn(name, 'test/host/editors.mjs');
-const codeServer = need('CODE_SERVER');
-const clone = resolve(need('CLONE'));
-const { chromium } = createRequire(join(resolve(need('PLAYWRIGHT')), 'noop.js'))('playwright-core');
+const chromium = playwrightChromium();
 const shots = process.env.SHOTS ? resolve(process.env.SHOTS) : undefined;
 const vsix = join(extensionDir, 'aspace-gpu.vsix');
-const port = Number(process.env.PORT ?? 8797);
 
 const root = mkdtempSync(join(tmpdir(), 'aspace-host-'));
+const log = join(root, 'code-server.log');
+
+// the clone: the given one, or a folder with what the checks use of one
+let clone;
+if (process.env.CLONE) {
+  clone = resolve(process.env.CLONE);
+} else {
+  clone = join(root, 'clone');
+  cpSync(join(repo, 'examples', 'lds_tiles'), join(clone, 'examples', 'lds_tiles'), { recursive: true });
+  if (!existsSync(join(repo, '.venv', 'bin', 'python'))) throw new Error(`no ${join(repo, '.venv')}: run make setup`);
+  symlinkSync(join(repo, '.venv'), join(clone, '.venv'));
+}
 
 // a folder away from the clone with the CUDA and Intel examples, and launch configurations
 const away = join(root, 'elsewhere');
@@ -157,10 +169,12 @@ async function open(browser, folder) {
 }
 
 let server;
+let port;
 
 async function main() {
+  port = await serverPort();
   server = await startCodeServer({
-    codeServer, vsix, port, root,
+    codeServer: codeServerCommand(), vsix, port, root, log,
     settings: {
       'window.commandCenter': false,
       'chat.commandCenter.enabled': false,
@@ -168,7 +182,7 @@ async function main() {
       'files.simpleDialog.enable': true,
     },
   });
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   const laneItem = (page) => page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ });
   try {
     // ---- 1, 2: the fresh clone, no launch.json ----
@@ -325,8 +339,10 @@ async function main() {
   } finally {
     await browser.close();
   }
-  console.log(results.join('\n'));
-  if (results.some((r) => r.startsWith('FAIL'))) process.exitCode = 1;
+  if (results.some((r) => r.startsWith('FAIL'))) {
+    console.log(`code-server's log: ${log}`);
+    process.exitCode = 1;
+  }
 }
 
 main()
