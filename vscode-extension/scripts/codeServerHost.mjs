@@ -100,6 +100,14 @@ export async function startCodeServer({ codeServer, vsix, port, root, settings =
   throw new Error('code-server did not start');
 }
 
+/** Stops code-server and waits until it has exited (its profile can then be removed). */
+export async function stopCodeServer(server) {
+  if (server === undefined || server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise((done) => server.once('exit', done));
+  server.kill();
+  await exited;
+}
+
 /** Runs a command palette entry by its exact title: Enter could pick a near match before the list settles. */
 export async function runCommand(page, title) {
   await page.keyboard.press('F1');

@@ -16,12 +16,12 @@
 // it writes SHOTS/vscode-waves.png, the README's screenshot.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  chromiumPath, codeServerCommand, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
+  chromiumPath, codeServerCommand, stopCodeServer, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
   startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
@@ -159,7 +159,7 @@ async function main() {
     if (!marked.startsWith(`Wave ${CHOSEN}`)) throw new Error(`GPU Waves marks "${marked}" as the focus`);
 
     console.log(`ok   GPU Waves: first row "${firstText}"`);
-    console.log(`ok   choosing wave ${CHOSEN} focuses it: Call Stack ${callStack}; Ln 30; row_sum and k in Locals; status bar "${hover.trim()}"`);
+    console.log(`ok   choosing wave ${CHOSEN} focuses it: Call Stack ${callStack}; Ln 30; row_sum and k in Locals; status bar "${hover.replace(/\s+/g, ' ').trim()}"`);
     if (shots) {
       mkdirSync(shots, { recursive: true });
       await sleep(1000);
@@ -181,4 +181,8 @@ main()
     console.error(error);
     process.exitCode = 1;
   })
-  .finally(() => server?.kill());
+  .finally(async () => {
+    await stopCodeServer(server);
+    // kept when it failed: window and log
+    if (!process.exitCode) rmSync(root, { recursive: true, force: true, maxRetries: 5 });
+  });
