@@ -108,17 +108,28 @@ export async function stopCodeServer(server) {
   await exited;
 }
 
-/** Runs a command palette entry by its exact title: Enter could pick a near match before the list settles. */
+/**
+ * Runs a command palette entry by its exact title: Enter could pick a near match before the list
+ * settles. Retried: F1 can go nowhere while the workbench moves focus (a session starting).
+ */
 export async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor();
-  await input.fill(`>${title}`);
   const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
-  await page
-    .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
-    .first()
-    .click();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ timeout: 5000 });
+      await input.fill(`>${title}`, { timeout: 5000 });
+      await page
+        .locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exact }) })
+        .first()
+        .click({ timeout: 10000 });
+      return;
+    } catch (error) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 6) throw error;
+    }
+  }
 }
 
 export async function setPaneExpanded(page, title, expanded) {

@@ -77,11 +77,12 @@ async function quickPick(page, text, timeout = 30000) {
 /** Palette or quick open entry; retried while the extension host is still registering contributions. */
 async function pick(page, key, text, entry) {
   for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press(key);
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(text);
     try {
+      // the key can go nowhere while the workbench moves focus (a session starting, a picker closing)
+      await page.keyboard.press(key);
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ timeout: 5000 });
+      await input.fill(text, { timeout: 5000 });
       await quickPick(page, entry, 10000);
       return;
     } catch (error) {
