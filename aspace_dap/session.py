@@ -137,7 +137,7 @@ class Session:
                 [Path(code_object).parent if code_object else None]:
             if folder is not None:
                 self.paths.allow_read_root(folder)
-        self._programs: dict[int, Program] = {}
+        self._programs: dict[tuple[int, str | None], Program] = {}
         self._extra: Program | None = None
         self._placed: dict[int, Program] = {}  # the launch's codeObject at other load addresses
         if code_object:
@@ -173,7 +173,14 @@ class Session:
     def _load_program(self, co_id: int, path: str, load_address: int, processor: str | None = None) -> Program:
         objs = load_code_objects(path)
         wanted = processor or self.state.target.processor  # the dispatch's device may differ from the target
-        co = next((o for o in objs if getattr(o, "processor", None) == wanted), objs[0])
+        co = next((o for o in objs if getattr(o, "processor", None) == wanted), None)
+        if co is None:
+            builds = sorted({str(getattr(o, "processor", None) or "?") for o in objs})
+            if len(objs) > 1:  # another device's build would decode registers and code wrongly
+                raise AspaceError(f"{path} holds builds for {', '.join(builds)}, none for {wanted}")
+            co = objs[0]
+            if wanted and builds != ["?"]:
+                self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
         index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
         if index is None:
@@ -183,16 +190,17 @@ class Session:
     def program_for(self, wave) -> Program:
         dispatch = wave.dispatch
         co_id = dispatch.code_object if dispatch is not None else None
-        if co_id is not None and co_id not in self._programs:
+        processor = getattr(dispatch, "processor", None)
+        key = (co_id, processor)  # one file may hold a build per device (a fat binary)
+        if co_id is not None and key not in self._programs:
             ref = self.state.code_object_by_id(co_id)
             if ref is not None:
                 try:
-                    self._programs[co_id] = self._load_program(co_id, str(ref.path), ref.load_address,
-                                                               getattr(dispatch, "processor", None))
+                    self._programs[key] = self._load_program(co_id, str(ref.path), ref.load_address, processor)
                 except (AspaceError, OSError) as e:
                     self.warnings.append(f"code object {co_id} ({ref.path}): {e}")
-                    self._programs[co_id] = None  # type: ignore[assignment]
-        program = self._programs.get(co_id) if co_id is not None else None
+                    self._programs[key] = None  # type: ignore[assignment]
+        program = self._programs.get(key) if co_id is not None else None
         if program is None:
             ref = self.state.code_object_by_id(co_id) if co_id is not None else None
             if self._extra is None:
