@@ -224,6 +224,24 @@ CLANG15_O0 = {
 }
 
 
+def _o0_frames(c: dict, items: list[dict]) -> tuple[FrameSpec, FrameSpec]:
+    """settle's frame (the odd lanes that called it) and the kernel's, at -O0 with every variable in
+    memory: what each lane holds at line 12's third iteration."""
+    lanes = len(items)
+
+    def odd_only(key):
+        return [items[lane][key] if items[lane]["odd"] else None for lane in range(lanes)]
+
+    settle = FrameSpec(c["stop"], {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
+                                   "acc": odd_only("acc"), "i": odd_only("i")})
+    kernel = FrameSpec(c["ret"] - 1, {
+        "in": [IN_ADDR] * lanes, "out": [OUT_ADDR] * lanes, "n": [N] * lanes,
+        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
+        "result": [None if it["odd"] else it["result"] for it in items],
+        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    return settle, kernel
+
+
 def spec_clang15_o0(arch: str) -> DumpSpec:
     """settle at line 12, third iteration, as clang-15 -O0 builds it for gfx940/gfx1030/gfx1100."""
     c = CLANG15_O0[arch]
@@ -242,16 +260,7 @@ def spec_clang15_o0(arch: str) -> DumpSpec:
             "s32": u32(settle_fp + c["frame"]), "s33": u32(settle_fp), "v15": lane_u32(v15)}
     regs.update(sgpr_pair("s30", c["ret"]))
 
-    def odd_only(key):
-        return [items[lane][key] if items[lane]["odd"] else None for lane in range(lanes)]
-
-    settle = FrameSpec(c["stop"], {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
-                                   "acc": odd_only("acc"), "i": odd_only("i")})
-    kernel = FrameSpec(c["ret"] - 1, {
-        "in": [IN_ADDR] * lanes, "out": [OUT_ADDR] * lanes, "n": [N] * lanes,
-        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
-        "result": [None if it["odd"] else it["result"] for it in items],
-        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    settle, kernel = _o0_frames(c, items)
     # the kernel's v15, stored by settle's prologue before the spills: never written by the kernel, taken as 0
     scratch = {settle_fp // scale + c["save"]: [0] * lanes}
     wave_spec = WaveSpec(id=0, index_in_workgroup=wave, registers=regs, frames=[settle, kernel], scratch=scratch)
@@ -272,16 +281,7 @@ def spec_clang19_o0(arch: str) -> DumpSpec:
             "s32": u32(settle_fp + c["frame"]), "s33": u32(settle_fp), c["copy"]: u32(0)}
     regs.update(sgpr_pair("s30", c["ret"]))
 
-    def odd_only(key):
-        return [items[lane][key] if items[lane]["odd"] else None for lane in range(lanes)]
-
-    settle = FrameSpec(c["stop"], {"x": odd_only("x"), "lane": odd_only("lane"), "steps": odd_only("steps"),
-                                   "acc": odd_only("acc"), "i": odd_only("i")})
-    kernel = FrameSpec(c["ret"] - 1, {
-        "in": [IN_ADDR] * lanes, "out": [OUT_ADDR] * lanes, "n": [N] * lanes,
-        "gid": [it["gid"] for it in items], "lane": [it["lane"] for it in items], "x": [it["x"] for it in items],
-        "result": [None if it["odd"] else it["result"] for it in items],
-        "steps": odd_only("steps")}, registers={"s33": u32(0)})
+    settle, kernel = _o0_frames(c, items)
     wave_spec = WaveSpec(id=0, index_in_workgroup=wave, registers=regs, frames=[settle, kernel])
     scale = 1 if c["per_lane"] else lanes
     private = (c["kernel_sp"] + c["frame"]) // scale
