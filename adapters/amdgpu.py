@@ -117,7 +117,7 @@ class AmdgpuAdapter(TargetAdapter):
         (amdgpu_prologue) says where s30, s31, s33 and the VGPRs it saved went, and which
         callee-saved registers it overwrote before the stopped PC: those are unavailable.
         """
-        processor = target.state.target.processor
+        processor = _processor_of(target.state, target.wave)
         gen = isa_generation(processor)
         if gen is None or code_object is None or function_low is None or pc < function_low:
             return None
@@ -256,6 +256,12 @@ class AmdgpuAdapter(TargetAdapter):
         return AmdgpuWaveTarget(self, state, wave, dialect)
 
 
+def _processor_of(state, wave) -> str:
+    """The GPU a wave ran on: its dispatch's (a host with GPUs of several kinds), else the dump's target."""
+    dispatch = getattr(wave, "dispatch", None)
+    return getattr(dispatch, "processor", None) or state.target.processor
+
+
 class AmdgpuWaveTarget(WaveTarget):
     generic_windows = (("local", LOCAL), ("private", PRIVATE_LANE))
     generic_fallback = GLOBAL
@@ -273,7 +279,7 @@ class AmdgpuWaveTarget(WaveTarget):
             # MUBUF stacks: the stack and frame pointers hold a wave-scaled scratch offset (one
             # lane's bytes are interleaved with the others'), so a lane address is the offset
             # divided by the wave size; flat-scratch stacks (gfx940+, GFX11) hold lane offsets
-            per_lane = self.state is not None and stack_offsets_per_lane(self.state.target.processor)
+            per_lane = self.state is not None and stack_offsets_per_lane(_processor_of(self.state, self.wave))
             shift = np.uint64(0 if per_lane else 6 if self.lanes == 64 else 5)
             return PRIVATE_LANE, (value >> shift) & np.uint64(0xFFFFFFFF)
         return GLOBAL, value

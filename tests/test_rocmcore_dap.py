@@ -130,3 +130,39 @@ def test_missing_file_code_object_is_named_and_codeobject_supplies_it(tmp_path):
     finally:
         c.close()
     assert from_core == from_dump
+
+
+def test_core_of_a_host_with_two_kinds_of_gpu_shows_each_wave_as_its_own_dump(tmp_path):
+    # an MI200 (gfx90a, wave64) and an RDNA2 (gfx1030, wave32) in one process: each queue's save area
+    # in its own GPU's layout, each dispatch read with its own GPU's build of the program
+    from amd_machines import SECOND_GPU_WAVE_IDS, two_gpu_state
+
+    dumps = [EXAMPLES / "divergent_call" / "dumps" / name for name in ("clang19.gfx90a.O0", "clang19.gfx1030.O0")]
+    with load_state(dumps[0]) as first, load_state(dumps[1]) as second:
+        core = write_rocm_core(two_gpu_state(first, second), tmp_path / "gpucore.two-gpus")
+    seen = []
+    for path in (*dumps, core):
+        c, _ = launched(path)
+        try:
+            seen.append(everything_shown(c))
+            c.request("disconnect")
+        finally:
+            c.close()
+    from_first, from_second, from_core = seen
+
+    def renumbered(shown: dict, by: int) -> dict:
+        out = {}
+        for key, value in shown.items():
+            if key[1] == "name":  # "AMDGPU Wave 0:0:dispatch:wave (x,y,z)/index [a/b active]": ids differ
+                value = value.split(" ", 3)[3]
+            out[(key[0] + by, *key[1:])] = value
+        return out
+
+    expected = {**renumbered(from_first, 0), **renumbered(from_second, SECOND_GPU_WAVE_IDS)}
+    assert renumbered(from_core, 0) == expected
+    lanes = {key[0]: len(value) for key, value in from_core.items() if len(key) == 4}
+    assert sorted(set(lanes.values())) == [32, 64]  # wave32 and wave64 in one core
+    frames = [value for key, value in from_core.items() if key[1] == "frames"]
+    assert all(len(f) >= 2 for f in frames)          # caller frames unwound on both GPUs
+    values = [lane.get("value", "") for key, lanes in from_second.items() if len(key) == 4 for lane in lanes]
+    assert sum(1 for v in values if v and not v.startswith("<")) > 100

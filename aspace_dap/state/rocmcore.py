@@ -318,6 +318,7 @@ def _slice(memory: SparseMemory, start: int, size: int, space: str, path: str) -
 class _QueueWaves:
     queue: dict[str, int]
     agent: dict[str, int]
+    processor: str
     records: list = field(default_factory=list)
 
 
@@ -389,32 +390,30 @@ class _Reader:
         agents = {a["gpu_id"]: a for a in self.note.agents}
         if not agents:
             raise StateError("the note lists no agents", "NT_AMDGPU_CORE_STATE agents")
-        processors = {processor_name(a) for a in agents.values()}
         queues = [q for q in self.note.queues if not q["queue_id"] & QUEUE_ID_INVALID
                   and q["queue_type"] == KFD_QUEUE_TYPE_COMPUTE_AQL]
         for i, q in enumerate(queues):
             if q["gpu_id"] not in agents:
                 raise StateError(f"queue {q['queue_id'] & 0x3FFFFFFF} names gpu_id {q['gpu_id']}, which no agent entry "
                                  f"has", f"NT_AMDGPU_CORE_STATE queues[{i}]")
-        used = {processor_name(agents[q["gpu_id"]]) for q in queues} or processors
-        if len(used) > 1:
-            raise StateError(f"queues on GPUs of different kinds ({', '.join(sorted(used))}) in one core are not "
-                             f"supported", "NT_AMDGPU_CORE_STATE agents")
-        processor = used.pop()
-        self.family = cwsr.family_for(processor)
-        if self.family is None:
-            raise StateError(f"{processor}: no context-save layout known (supported: {', '.join(cwsr.SUPPORTED)})",
-                             "NT_AMDGPU_CORE_STATE agents gfx_target_version")
+            # a host with GPUs of several kinds: each queue's save area follows its own agent's layout
+            processor = processor_name(agents[q["gpu_id"]])
+            if cwsr.family_for(processor) is None:
+                raise StateError(f"{processor} (gpu_id {q['gpu_id']}): no context-save layout known (supported: "
+                                 f"{', '.join(cwsr.SUPPORTED)})", "NT_AMDGPU_CORE_STATE agents gfx_target_version")
         self.code_objects = self._code_objects()
         waves_by_queue = [self._queue_records(q, agents[q["gpu_id"]], i) for i, q in enumerate(queues)]
-        dispatches = self._dispatches(waves_by_queue)
+        dispatches, dispatch_agents = self._dispatches(waves_by_queue)
         if not dispatches:
             raise StateError("no waves are saved in any queue's context-save area", "NT_AMDGPU_CORE_STATE queues")
-        lanes = {w.lanes for d in dispatches for w in d.waves}
-        if len(lanes) > 1:
-            raise StateError("waves of both wave32 and wave64 in one core are not supported", "context-save areas")
-        agent = agents[queues[0]["gpu_id"]] if queues else next(iter(agents.values()))
-        target = Target("amd", processor, lanes.pop(), self._apertures(agent))
+        # the target is the first dispatch's GPU; a dispatch on a GPU of another kind names its own
+        processor = dispatches[0].processor
+        target = Target("amd", processor, dispatches[0].waves[0].lanes, self._apertures(dispatch_agents[0]))
+        for d, agent in zip(dispatches, dispatch_agents):
+            if d.processor == processor:
+                d.processor = None
+            apertures = self._apertures(agent)
+            d.apertures = apertures if apertures != target.apertures else None
         focus, stop = self._focus(dispatches, queues, list(agents.values()))
         manifest = {"format": "rocm-core", "producer": "ROCm GPU core", "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
@@ -502,10 +501,13 @@ class _Reader:
             return CodeObjectRef(co_id, path, l_addr, uri), data
         return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
 
-    def _kernel(self, kernel_object: int) -> tuple[str, int | None]:
-        """The kernel whose descriptor (`name.kd`) is at `kernel_object`, and its code object id."""
+    def _kernel(self, kernel_object: int, processor: str) -> tuple[str, int | None]:
+        """The kernel whose descriptor (`name.kd`) is at `kernel_object`, and its code object id. A build
+        for the queue's own processor wins: code objects for GPUs of other kinds may be loaded at the same
+        addresses (each GPU has its own)."""
         from ..codeobj import load_code_objects
 
+        found = []
         for ref, data in self.code_objects:
             if data is None:
                 continue
@@ -516,7 +518,10 @@ class _Reader:
             for co in objects:
                 for sym in co.symbols.values():
                     if sym.name.endswith(".kd") and sym.value + ref.load_address == kernel_object:
-                        return sym.name[:-3], ref.id
+                        found.append((getattr(co, "processor", None) != processor, sym.name[:-3], ref.id))
+        if found:
+            _, name, co_id = min(found, key=lambda f: f[0])  # stable: the first of the best
+            return name, co_id
         # no loaded code object holds it: the one whose file is missing, if there is exactly one
         missing = [ref for ref, data in self.code_objects if data is None]
         return f"kernel descriptor {kernel_object:#x}", (missing[0].id if len(missing) == 1 else None)
@@ -524,7 +529,9 @@ class _Reader:
     # -- waves
     def _queue_records(self, queue: dict[str, int], agent: dict[str, int], index: int) -> _QueueWaves:
         cwsr = _cwsr()
-        out = _QueueWaves(queue, agent)
+        processor = processor_name(agent)
+        family = cwsr.family_for(processor)
+        out = _QueueWaves(queue, agent, processor)
         xccs = max(agent["num_xcc"], 1)
         if xccs > 64:
             raise StateError(f"num_xcc {agent['num_xcc']} is not a GPU's XCC count", "NT_AMDGPU_CORE_STATE agents")
@@ -546,7 +553,7 @@ class _Reader:
             raw = self.read(base + cs_offset, cs_size, f"{where} control stack")
             words = list(struct.unpack(f"<{cs_size // 4}I", raw))
             try:
-                records = cwsr.iterate_control_stack(self.family, words, base + ws_offset, base + ws_offset - ws_size)
+                records = cwsr.iterate_control_stack(family, words, base + ws_offset, base + ws_offset - ws_size)
             except ValueError as exc:
                 raise StateError(str(exc), f"{where} control stack") from None
             bottom = base + ws_offset - ws_size
@@ -577,13 +584,14 @@ class _Reader:
         tmpring, backing = amd_queue
         agent = queue_info["agent"]
         engines = agent["array_count"] // max(agent["simd_arrays_per_engine"], 1) // max(agent["num_xcc"], 1)
-        offset, size = cwsr.scratch_slot(self.family, tmpring, record, engines, xcc)
+        offset, size = cwsr.scratch_slot(record.family, tmpring, record, engines, xcc)
         if not size or not backing:
             return None
         view = _slice(self.memory, backing + offset, size, "private_wave", f"{where}.scratch")
         return PrivateMemory(SWIZZLED, size, record.lanes, view, 0, f"{where}.scratch")
 
-    def _dispatches(self, queues: list[_QueueWaves]) -> list[Dispatch]:
+    def _dispatches(self, queues: list[_QueueWaves]) -> tuple[list[Dispatch], list[dict[str, int]]]:
+        """The dispatches (each with its queue's processor) and, for each, the agent that ran it."""
         cwsr = _cwsr()
         runtime = self.note.runtime
         dispatches: dict[tuple[int, int], dict] = {}
@@ -612,16 +620,17 @@ class _Reader:
                                      where)
                 ttmp = hwregs[cwsr.HWREG_COUNT:]
                 spi_disabled = bool(ttmp[6] & cwsr.TTMP6_SPI_TTMPS_DISABLED)
-                if self.family.gfx942_ttmps:  # gfx942 marks it only once the trap handler set ttmp11[31]
+                family = record.family  # the queue's agent's layout
+                if family.gfx942_ttmps:  # gfx942 marks it only once the trap handler set ttmp11[31]
                     spi_disabled = spi_disabled and bool(ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP)
                 if spi_disabled:
                     self.warnings.append(f"{where}: left out: its workgroup and dispatch are not recorded "
                                          f"(ttmp6 bit 31: trap temporaries not set up for this wave)")
                     continue
                 # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
-                vgprs_saved = not (self.family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
+                vgprs_saved = not (family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
                 registers = self._registers(record, vgprs_saved, span, f"{where}.registers")
-                if self.family.gfx942_ttmps:
+                if family.gfx942_ttmps:
                     packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
                     wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
                 else:
@@ -634,7 +643,8 @@ class _Reader:
                 used_ids.add(wave_id)
                 key = (id(qw), packet)
                 if key not in dispatches:
-                    dispatches[key] = self._dispatch_entry(q, packet, qname)
+                    dispatches[key] = self._dispatch_entry(q, packet, qname, qw.processor)
+                    dispatches[key]["agent"] = qw.agent
                 group = (ttmp[8], ttmp[9], ttmp[10])
                 wave = Wave(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, registers, record.lanes,
                             np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None, where)
@@ -650,17 +660,19 @@ class _Reader:
                 if wg is None:
                     wg = groups[group] = Workgroup(group, lds, [], f"{entry['where']} workgroup {group}")
                 wg.waves.append(wave)
-            out.append(Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
-                                list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"]))
-        return out
+            dispatch = Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
+                                list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"])
+            dispatch.processor = entry["processor"]
+            out.append(dispatch)
+        return out, [entry["agent"] for entry in dispatches.values()]
 
     def _registers(self, record, vgprs_saved: bool, span: FileSpan, path: str) -> RegisterFile:
         """The record's register file; one layout (and its offsets) per record shape."""
-        key = (record.state, record.lanes, vgprs_saved)
+        key = (record.family.name, record.state, record.lanes, vgprs_saved)
         template = self.register_templates.get(key)
         if template is None:
             layout = record.layout(vgprs_saved)
-            name = f"rocm_{self.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
+            name = f"rocm_{record.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
             self.layouts.setdefault(name, layout)
             template = self.register_templates[key] = RegisterFile(layout, None, path, name)
         return template.with_span(span, path)
@@ -674,7 +686,7 @@ class _Reader:
         backing, = struct.unpack_from("<Q", data, 20)
         return tmpring, backing
 
-    def _dispatch_entry(self, q: dict[str, int], packet: int, qname: str) -> dict:
+    def _dispatch_entry(self, q: dict[str, int], packet: int, qname: str, processor: str) -> dict:
         where = f"{qname} dispatch packet {packet}"
         ring = q["ring_size"]
         if not ring or packet * AQL_PACKET_SIZE >= ring:
@@ -684,9 +696,9 @@ class _Reader:
         workgroup = tuple(fields[2:5])
         grid = tuple(fields[6:9])
         kernel_object = fields[11]
-        kernel, co_id = self._kernel(kernel_object)
+        kernel, co_id = self._kernel(kernel_object, processor)
         return {"kernel": kernel, "code_object": co_id, "grid": grid, "workgroup": workgroup, "where": where,
-                "descriptor": kernel_object}
+                "descriptor": kernel_object, "processor": processor}
 
     def _focus(self, dispatches: list[Dispatch], queues: list[dict], agents: list[dict]) -> tuple[Focus, Stop]:
         cwsr = _cwsr()
@@ -802,16 +814,18 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
                     load_bias: int = 0, pid: int = 4242) -> Path:
     """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
 
-    One agent, one AQL queue holding one packet per dispatch, every wave saved in the queue's
-    context-save area (gfx90a/gfx942/gfx1030/gfx1100 records), LDS with each workgroup's first
-    wave, swizzled scratch in the queue's scratch backing memory, and the host structures a rocgdb
-    gcore holds: r_debug, link_map (`memory://` images in the core, or `file://` URIs naming the
-    dump's code-object files), amd_queue_t and the ring. `host_core` writes an x86-64 core (as
-    `coremerge` leaves it) instead of an EM_AMDGPU one. `gpu_only` leaves host memory out, as ROCr's
-    own gpucore does (it copies only the render-node mappings). `exception_wave` marks that wave's TRAPSTS
-    and the queue with a memory violation; otherwise a dump stopped at a breakpoint marks its focus
-    wave's ttmp6 with the breakpoint trap. `load_bias` moves the code objects (and each wave's pc,
-    but no other register, so use it only with waves stopped in their kernel).
+    One agent per kind of GPU the dispatches ran on (a dispatch's `processor`, else the target's),
+    each with one AQL queue holding one packet per dispatch and every wave saved in the queue's
+    context-save area in that GPU's layout (gfx90a/gfx942/gfx1030/gfx1100 records), LDS with each
+    workgroup's first wave, swizzled scratch in the queue's scratch backing memory, and the host
+    structures a rocgdb gcore holds: r_debug, link_map (`memory://` images in the core, or `file://`
+    URIs naming the dump's code-object files), amd_queue_t and the ring. `host_core` writes an x86-64
+    core (as `coremerge` leaves it) instead of an EM_AMDGPU one. `gpu_only` leaves host memory out, as
+    ROCr's own gpucore does (it copies only the render-node mappings). `exception_wave` marks that
+    wave's TRAPSTS, its queue and its agent with a memory violation; otherwise a dump stopped at a
+    breakpoint marks its focus wave's ttmp6 with the breakpoint trap. `load_bias` moves the code
+    objects (and each wave's pc, but no other register, so use it only with waves stopped in their
+    kernel).
 
     A save record holds every register: registers the dump does not have are written as zeros,
     and so are unknown bytes of LDS and scratch.
@@ -821,15 +835,24 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     target = state.target
     if target.vendor != "amd":
         raise StateError(f"a ROCm GPU core holds AMD state, not {target.vendor}", "target.vendor")
-    family = cwsr.family_for(target.processor)
-    if family is None:
-        raise StateError(f"{target.processor}: no context-save layout known (supported: "
-                         f"{', '.join(cwsr.SUPPORTED)})", "target.processor")
     if code_object_uri not in ("memory", "file"):
         raise StateError("code_object_uri is 'memory' or 'file'", "code_object_uri")
-    lanes = target.lanes
-    if lanes not in (32, 64) or (lanes == 32 and not family.wave32_capable):
-        raise StateError(f"{lanes}-lane waves do not exist on {target.processor}", "target.lanes")
+    # one agent (and queue) per kind of GPU, the target's first
+    by_processor: dict[str, list[Dispatch]] = {target.processor: []}
+    for d in state.dispatches:
+        by_processor.setdefault(d.processor or target.processor, []).append(d)
+    for processor, dispatches in by_processor.items():
+        where = "target.processor" if processor == target.processor else f"{dispatches[0].path}.processor"
+        family = cwsr.family_for(processor)
+        if family is None:
+            raise StateError(f"{processor}: no context-save layout known (supported: "
+                             f"{', '.join(cwsr.SUPPORTED)})", where)
+        lanes = {w.lanes for d in dispatches for w in d.waves} | ({target.lanes} if processor == target.processor
+                                                                  else set())
+        for n in lanes:
+            if n not in (32, 64) or (n == 32 and not family.wave32_capable):
+                raise StateError(f"{n}-lane waves do not exist on {processor}",
+                                 "target.lanes" if processor == target.processor else where)
     for space in state.memory:
         if space != "global":
             raise StateError(f"{space} memory has no place in a ROCm GPU core", f"memory.{space}")
@@ -846,7 +869,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     # code objects and the runtime's link map
     from ..codeobj import load_code_objects
 
-    kd_address: dict[tuple[int, str], int] = {}
+    kd_address: dict[tuple[int, str | None, str], int] = {}  # (code object, build's processor, kernel)
     link_nodes = []
     for ref in state.code_objects:
         image = ref.path.read_bytes()
@@ -859,7 +882,8 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         for co in load_code_objects(image, name=ref.path.name):
             for sym in co.symbols.values():
                 if sym.name.endswith(".kd"):
-                    kd_address[(ref.id, sym.name[:-3])] = sym.value + l_addr
+                    kd_address[(ref.id, getattr(co, "processor", None), sym.name[:-3])] = sym.value + l_addr
+                    kd_address.setdefault((ref.id, None, sym.name[:-3]), sym.value + l_addr)
         link_nodes.append((l_addr, host.put(uri.encode() + b"\0")))
     node_addresses = [host.put(bytes(LINK_MAP.size)) for _ in link_nodes]
     for i, ((l_addr, name_at), at) in enumerate(zip(link_nodes, node_addresses)):
@@ -868,20 +892,94 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         host.patch(at, LINK_MAP.pack(l_addr, name_at, 0, nxt, prev))
     r_debug = host.put(R_DEBUG.pack(9, 0, node_addresses[0] if node_addresses else 0, 0, R_DEBUG_CONSISTENT, 0, 0))
 
+    agent_size = 128  # newer KFDs append capability2 and padding: the reader steps by the header's size
+    agents, queues, scratch_segments = [], [], []
+    save_at, scratch_at = SAVE_AREA_BASE, SCRATCH_BASE
+    for n_agent, (processor, dispatches) in enumerate(by_processor.items()):
+        if n_agent and not dispatches:
+            continue
+        apertures = (dispatches[0].apertures if dispatches and dispatches[0].apertures is not None
+                     else target.apertures) or {}
+        queue = _write_queue(state, processor, dispatches, kd_address, queue_memory, save_at, scratch_at,
+                             exception_wave, load_bias)
+        gpu_id = GPU_ID + n_agent
+        faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and not any(
+            w.id == exception_wave for w in state.waves))
+        status = (1 << (5 - 1)) if faulted else 0
+        local, private = apertures.get("local"), apertures.get("private")
+        agents.append(AGENT_ENTRY.pack(
+            status, local.base if local else 0, local.base + local.size - 1 if local else 0,
+            private.base if private else 0, private.base + private.size - 1 if private else 0,
+            0, (1 << 47) - 1, gpu_id, n_agent, 0x1002, 0x740F, 0, 0, 0, 0, cwsr.target_version(processor),
+            4, 8, queue.engines, 1, 1, 0, 0) + bytes(agent_size - AGENT_ENTRY.size))
+        queues.append(QUEUE_ENTRY.pack(status, queue.ring_at, queue.amd_queue_at + 56, queue.amd_queue_at + 0x80,
+                                       save_at, (QUEUE_ID + n_agent) | (QUEUE_ID_ERROR if faulted else 0), gpu_id,
+                                       queue.ring_size, KFD_QUEUE_TYPE_COMPUTE_AQL, queue.area_size, 0))
+        segments.append((save_at, queue.save_area))
+        save_at += queue.area_size
+        if queue.scratch:
+            scratch_segments.append((scratch_at, queue.scratch))
+            scratch_at += _align(len(queue.scratch), PAGE)
+
+    # the note
+    runtime = RUNTIME_INFO.pack(r_debug, RUNTIME_ENABLED, 1)
+
+    def padded(b: bytes) -> bytes:
+        return b + bytes(-len(b) % 8)
+
+    desc = (NOTE_HEADER.pack(NOTE_VERSION, 1, 16, len(runtime), len(agents), agent_size, len(queues),
+                             QUEUE_ENTRY.size)
+            + padded(runtime) + padded(b"".join(agents)) + padded(b"".join(queues)))
+    notes = b""
+    if host_core:  # a host core's own notes come first; the reader must look past them
+        notes += struct.pack("<III", 5, 136, 3) + b"CORE\0\0\0\0" + bytes(136)
+    notes += struct.pack("<III", 7, len(desc), NT_AMDGPU_CORE_STATE) + b"AMDGPU\0\0" + padded(desc)
+
+    if not gpu_only:
+        segments.append((HOST_BASE, bytes(host.data)))
+    segments.append((QUEUE_BASE, bytes(queue_memory.data)))
+    segments.sort()
+    # last in the file, so a core cut short loses scratch first (as a size limit would)
+    segments += scratch_segments
+    _write_elf(path, notes, segments, EM_X86_64 if host_core else EM_AMDGPU)
+    return path
+
+
+@dataclass
+class _WrittenQueue:
+    ring_at: int
+    ring_size: int
+    amd_queue_at: int
+    save_area: bytes
+    area_size: int
+    scratch: bytes
+    engines: int
+    holds_exception: bool
+
+
+def _write_queue(state: GpuState, processor: str, dispatches: list[Dispatch], kd_address: dict,
+                 queue_memory: _HostMemory, save_at: int, scratch_at: int, exception_wave: int | None,
+                 load_bias: int) -> _WrittenQueue:
+    """One agent's AQL queue: its ring and amd_queue_t in `queue_memory`, the context-save area (to be
+    placed at `save_at`) in `processor`'s layout, and the scratch backing memory (at `scratch_at`)."""
+    cwsr = _cwsr()
+    family = cwsr.family_for(processor)
     # the queue: ring of dispatch packets and amd_queue_t
-    ring_size = max(_align(len(state.dispatches) * AQL_PACKET_SIZE, PAGE), PAGE)
+    ring_size = max(_align(len(dispatches) * AQL_PACKET_SIZE, PAGE), PAGE)
     ring = bytearray(ring_size)
-    for n, d in enumerate(state.dispatches):
-        kd = kd_address.get((d.code_object, d.kernel), 0) if d.code_object is not None else 0
-        if not kd and d.code_object is not None:
-            raise StateError(f"kernel {d.kernel} has no descriptor symbol ({d.kernel}.kd) in its code object",
-                             d.path)
+    for n, d in enumerate(dispatches):
+        kd = 0
+        if d.code_object is not None:
+            kd = kd_address.get((d.code_object, processor, d.kernel)) or kd_address.get((d.code_object, None, d.kernel))
+            if not kd:
+                raise StateError(f"kernel {d.kernel} has no descriptor symbol ({d.kernel}.kd) in its code object",
+                                 d.path)
         AQL_PACKET.pack_into(ring, n * AQL_PACKET_SIZE, 2 | (1 << 8), 3, *d.workgroup_size, 0, *d.grid_size,
                              0, 0, kd, 0, 0, 0)
     ring_at = queue_memory.put(bytes(ring), PAGE)
     amd_queue_at = queue_memory.put(bytes(256), 64)
 
-    waves = state.waves
+    waves = [w for d in dispatches for w in d.waves]
     (_, _), unit = cwsr.tmpring_fields(family)
     wavesize = max([_align(w.private.size, unit) for w in waves if w.private is not None] or [0])
     for w in waves:
@@ -891,15 +989,15 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     per_engine_limit = 1 << (family.scoreboard_bits[1] - family.scoreboard_bits[0] + 1)
     engines = max(1, -(-len(waves) // per_engine_limit))
     if engines > 1 << (family.se_bits[1] - family.se_bits[0] + 1):
-        raise StateError(f"{len(waves)} waves do not fit one {target.processor} queue's scratch slots", "waves")
+        raise StateError(f"{len(waves)} waves do not fit one {processor} queue's scratch slots", "waves")
     per_engine = -(-len(waves) // engines)
     slots = per_engine * engines
     tmpring = cwsr.tmpring_size(family, slots if family is not cwsr.GFX11 else per_engine, wavesize) if wavesize else 0
     amd_queue = bytearray(256)
-    struct.pack_into("<Q", amd_queue, 56, len(state.dispatches))            # write_dispatch_id
+    struct.pack_into("<Q", amd_queue, 56, len(dispatches))                  # write_dispatch_id
     struct.pack_into("<Q", amd_queue, 0x80, 0)                              # read_dispatch_id
     struct.pack_into("<I", amd_queue, 0x8C, tmpring)                        # compute_tmpring_size
-    struct.pack_into("<QQ", amd_queue, 0xA0, SCRATCH_BASE if wavesize else 0, slots * wavesize)
+    struct.pack_into("<QQ", amd_queue, 0xA0, scratch_at if wavesize else 0, slots * wavesize)
     queue_memory.patch(amd_queue_at, bytes(amd_queue))
 
     # the context-save area: header, control stack, records (top record = first control-stack wave)
@@ -907,16 +1005,18 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     records = []    # (record geometry, bytes below LDS, LDS bytes)
     scratch = bytearray(slots * wavesize)
     slot = 0
-    for n_d, d in enumerate(state.dispatches):
+    for n_d, d in enumerate(dispatches):
         for wg in d.workgroups:
+            if not wg.waves:
+                continue
             names = sorted({name for w in wg.waves for name in w.registers.names})
             lds_size = wg.lds.regions[-1].end if wg.lds is not None and wg.lds.regions else 0
             sgpr_slots = _register_index(names, "s") + family.alias_count
             try:
-                state_ = cwsr.state_words(family, lanes=lanes, vgprs=max(_register_index(names, "v"), 1),
+                state_ = cwsr.state_words(family, lanes=wg.waves[0].lanes, vgprs=max(_register_index(names, "v"), 1),
                                           acc_vgprs=_register_index(names, "a"), sgprs=sgpr_slots, lds_size=lds_size)
             except ValueError as exc:  # more registers or LDS than a save record can describe
-                raise StateError(f"workgroup {wg.id} does not fit a {target.processor} save record: {exc}",
+                raise StateError(f"workgroup {wg.id} does not fit a {processor} save record: {exc}",
                                  wg.path) from None
             words += list(state_)
             for i, w in enumerate(wg.waves):
@@ -934,7 +1034,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
                     at += size
                 for name, size in w.registers.layout:
                     if name not in offsets or offsets[name][1] != size:
-                        raise StateError(f"register {name} ({size} bytes) has no place in a {target.processor} "
+                        raise StateError(f"register {name} ({size} bytes) has no place in a {processor} "
                                          f"save record", w.registers.path)
                     data, valid = w.registers.raw(name)
                     data = data.copy()
@@ -974,43 +1074,8 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     header = struct.pack(cwsr.HEADER, cs_offset, len(control_stack), ws_offset, len(wave_area), 0, 0, 0, 0)
     header += bytes(cwsr.HEADER_SIZE - len(header))
     save_area = header + control_stack + wave_area
-    area_size = _align(len(save_area), PAGE)
-
-    # the note
-    runtime = RUNTIME_INFO.pack(r_debug, RUNTIME_ENABLED, 1)
-    apertures = target.apertures or {}
-    local, private = apertures.get("local"), apertures.get("private")
-    agent_size = 128  # newer KFDs append capability2 and padding: the reader steps by the header's size
-    agent = AGENT_ENTRY.pack(
-        (1 << (5 - 1)) if exception_wave is not None else 0,
-        local.base if local else 0, local.base + local.size - 1 if local else 0,
-        private.base if private else 0, private.base + private.size - 1 if private else 0,
-        0, (1 << 47) - 1, GPU_ID, 0, 0x1002, 0x740F, 0, 0, 0, 0, cwsr.target_version(target.processor),
-        4, 8, engines, 1, 1, 0, 0) + bytes(agent_size - AGENT_ENTRY.size)
-    queue_status = (1 << (5 - 1)) if exception_wave is not None else 0
-    queue = QUEUE_ENTRY.pack(queue_status, ring_at, amd_queue_at + 56, amd_queue_at + 0x80, SAVE_AREA_BASE,
-                             QUEUE_ID | (QUEUE_ID_ERROR if exception_wave is not None else 0), GPU_ID, ring_size,
-                             KFD_QUEUE_TYPE_COMPUTE_AQL, area_size, 0)
-
-    def padded(b: bytes) -> bytes:
-        return b + bytes(-len(b) % 8)
-
-    desc = (NOTE_HEADER.pack(NOTE_VERSION, 1, 16, len(runtime), 1, agent_size, 1, len(queue))
-            + padded(runtime) + padded(agent) + padded(queue))
-    notes = b""
-    if host_core:  # a host core's own notes come first; the reader must look past them
-        notes += struct.pack("<III", 5, 136, 3) + b"CORE\0\0\0\0" + bytes(136)
-    notes += struct.pack("<III", 7, len(desc), NT_AMDGPU_CORE_STATE) + b"AMDGPU\0\0" + padded(desc)
-
-    if not gpu_only:
-        segments.append((HOST_BASE, bytes(host.data)))
-    segments.append((QUEUE_BASE, bytes(queue_memory.data)))
-    segments.append((SAVE_AREA_BASE, save_area))
-    segments.sort()
-    if wavesize:  # last in the file, so a core cut short loses scratch first (as a size limit would)
-        segments.append((SCRATCH_BASE, bytes(scratch)))
-    _write_elf(path, notes, segments, EM_X86_64 if host_core else EM_AMDGPU)
-    return path
+    return _WrittenQueue(ring_at, ring_size, amd_queue_at, save_area, _align(len(save_area), PAGE), bytes(scratch),
+                         engines, exception_wave is not None and any(w.id == exception_wave for w in waves))
 
 
 def _write_elf(path: Path, notes: bytes, segments: list[tuple[int, bytes]], machine: int) -> None:
