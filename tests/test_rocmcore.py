@@ -21,8 +21,11 @@ from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
 from aspace_dap.state.formats import detect_format
+from aspace_dap.state.save import save_state
 from aspace_dap.state.rocmcore import (AGENT_ENTRY, EM_AMDGPU, NOTE_HEADER, QUEUE_ENTRY, SAVE_AREA_BASE,
                                        detect, load_core, parse_uri, write_rocm_core)
+
+from amd_machines import SECOND_GPU_WAVE_IDS, two_gpu_state
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 LDS_O0 = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -319,6 +322,53 @@ def test_layout_round_trip(processor, lanes, tmp_path):
             assert state.dispatches[0].kernel.startswith("kernel descriptor")
 
 
+# ---------------------------------------------------------------- a host with GPUs of two kinds
+
+TWO_GPUS = "lds_tiles gfx90a.O0 + gfx1030.O0"
+
+
+def _two_gpu_core(path: Path) -> Path:
+    with load_state(LDS_O0) as first, load_state(EXAMPLES / "lds_tiles" / "dumps" / "gfx1030.O0") as second:
+        return write_rocm_core(two_gpu_state(first, second), path)
+
+
+def test_two_kinds_of_gpu_each_queue_in_its_own_layout(tmp_path):
+    path = _two_gpu_core(tmp_path / "gpucore.two")
+    m = CoreMap(path.read_bytes())
+    # one agent per GPU (KFD gfx_target_version: 9.0.10 and 10.3.0), one queue each, on its own gpu_id
+    versions = [struct.unpack_from("<I", m.data, at + 56 + 4 * 8)[0] for at in m.agents]
+    gpu_ids = [struct.unpack_from("<I", m.data, at + 56)[0] for at in m.agents]
+    assert versions == [90010, 100300] and len(set(gpu_ids)) == 2
+    assert [struct.unpack_from("<I", m.data, at + 44)[0] for at in m.queues] == gpu_ids
+    # gfx90a's state word (one) vs gfx1030's (two, bit 24 of the first: wave32); see the layout tests above
+    (_, _, (cs0, n0)), (_, _, (cs1, n1)) = m.saves
+    assert n0 == 4 * (2 + 1 + 4) and n1 == 4 * (2 + 2 + 8)
+    assert (struct.unpack_from("<I", m.data, cs1 + 8)[0] >> 24) & 1 == 1
+    with load_state(LDS_O0) as first, load_state(EXAMPLES / "lds_tiles" / "dumps" / "gfx1030.O0") as second:
+        with load_state(path) as state:
+            assert (state.target.processor, state.target.lanes) == ("gfx90a", 64)
+            assert [d.processor for d in state.dispatches] == [None, "gfx1030"]
+            assert [d.code_object for d in state.dispatches] == [0, 1]   # each GPU's own build
+            assert [w.lanes for w in state.waves] == [64] * 4 + [32] * 8
+            assert state.summary().startswith("amd gfx90a + gfx1030, ")
+            for original, waves in ((first, state.waves[:4]), (second, state.waves[4:])):
+                for w0, w1 in zip(original.waves, waves):
+                    assert (w1.id % SECOND_GPU_WAVE_IDS, w1.index_in_workgroup) == (w0.id, w0.index_in_workgroup)
+                    for reg, _ in w0.registers.layout:
+                        a, b = w0.registers.raw(reg), w1.registers.raw(reg)
+                        assert b[1].all() and (a[0][a[1]] == b[0][a[1]]).all(), reg
+                    n = w0.private.size
+                    a, b = w0.private.wave_view.read(0, n), w1.private.wave_view.read(0, n)
+                    assert b[1].all() and (a[0] == b[0]).all()
+                lds0, lds1 = original.waves[0].workgroup.lds, waves[0].workgroup.lds
+                size = lds0.regions[-1].end
+                assert (lds1.read(0, size)[0] == lds0.read(0, size)[0]).all()
+            # the folder format holds one lane count: a wave64 + wave32 core is refused, not written wrong
+            with pytest.raises(StateError, match="32 lanes .* one lane count"):
+                save_state(state, tmp_path / "folder")
+            assert not (tmp_path / "folder").exists()
+
+
 # ---------------------------------------------------------------- malformed cores
 
 
@@ -330,19 +380,31 @@ class CoreMap:
         self.phnum = struct.unpack_from("<H", data, 56)[0]
         self.headers = [64 + 56 * i for i in range(self.phnum)]
         note_at = struct.unpack_from("<Q", data, 64 + 8)[0]
-        namesz = struct.unpack_from("<I", data, note_at)[0]
+        while True:  # a host core's own notes come before the AMDGPU one
+            namesz, descsz = struct.unpack_from("<II", data, note_at)
+            name_at = note_at + 12
+            if data[name_at:name_at + namesz] == b"AMDGPU\0":
+                break
+            note_at = name_at + ((namesz + 3) & ~3) + ((descsz + 3) & ~3)
         self.note = note_at
         self.desc = note_at + 12 + ((namesz + 3) & ~3)
         self.runtime = self.desc + NOTE_HEADER.size
-        self.agent = self.runtime + 16
-        self.queue = self.agent + 128
+        _, _, _, runtime_size, n_agents, agent_size, n_queues, queue_size = NOTE_HEADER.unpack_from(data, self.desc)
+        self.agents = [self.runtime + runtime_size + i * agent_size for i in range(n_agents)]
+        self.queues = [self.agents[0] + n_agents * agent_size + i * queue_size for i in range(n_queues)]
+        self.agent, self.queue = self.agents[0], self.queues[0]
         self.segments = {}
         for at in self.headers[1:]:
             _, _, offset, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, at)
             self.segments[vaddr] = (offset, filesz)
-        self.save = self.segments[SAVE_AREA_BASE][0]
-        cs_offset, cs_size = struct.unpack_from("<II", data, self.save)
-        self.control_stack = (self.save + cs_offset, cs_size)
+        # each queue's context-save area: (file offset, size), the control stack's (file offset, size)
+        self.saves = []
+        for q in self.queues:
+            address = struct.unpack_from("<Q", data, q + 32)[0]
+            save = self.segments[address][0]
+            cs_offset, cs_size = struct.unpack_from("<II", data, save)
+            self.saves.append((save, self.segments[address][1], (save + cs_offset, cs_size)))
+        self.save, _, self.control_stack = self.saves[0]
 
 
 def _mutations(data: bytes, rng: random.Random):
@@ -363,16 +425,22 @@ def _mutations(data: bytes, rng: random.Random):
         ("note version", lambda: (m.desc, u64(rng.choice([0, 2, 1 << 40])))),
         ("note sizes", lambda: (m.desc + rng.choice([16, 24, 28, 32, 36]), u32(odd()))),
         ("runtime_info", lambda: (m.runtime + rng.choice([0, 8, 12]), u32(odd()) if rng.random() < .5 else u64(huge()))),
-        ("agent field", lambda: (m.agent + 4 * rng.randrange(AGENT_ENTRY.size // 4), u32(odd()))),
-        ("queue field", lambda: (m.queue + 8 * rng.randrange(QUEUE_ENTRY.size // 8), u64(huge()))),
-        ("queue u32", lambda: (m.queue + 40 + 4 * rng.randrange(6), u32(odd()))),
-        ("save-area header", lambda: (m.save + 4 * rng.randrange(10), u32(odd()))),
-        ("control-stack word", lambda: (m.control_stack[0] + 4 * rng.randrange(m.control_stack[1] // 4), u32(odd()))),
+        ("agent field", lambda: (rng.choice(m.agents) + 4 * rng.randrange(AGENT_ENTRY.size // 4), u32(odd()))),
+        ("queue field", lambda: (rng.choice(m.queues) + 8 * rng.randrange(QUEUE_ENTRY.size // 8), u64(huge()))),
+        ("queue u32", lambda: (rng.choice(m.queues) + 40 + 4 * rng.randrange(6), u32(odd()))),
+        ("save-area header", lambda: (rng.choice(m.saves)[0] + 4 * rng.randrange(10), u32(odd()))),
+        ("control-stack word", lambda: control_stack_word(rng.choice(m.saves)[2])),
         ("host structure", lambda: (m.segments[0x7FFD00000000][0] + 8 * rng.randrange(64), u64(huge()))),
         ("queue memory", lambda: (m.segments[0x7FFB00000000][0] + 8 * rng.randrange(64), u64(huge()))),
-        ("random save-area dword", lambda: (m.save + 4 * rng.randrange(m.segments[SAVE_AREA_BASE][1] // 4),
-                                            u32(odd()))),
+        ("random save-area dword", lambda: random_save_dword(rng.choice(m.saves))),
     ]
+
+    def control_stack_word(stack):
+        return stack[0] + 4 * rng.randrange(stack[1] // 4), u32(odd())
+
+    def random_save_dword(save):
+        return save[0] + 4 * rng.randrange(save[1] // 4), u32(odd())
+
     while True:
         kind = rng.random()
         out = bytearray(data)
@@ -405,10 +473,14 @@ def _exercise(path: Path) -> None:
 
 
 @pytest.mark.parametrize("dump, host_core", [("lds_tiles/dumps/gfx90a.O0", False),
-                                             ("lds_tiles/dumps/gfx1030.O0", True)])
+                                             ("lds_tiles/dumps/gfx1030.O0", True),
+                                             (TWO_GPUS, False)])
 def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path):
-    with load_state(EXAMPLES / dump) as state:
-        source = write_rocm_core(state, tmp_path / "gpucore.src", host_core=host_core)
+    if dump == TWO_GPUS:  # two agents and two queues, each save area in its own layout: all are mutated
+        source = _two_gpu_core(tmp_path / "gpucore.src")
+    else:
+        with load_state(EXAMPLES / dump) as state:
+            source = write_rocm_core(state, tmp_path / "gpucore.src", host_core=host_core)
     data = source.read_bytes()
     rng = random.Random(1312)
     path = tmp_path / "gpucore.bad"

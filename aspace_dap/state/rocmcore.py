@@ -5,7 +5,8 @@ The file is an ELF64 ET_CORE. Its NT_AMDGPU_CORE_STATE note ("AMDGPU", type 33) 
 snapshot: runtime info, one entry per agent (GPU), one per queue; every size comes from the note's
 header. PT_LOAD segments hold memory at its GPU (flat) virtual address. Waves are not in the
 notes: each queue's context-save area, in that memory, holds a control stack and one save record
-per wave (adapters/amdgpu_cwsr.py knows the per-generation layout). The rest is found the way
+per wave (adapters/amdgpu_cwsr.py knows the per-generation layout; each queue follows its own agent's, as a
+host may have GPUs of several kinds). The rest is found the way
 ROCdbgapi finds it:
 
     queue.read_pointer_address - 0x80   -> amd_queue_t: compute_tmpring_size, scratch backing memory

@@ -114,6 +114,11 @@ def save_state(state: GpuState, path: Path) -> Path:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise StateError("save needs a new or empty folder", str(path))
     target = state.target
+    # the format has one lane count (target.lanes): a core of wave64 and wave32 GPUs has no faithful folder form
+    other = next((w for w in state.waves if w.lanes != target.lanes), None)
+    if other is not None:
+        raise StateError(f"cannot save: wave {other.id} has {other.lanes} lanes and the dump format holds one lane "
+                         f"count for every wave ({target.lanes}, target.lanes)", other.path or "waves")
     writer = StateWriter(target.vendor, target.processor, target.lanes,
                          {n: (a.base, a.size) for n, a in target.apertures.items()} or None, state.producer)
     for ref in state.code_objects:
