@@ -149,14 +149,24 @@ def specs() -> list[CudaDumpSpec]:
 def main() -> int:
     """Rewrite examples/cuda/dumps/<kernel>.<build>/ from the committed cubins."""
     import shutil
+    import sys
+    import tempfile
 
-    from .cuda_engine import build
+    from .cuda_engine import build, nvdisasm
 
+    try:
+        nvdisasm()  # before any committed dump is touched
+    except FileNotFoundError as exc:
+        print(f"dumpgen.cuda_examples: {exc}", file=sys.stderr)
+        return 1
     for spec in specs():
         dest = CUDA / "dumps" / spec.name
-        if dest.exists():
-            shutil.rmtree(dest)
-        build(spec, dest)
+        # built beside the committed dump and swapped in only when complete: a failure keeps the old one
+        with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{spec.name}.") as tmp:
+            build(spec, Path(tmp) / "dump")
+            if dest.exists():
+                shutil.rmtree(dest)
+            (Path(tmp) / "dump").rename(dest)
         print(f"wrote {dest.relative_to(CUDA.parent)}")
     return 0
 
