@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds every example code object plus the disassembly and DWARF dumps kept next to them.
 #
-#   examples/build.sh            # both compilers
+#   examples/build.sh            # all three: hipcc, clang15 and clang19
 #   examples/build.sh hipcc      # Debian's hipcc (HIP 5.2, clang 15) with the LLVM 15 tools
 #   examples/build.sh clang15    # Debian's clang++-15 for gfx940/gfx1030/gfx1100 (divergent_call)
 #   examples/build.sh clang19    # Debian's clang++-19 with the LLVM 19 tools

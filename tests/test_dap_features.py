@@ -108,7 +108,10 @@ def test_repl_commands_move_focus(dap):
     assert ev(dap, "$lane")["result"] == "7"
     lanes = ev(dap, "info lanes", context="repl")["result"].splitlines()
     assert len(lanes) == 64 and lanes[7].startswith("* lane  7")
-    assert "AMDGPU Wave" in ev(dap, "info waves", context="repl")["result"]
+    waves = ev(dap, "info waves", context="repl")["result"]
+    assert "AMDGPU Wave" in waves
+    # the scratch_struct dump holds one wave (workgroup 1): one wave, one group, both singular
+    assert waves.splitlines()[0].startswith("1 wave in 1 group (")
     dump = ev(dap, "x/2dw private_lane@wave0.lane5#0x10c", context="repl")["result"]
     assert dump.split() == ["private_lane@wave0.lane5#0x10c:", "789", str(int(ev(dap, "*(int *) private_lane@wave0.lane5#0x110")["result"]))]
     ev(dap, "lane 5", context="repl")

@@ -226,7 +226,8 @@ def _where(frames: list[dict]) -> str:
 def _info_waves(s: Session) -> str:
     groups = s.wave_groups()
     total = len(s.state.waves)
-    lines = [f"{total} waves in {len(groups)} groups (by dispatch and call stack, smallest first):",
+    lines = [f"{total} wave{'s' if total != 1 else ''} in {len(groups)} group{'s' if len(groups) != 1 else ''}"
+             " (by dispatch and call stack, smallest first):",
              f"  {'Waves':>7}  {'Active lanes':>15}  Dispatch  Where"]
     for g in groups:
         mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
