@@ -131,3 +131,19 @@ def test_dap_server_shows_the_variables():
         assert [v["value"] for v in cells[:8]] == ["5", "5.5", "6", "6.5", "7", "7.5", "0", "0"]
     finally:
         c.close()
+
+
+def test_build_script_refuses_an_unknown_build_before_compiling(tmp_path):
+    """`build.sh NAME.BUILD` with a build it does not know is an error naming the known ones, not a
+    silent success (a copy of the script runs with `true` as ocloc, so nothing is compiled)."""
+    import shutil
+    import subprocess
+
+    script = tmp_path / "build.sh"
+    shutil.copy(ROOT / "examples" / "opencl" / "build.sh", script)
+    run = subprocess.run(["bash", str(script), "lds_tiles.tgllp", "lds_tiles.tgl"], capture_output=True,
+                         text=True, env={"PATH": "/usr/bin:/bin", "OCLOC": "true"}, timeout=30)
+    assert run.returncode == 1
+    assert "no build 'lds_tiles.tgl'" in run.stderr and "divergent_call.acm-g10.O0" in run.stderr
+    assert "building" not in run.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build.sh"]

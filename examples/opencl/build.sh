@@ -52,7 +52,18 @@ for name in lds_tiles scratch_struct divergent_call; do
 done
 ALL+=("${EXTRA_BUILDS[@]}")
 
-# `build.sh NAME.TAG...` rebuilds only those (e.g. divergent_call.acm-g10.O0)
+# `build.sh NAME.TAG...` rebuilds only those (e.g. divergent_call.acm-g10.O0); an unknown one is an error
+KNOWN=()
+for entry in "${ALL[@]}"; do
+    rest=${entry#*:}
+    KNOWN+=("${entry%%:*}.${rest%%:*}")
+done
+for wanted in "$@"; do
+    if [[ ! " ${KNOWN[*]} " == *" $wanted "* ]]; then
+        echo "build.sh: no build '$wanted'; one of: ${KNOWN[*]}" >&2
+        exit 1
+    fi
+done
 for entry in "${ALL[@]}"; do
     name=${entry%%:*}
     rest=${entry#*:}
