@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Regenerate the example GPU state dumps from the committed code objects.
 
-    python examples/make_dumps.py            # rewrite examples/<name>/dumps/<arch>.<opt>/
-    python examples/make_dumps.py --check    # exit 1 if a committed dump differs from a fresh build
-    python examples/make_dumps.py lds_tiles  # only some examples
+    .venv/bin/python examples/make_dumps.py            # rewrite examples/<name>/dumps/<arch>.<opt>/
+    .venv/bin/python examples/make_dumps.py --check    # exit 1 if a committed dump differs from a fresh build
+    .venv/bin/python examples/make_dumps.py lds_tiles  # only some examples
 
 Everything is derived from the kernels' ISA and DWARF plus fixed inputs (see each example's
 README, "The dump"); no HIP toolchain or GPU is needed, and the output is byte-for-byte stable.

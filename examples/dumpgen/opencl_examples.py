@@ -1,7 +1,7 @@
 """The OpenCL example dumps for Intel GPUs: write them, or check the committed ones are current.
 
-    cd examples && PYTHONPATH=.. python -m dumpgen.opencl_examples            # rewrite opencl/dumps/
-    cd examples && PYTHONPATH=.. python -m dumpgen.opencl_examples --check    # exit 1 if one is stale
+    cd examples && PYTHONPATH=.. ../.venv/bin/python -m dumpgen.opencl_examples            # rewrite opencl/dumps/
+    cd examples && PYTHONPATH=.. ../.venv/bin/python -m dumpgen.opencl_examples --check    # exit 1 if one is stale
 """
 
 from __future__ import annotations
