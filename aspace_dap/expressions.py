@@ -256,6 +256,8 @@ def _numbers(obj: Obj):
     t = obj.stripped
     if isinstance(t, ArrayType):
         raise EvaluationError("arrays are not numbers")
+    if isinstance(t, StructType):
+        raise EvaluationError(f"a {obj.type.display_name()} is not a number")
     values, states = obj.scalar_bits()
     if isinstance(t, BaseType) and t.encoding == ATE_FLOAT:
         fmt = {4: "<f", 8: "<d"}.get(obj.size)

@@ -206,8 +206,9 @@ class Session:
             if self._extra is None:
                 if ref is not None:
                     raise AspaceError(f"wave {wave.id}: code object {ref.path} cannot be read; supply it "
-                                      f"with codeObject")
-                raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject)")
+                                      f"with codeObject (--code-object on the command line)")
+                raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject, or "
+                                  f"--code-object on the command line)")
             return self._placed_extra(ref, getattr(dispatch, "kernel_descriptor", None))
         return program
 

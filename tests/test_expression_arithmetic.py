@@ -78,7 +78,8 @@ def test_pointer_difference_counts_elements(frame, expression, distance):
 
 
 @pytest.mark.parametrize("expression, message", [("1 / 0", "division by zero"), ("pick % 0", "division by zero"),
-                                                 ("1.5 % 2", "integer operands"), ("1 << 32", "out of range")])
+                                                 ("1.5 % 2", "integer operands"), ("1 << 32", "out of range"),
+                                                 ("p * 2", "is not a number"), ("-p", "is not a number")])
 def test_what_c_leaves_undefined_is_an_error(frame, expression, message):
     session, top = frame
     with pytest.raises(EvaluationError, match=message):
