@@ -249,6 +249,13 @@ def launched(state_path, **initialize_arguments) -> tuple[DapTestClient, dict[st
     return c, c.wait_event("stopped")["body"]
 
 
+def launch_answer(client: DapTestClient, timeout: float = WAIT_SECONDS, **arguments) -> dict[str, Any]:
+    """The launch response, success or not, in VS Code's order (configurationDone first)."""
+    seq = client.send("launch", arguments)
+    client.request_raw("configurationDone", timeout=timeout)
+    return client.wait_response(seq, timeout=timeout)
+
+
 def start_tcp_server_subprocess(args: list[str]) -> tuple[subprocess.Popen, _StderrCollector, int]:
     """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed)."""
     process = subprocess.Popen(

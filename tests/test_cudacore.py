@@ -28,6 +28,7 @@ def cores(tmp_path_factory):
 
 
 def _sections(path: Path) -> list[dict]:
+    """The section headers, read here with struct (not through the reader under test)."""
     data = path.read_bytes()
     shoff, = struct.unpack_from("<Q", data, 40)
     shnum, shstrndx = struct.unpack_from("<HH", data, 60)
@@ -36,7 +37,7 @@ def _sections(path: Path) -> list[dict]:
     out = []
     for i, h in enumerate(headers):
         out.append(dict(index=i, at=shoff + 64 * i, name=names[h[0]:names.index(b"\0", h[0])].decode(),
-                        type=h[1], offset=h[4], size=h[5], link=h[6], info=h[7], entsize=h[9]))
+                        type=h[1], addr=h[3], offset=h[4], size=h[5], link=h[6], info=h[7], entsize=h[9]))
     return out
 
 

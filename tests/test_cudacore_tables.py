@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lane_views import cfi_return_addresses, every_lane
+from test_cudacore import _sections
 
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.inspect import frame_report
@@ -24,18 +25,6 @@ from aspace_dap.state.cudacore import (BACKTRACE_ROW, CONST_BANK_ROW, ROW_SIZES,
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
 TABLE_TYPES = {SHT_DEV_TABLE: "devtbl", SHT_GRID_TABLE: "gridtbl", SHT_SM_TABLE: "smtbl", SHT_CTA_TABLE: "ctatbl",
                SHT_WP_TABLE: "wptbl", SHT_LN_TABLE: "lntbl"}
-
-
-def _sections(path: Path) -> list[dict]:
-    """The section headers, read here with struct (not through the reader under test)."""
-    data = path.read_bytes()
-    shoff, = struct.unpack_from("<Q", data, 40)
-    shnum, shstrndx = struct.unpack_from("<HH", data, 60)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
-    names = data[headers[shstrndx][4]:headers[shstrndx][4] + headers[shstrndx][5]]
-    return [dict(index=i, at=shoff + 64 * i, name=names[h[0]:names.index(b"\0", h[0])].decode(), type=h[1],
-                 addr=h[3], offset=h[4], size=h[5], link=h[6], info=h[7], entsize=h[9])
-            for i, h in enumerate(headers)]
 
 
 def _values(path) -> dict:

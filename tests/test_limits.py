@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, start_server_subprocess, \
+from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, launch_answer, start_server_subprocess, \
     start_tcp_server_subprocess
 
 ROOT = Path(REPO_ROOT)
@@ -43,9 +43,7 @@ def initialized(client):
 
 
 def launch(client, **arguments):
-    seq = client.send("launch", arguments)
-    client.request_raw("configurationDone", timeout=TIMEOUT)
-    return client.wait_response(seq, timeout=TIMEOUT)
+    return launch_answer(client, TIMEOUT, **arguments)
 
 
 def assert_clear_error(response, *words: str):

@@ -20,7 +20,7 @@ import pytest
 
 from aspace_dap.paths import PathPolicy, PathRefused, save_target
 from aspace_dap.state.writer import StateWriter
-from dap_client import connect_tcp, start_server_subprocess, start_tcp_server_subprocess
+from dap_client import connect_tcp, launch_answer, start_server_subprocess, start_tcp_server_subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -62,9 +62,7 @@ def connect(request):
 
 
 def launch(client, **arguments):
-    seq = client.send("launch", arguments)
-    client.request_raw("configurationDone", timeout=TIMEOUT)
-    return client.wait_response(seq, timeout=TIMEOUT)
+    return launch_answer(client, TIMEOUT, **arguments)
 
 
 def assert_refused(response, *secrets: str):
