@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   chromiumPath as chromiumCommand, codeServerCommand, need as needIn, playwrightChromium, runCommand, setPaneExpanded, sleep,
-  startCodeServer,
+  runHostScript, startCodeServer,
 } from './codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -191,9 +191,4 @@ async function main() {
   }
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(() => server?.kill());
+runHostScript(main, () => server);

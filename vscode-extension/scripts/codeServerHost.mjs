@@ -4,7 +4,7 @@
 // process, and a few workbench gestures.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -106,6 +106,23 @@ export async function stopCodeServer(server) {
   const exited = new Promise((done) => server.once('exit', done));
   server.kill();
   await exited;
+}
+
+/**
+ * Runs a script's `main()`: an error fails the process; then code-server is stopped (`server()`
+ * gives it: main starts it) and, after a pass, the scratch folder `root` is removed (kept after a
+ * failure: its windows and code-server's log are the diagnosis).
+ */
+export function runHostScript(main, server, root) {
+  return main()
+    .catch((error) => {
+      console.error(error);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      await stopCodeServer(server());
+      if (root && !process.exitCode) rmSync(root, { recursive: true, force: true, maxRetries: 5 });
+    });
 }
 
 /**

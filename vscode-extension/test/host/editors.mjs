@@ -19,12 +19,12 @@
 // 6. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
 //    offsets the ISA gives them; and on CUDA lds_tiles' shared memory.
 
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  chromiumPath, codeServerCommand, stopCodeServer, playwrightChromium, serverPort, sleep, startCodeServer,
+  chromiumPath, codeServerCommand, runHostScript, playwrightChromium, serverPort, sleep, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -346,13 +346,4 @@ async function main() {
   }
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    await stopCodeServer(server);
-    // kept when a check failed: windows and log
-    if (!process.exitCode) rmSync(root, { recursive: true, force: true, maxRetries: 5 });
-  });
+runHostScript(main, () => server, root);

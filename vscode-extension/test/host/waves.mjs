@@ -16,12 +16,12 @@
 // it writes SHOTS/vscode-waves.png, the README's screenshot.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  chromiumPath, codeServerCommand, stopCodeServer, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
+  chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
   startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
@@ -176,13 +176,4 @@ async function main() {
   }
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    await stopCodeServer(server);
-    // kept when it failed: window and log
-    if (!process.exitCode) rmSync(root, { recursive: true, force: true, maxRetries: 5 });
-  });
+runHostScript(main, () => server, root);
