@@ -1,4 +1,4 @@
-"""Target adapters: one module per GPU family. `adapter_for(vendor)` picks one."""
+"""Target adapters: one package per GPU family (`amdgpu`, `nvidia`, `intel`) on a shared base; `adapter_for(vendor)` picks one."""
 
 from aspace_dap.errors import StateError
 from aspace_dap.state.validate import use_register_rules
@@ -8,13 +8,13 @@ from .base import TargetAdapter, WaveTarget
 
 def adapter_for(vendor: str) -> TargetAdapter:
     if vendor == "amd":
-        from .amdgpu import AmdgpuAdapter
+        from .amdgpu.adapter import AmdgpuAdapter
         return AmdgpuAdapter()
     if vendor == "nvidia":
-        from .nvptx import NvptxAdapter
+        from .nvidia.adapter import NvptxAdapter
         return NvptxAdapter()
     if vendor == "intel":
-        from .intel import IntelAdapter
+        from .intel.adapter import IntelAdapter
         return IntelAdapter()
     raise StateError(f"no adapter for GPU vendor {vendor!r} (supported: amd, nvidia, intel)", "target.vendor")
 

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aspace_dap.state import StateWriter, load_state  # noqa: E402
-from aspace_dap.state.rocmcore import write_rocm_core  # noqa: E402
+from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core  # noqa: E402
 
 WORKGROUPS = 32
 WAVES_PER_GROUP = 64

@@ -1,6 +1,6 @@
 """LDS offsets from the ISA, checked against llvm-objdump and the kernels' metadata.
 
-adapters/amdgpu_lds_scan.py decodes the committed code objects itself; llvm-objdump's listings next
+adapters/amdgpu/lds_scan.py decodes the committed code objects itself; llvm-objdump's listings next
 to them (`*.co.s.txt`, printed by LLVM 15 or 19) are the independent source: the instruction
 boundaries must be the same, every LDS address the decoder finds must be what the listing prints
 there, and each solved layout must tile the kernel's .group_segment_fixed_size.
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.amdgpu_lds_scan import FunctionScan, IsaError, instruction_lengths, generation, scan_function
-from aspace_dap.adapters.amdgpu_lds import solve_layout, static_lds_address
+from aspace_dap.adapters.amdgpu.lds_scan import FunctionScan, IsaError, instruction_lengths, generation, scan_function
+from aspace_dap.adapters.amdgpu.lds import solve_layout, static_lds_address
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.index import DwarfIndex
 from aspace_dap.dwarf.types import byte_size
@@ -189,7 +189,7 @@ def test_garbage_code_never_crashes_the_scan():
 def test_overlap_across_kernel_and_callee_marks_placeholders(monkeypatch):
     # without the undefined-symbol evidence, kbuf (stage) and hbuf (neighbour_sum) both claim LDS 0:
     # two live arrays of one kernel cannot share bytes, whichever frames they belong to
-    import aspace_dap.adapters.amdgpu_lds as lds
+    import aspace_dap.adapters.amdgpu.lds as lds
 
     monkeypatch.setattr(lds, "_undefined_symbols", lambda code_object: set())
     (co,) = load_code_objects(str(EXAMPLES / "shared_callee/shared_callee.gfx90a.O0.co"))

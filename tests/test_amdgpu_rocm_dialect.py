@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.amdgpu import AmdgpuAdapter
+from aspace_dap.adapters.amdgpu.adapter import AmdgpuAdapter
 from aspace_dap.dwarf.asm import assemble, encode_uleb as uleb
 from aspace_dap.dwarf.cfi import CallFrameInfo, unwind_frame
 from aspace_dap.dwarf.evaluator import evaluate
@@ -199,7 +199,7 @@ def test_kernel_cfa_lit0_lit6_legacy_form_aspace_address():
 
 
 def test_lds_placeholders_in_the_heterogeneous_dialect():
-    from aspace_dap.adapters.amdgpu_lds import is_bare_zero, static_lds_address
+    from aspace_dap.adapters.amdgpu.lds import is_bare_zero, static_lds_address
 
     index = rocm_unit([
         ("local_addr", "int[64]", assemble("DW_OP_addr 0x0; DW_OP_lit3; DW_OP_LLVM_form_aspace_address", AMD_OPS), None),

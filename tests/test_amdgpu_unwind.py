@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.amdgpu_isa import (ALL, control, decode_all, exec_change, isa_generation, lane_read,
+from aspace_dap.adapters.amdgpu.isa import (ALL, control, decode_all, exec_change, isa_generation, lane_read,
                                             lane_write, scalar_move, sgpr_writes, stack_access,
                                             stack_offsets_per_lane, vgpr_writes)
-from aspace_dap.adapters.amdgpu_prologue import scan
+from aspace_dap.adapters.amdgpu.prologue import scan
 from aspace_dap.adapters.base import CallerFrameTarget, CallerState
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.session import Session

@@ -10,8 +10,9 @@ import pytest
 
 from aspace_dap.errors import StateError
 from aspace_dap.state import load_state
-from aspace_dap.state.cudacore import (CONST_BANK_BASE, EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE,
-                                       is_cuda_core, load_core, write_core)
+from aspace_dap.adapters.nvidia.core_writer import CONST_BANK_BASE, write_core
+from aspace_dap.adapters.nvidia.core import (EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE,
+                                             is_cuda_core, load_core)
 
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
 NAMES = ["divergent_call", "lds_tiles", "scratch_struct"]
@@ -99,7 +100,7 @@ def test_round_trip_keeps_registers_memory_and_layout(cores, name):
         for start, size in g0.ranges():
             assert g1.read(start, size)[0].tobytes() == g0.read(start, size)[0].tobytes()
         # the embedded cubin is the relocated image of the dump's own
-        from aspace_dap.adapters.nvptx_cubin import relocate_cubin
+        from aspace_dap.adapters.nvidia.cubin import relocate_cubin
         assert core.code_objects[0].path.read_bytes() == relocate_cubin(original.code_objects[0].path.read_bytes())
         assert core.focus == original.focus and core.stop.reason == "pause"
     original.close()

@@ -16,7 +16,7 @@ from lane_views import cfi_return_addresses, every_lane, thread_key
 from aspace_dap.dwarf.target import Dialect
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
-from aspace_dap.state.cudacore import write_core
+from aspace_dap.adapters.nvidia.core_writer import write_core
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
 from dumpgen.cuda_examples import SPECS  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.amdgpu import AmdgpuAdapter
+from aspace_dap.adapters.amdgpu.adapter import AmdgpuAdapter
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.asm import encode_uleb
 from aspace_dap.dwarf.evaluator import evaluate

@@ -14,7 +14,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.intel import XE_HPC, XE_HPG, GEN12LP
+from aspace_dap.adapters.intel.adapter import XE_HPC, XE_HPG, GEN12LP
 from aspace_dap.expressions import evaluate_expression
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
@@ -189,7 +189,7 @@ def test_the_optimized_divergent_call_builds_have_no_kernel_lines(device):
     # IGC's -g DWARF for Xe-HPC and Xe-HPG gives the kernel only its first instructions and settle the
     # rest (its line table holds settle's lines 6-15 alone), so those builds have no dump; the
     # -cl-opt-disable builds have every line
-    from aspace_dap.adapters.intel import debug_index, load_debug_elf
+    from aspace_dap.adapters.intel.adapter import debug_index, load_debug_elf
     lines = debug_index(load_debug_elf(OPENCL / f"divergent_call.{device}.dbg"))
     assert not lines.pcs_for_line("divergent_call.cl", 28) and lines.pcs_for_line("divergent_call.cl", 15)
     build = "pvc.O0" if device == "pvc" else "acm-g10.O0"

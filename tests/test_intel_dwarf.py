@@ -12,9 +12,9 @@ from elftools.dwarf.locationlists import LocationEntry, LocationParser
 from elftools.elf.elffile import ELFFile
 
 from aspace_dap.adapters import adapter_for
-from aspace_dap.adapters.intel import (GEN12LP, GENERIC, GLOBAL, LOCAL, PRIVATE, XE_HPC, XE_HPG, IntelAdapter,
-                                      debug_index, device_of_code_object, grf_lane_slot, load_debug_elf,
-                                      resolve_address, simd_width_of_code_object)
+from aspace_dap.adapters.intel.adapter import (GEN12LP, GENERIC, GLOBAL, LOCAL, PRIVATE, XE_HPC, XE_HPG, IntelAdapter,
+                                               debug_index, device_of_code_object, grf_lane_slot, load_debug_elf,
+                                               resolve_address, simd_width_of_code_object)
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.dialects import detect_dialect
 from aspace_dap.dwarf.evaluator import _HANDLERS, evaluate
@@ -222,7 +222,7 @@ def test_an_ocloc_zebin_names_its_device(device, expected):
 
 def test_a_zebin_names_its_product_family():
     # ocloc --format zebin writes .note.intelgt.compat: NT_INTELGT_PRODUCT_FAMILY (1271 = PVC)
-    from aspace_dap.adapters.intel import _notes
+    from aspace_dap.adapters.intel.adapter import _notes
     note = b"IntelGT\0"
     body = struct.pack("<III", len(note), 4, 1) + note + struct.pack("<I", 1271)
     assert list(_notes(body)) == [(1, b"IntelGT", struct.pack("<I", 1271))]

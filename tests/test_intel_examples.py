@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aspace_dap.adapters.intel import GLOBAL, LOCAL
+from aspace_dap.adapters.intel.adapter import GLOBAL, LOCAL
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
 from aspace_dap.values.format import format_obj

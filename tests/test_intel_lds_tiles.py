@@ -112,7 +112,7 @@ def test_the_payload_holds_the_local_ids_packed_where_igcs_dwarf_reads_other_lan
 
 
 def test_slm_arrays_read_from_the_work_group_memory(session):
-    from aspace_dap.adapters.intel import LOCAL
+    from aspace_dap.adapters.intel.adapter import LOCAL
     target = session.target_for(session.wave(), session.frames()[0].dialect)
     raw = target.read_memory(LOCAL, np.array([0]), np.array([0x440], np.uint64), 4 * TILE)
     assert raw.valid.all()

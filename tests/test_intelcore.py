@@ -17,7 +17,8 @@ from dap_client import REPO_ROOT, launched
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
-from aspace_dap.state.intelcore import is_intel_core, write_core
+from aspace_dap.adapters.intel.core import is_intel_core
+from aspace_dap.adapters.intel.core_writer import write_core
 from session_views import shown
 
 DUMPS = Path(REPO_ROOT) / "examples" / "opencl" / "dumps"

@@ -129,7 +129,7 @@ def _caller_steps_kept(spec) -> bool:
 
     from elftools.elf.elffile import ELFFile
 
-    from aspace_dap.adapters.nvptx_cubin import LOC_REG, ptx_register_name, read_cubin_debug, relocate_cubin
+    from aspace_dap.adapters.nvidia.cubin import LOC_REG, ptx_register_name, read_cubin_debug, relocate_cubin
     from aspace_dap.dwarf.cfi import CallFrameInfo
     from aspace_dap.dwarf.index import DwarfIndex
     from aspace_dap.dwarf.ops import decode
@@ -154,7 +154,7 @@ def _caller_steps_kept(spec) -> bool:
 def test_divergent_call_shows_settle_called_from_divergent_per_lane(arch):
     spec = SPECS["divergent_call"](arch)
     image = spec.cubin.read_bytes()
-    from aspace_dap.adapters.nvptx_cubin import relocate_cubin
+    from aspace_dap.adapters.nvidia.cubin import relocate_cubin
     return_pc = call_return_address(relocate_cubin(image), spec.caller)
     steps_kept = _caller_steps_kept(spec)
     c, stopped = start(STATES / spec.name)

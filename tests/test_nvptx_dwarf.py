@@ -10,10 +10,10 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from aspace_dap.adapters import adapter_for
-from aspace_dap.adapters.nvptx import GENERIC, LOCAL, PARAM, SHARED, NvptxAdapter
-from aspace_dap.adapters.nvptx_cubin import (LOC_PRED, LOC_REG, RegisterMap, kernel_parameters, ptx_register_name,
-                                             ptx_register_number, ptx_register_size, read_cubin_debug, register_counts,
-                                             relocate_cubin)
+from aspace_dap.adapters.nvidia.adapter import GENERIC, LOCAL, PARAM, SHARED, NvptxAdapter
+from aspace_dap.adapters.nvidia.cubin import (LOC_PRED, LOC_REG, RegisterMap, kernel_parameters, ptx_register_name,
+                                              ptx_register_number, ptx_register_size, read_cubin_debug,
+                                              register_counts, relocate_cubin)
 from aspace_dap.dwarf.cfi import CallFrameInfo
 from aspace_dap.dwarf.index import DwarfIndex
 from aspace_dap.dwarf.ops import decode

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aspace_dap.adapters.nvptx_cubin import relocate_cubin
+from aspace_dap.adapters.nvidia.cubin import relocate_cubin
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.codeobj.elfflags import decode_device_target
 from aspace_dap.dwarf.index import DwarfIndex

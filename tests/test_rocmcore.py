@@ -15,15 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aspace_dap.adapters import amdgpu_cwsr as cwsr
+from aspace_dap.adapters.amdgpu import cwsr as cwsr
 from aspace_dap.cli import main as cli_main
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
 from aspace_dap.state.formats import detect_format
 from aspace_dap.state.save import save_state
-from aspace_dap.state.rocmcore import (AGENT_ENTRY, EM_AMDGPU, NOTE_HEADER, QUEUE_ENTRY, SAVE_AREA_BASE,
-                                       detect, load_core, parse_uri, write_rocm_core)
+from aspace_dap.adapters.amdgpu.core import (AGENT_ENTRY, EM_AMDGPU, NOTE_HEADER, QUEUE_ENTRY, detect, load_core,
+                                             parse_uri)
+from aspace_dap.adapters.amdgpu.core_writer import SAVE_AREA_BASE, write_rocm_core
 
 from amd_machines import SECOND_GPU_WAVE_IDS, two_gpu_state
 

@@ -12,7 +12,7 @@ import pytest
 from dap_client import REPO_ROOT, launched, start_server_subprocess
 
 from aspace_dap.state import load_state
-from aspace_dap.state.rocmcore import write_rocm_core
+from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
 
 EXAMPLES = Path(REPO_ROOT) / "examples"
 CASES = [("lds_tiles", "gfx90a.O0"), ("lds_tiles", "gfx90a.O2"), ("lds_tiles", "gfx1030.O0"),

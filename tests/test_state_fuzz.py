@@ -20,7 +20,7 @@ import pytest
 
 from aspace_dap.errors import AspaceError
 from aspace_dap.state import load_state
-from aspace_dap.state.cudacore import write_core
+from aspace_dap.adapters.nvidia.core_writer import write_core
 from aspace_dap.state.validate import validate_state
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ layout check, on small hand-made footprints (the Intel example dumps exercise th
 
 from __future__ import annotations
 
-from aspace_dap.adapters.intel import IntelAdapter
+from aspace_dap.adapters.intel.adapter import IntelAdapter
 from aspace_dap.dwarf.footprint import Footprint, Slot, collisions
 
 LANES = tuple(range(4))

@@ -66,7 +66,7 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
 def _relocated_cubin(data: bytes, label: str) -> bytes:
     # nvcc leaves every function at address 0 and names them in DWARF only through
     # relocations: lay the code out as the driver does before anything reads DWARF
-    from ..adapters.nvptx_cubin import relocate_cubin
+    from aspace_dap.adapters.nvidia.cubin import relocate_cubin
 
     return relocate_cubin(data, label)
 

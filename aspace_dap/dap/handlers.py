@@ -478,7 +478,7 @@ def _registers(st, s: Session, handle: RegistersHandle, hex_: bool) -> list[dict
     wave = s.wave(handle.wave_id)
     out = []
     for name in wave.registers.names:
-        if name.startswith("_"):  # a save-area slot that holds no register (see adapters/amdgpu_cwsr.py)
+        if name.startswith("_"):  # a save-area slot that holds no register (see adapters/amdgpu/cwsr.py)
             continue
         size = wave.registers.size(name) or 0
         if size == 4 * wave.lanes and size > 8:  # vector register: the focused lane's value, expandable

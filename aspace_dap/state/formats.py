@@ -37,11 +37,11 @@ class CoreFormat:
 
 
 CORE_FORMATS: tuple[CoreFormat, ...] = (
-    CoreFormat("CUDA core dump", "aspace_dap.state.cudacore", "ET_CORE, e_machine 190, OSABI 0x33",
+    CoreFormat("CUDA core dump", "aspace_dap.adapters.nvidia.core", "ET_CORE, e_machine 190, OSABI 0x33",
                detect_fn="is_cuda_core"),
-    CoreFormat("Intel GPU core", "aspace_dap.state.intelcore", "ET_CORE, e_machine 205 (EM_INTELGT), from coregen",
+    CoreFormat("Intel GPU core", "aspace_dap.adapters.intel.core", "ET_CORE, e_machine 205 (EM_INTELGT), from coregen",
                detect_fn="is_intel_core", load_fn="load_intel_core"),
-    CoreFormat("ROCm GPU core", "aspace_dap.state.rocmcore",
+    CoreFormat("ROCm GPU core", "aspace_dap.adapters.amdgpu.core",
                "ET_CORE with an AMDGPU NT_AMDGPU_CORE_STATE note (gpucore, rocgdb gcore, coremerge)"),
 )
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.nvptx_cubin import (STACK_REGISTER, kernel_parameters, read_cubin_debug, register_counts,
-                                             relocate_cubin)
+from aspace_dap.adapters.nvidia.cubin import (STACK_REGISTER, kernel_parameters, read_cubin_debug, register_counts,
+                                              relocate_cubin)
 from aspace_dap.dwarf.locations import Location
 from aspace_dap.dwarf.storage import write_bytes
 from aspace_dap.errors import AspaceError

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.amdgpu import AmdgpuAdapter
+from aspace_dap.adapters.amdgpu.adapter import AmdgpuAdapter
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.evaluator import evaluate
 from aspace_dap.dwarf.index import ConstValue, DwarfIndex

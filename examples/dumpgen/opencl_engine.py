@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aspace_dap.adapters.intel import IntelAdapter, debug_index, device_of_code_object, load_debug_elf
+from aspace_dap.adapters.intel.adapter import IntelAdapter, debug_index, device_of_code_object, load_debug_elf
 from aspace_dap.dwarf.evaluator import evaluate
 from aspace_dap.dwarf.index import ConstValue
 from aspace_dap.dwarf.locations import ImplicitLocation, Location

@@ -4,7 +4,7 @@ Compilers often leave no usable LDS address in the DWARF: Debian's clang-15 and
 clang-19 point `.debug_addr` at symbols the LDS lowering pass dropped (the
 linked code object keeps them undefined, so every variable reads "0"), and ROCm
 4.x writes a bare `DW_OP_constu 0`. The machine code still knows: every access
-builds the address from a constant (amdgpu_lds_scan finds them).
+builds the address from a constant (lds_scan finds them).
 
 The layout is solved per kernel over the variables of the kernel and of every
 function it calls (they share the kernel's LDS):
@@ -33,7 +33,7 @@ from aspace_dap.dwarf.ops import decode
 from aspace_dap.dwarf.types import ArrayType, BaseType, byte_size
 from aspace_dap.errors import AspaceError
 
-from .amdgpu_lds_scan import IsaError, LdsAccess, scan_function
+from .lds_scan import IsaError, LdsAccess, scan_function
 
 SEARCH_BUDGET = 200_000  # layouts tried per kernel before giving up (then nothing is proven)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")

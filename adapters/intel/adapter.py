@@ -33,7 +33,7 @@ from aspace_dap.dwarf.locations import Location, MemoryLocation
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import CodeObjectError, EvaluationError, UnavailableError
 
-from .base import TargetAdapter, WaveTarget
+from ..base import TargetAdapter, WaveTarget
 
 # IGC's LLVM address space numbers (ADDRESS_SPACE_* in IGC)
 PRIVATE = AddressSpace(0, "private", 8, "device")

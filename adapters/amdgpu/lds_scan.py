@@ -1,7 +1,7 @@
 """Where a kernel addresses LDS, from its machine code.
 
 A linear sweep over a function (instructions and operand fields decoded by
-amdgpu_isa; boundaries checked against llvm-objdump on every committed code
+isa.py; boundaries checked against llvm-objdump on every committed code
 object) follows the few scalar and vector moves that build LDS addresses from
 constants:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from aspace_dap.errors import AspaceError
 
-from . import amdgpu_isa as isa
+from . import isa
 
 MAX_FUNCTION_BYTES = 1 << 22
 

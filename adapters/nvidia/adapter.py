@@ -24,8 +24,8 @@ from aspace_dap.dwarf.locations import (CompositeLocation, Location, MemoryLocat
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import AspaceError, EvaluationError, StateError, UnavailableError
 
-from .base import CallerState, TargetAdapter, WaveTarget, unavailable
-from .nvptx_cubin import (LOC_HALF, LOC_LOCAL, LOC_PRED, LOC_REG, LOC_STACK, LOC_UREG, STACK_REGISTER,
+from ..base import CallerState, TargetAdapter, WaveTarget, unavailable
+from .cubin import (LOC_HALF, LOC_LOCAL, LOC_PRED, LOC_REG, LOC_STACK, LOC_UREG, STACK_REGISTER,
                           CubinLayout, RegisterMap, ptx_register_name, ptx_register_number, ptx_register_size,
                           read_cubin_debug, relocate_cubin)
 

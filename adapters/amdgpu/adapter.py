@@ -15,10 +15,10 @@ import numpy as np
 from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
 from aspace_dap.errors import EvaluationError, UnavailableError
 
-from .amdgpu_isa import ALL, isa_generation, stack_offsets_per_lane
-from .amdgpu_lds import LdsPlacement, is_bare_zero, solve_layout, static_lds_address
-from .amdgpu_prologue import CALLEE_SAVED_VGPRS, scan
-from .base import CallerState, TargetAdapter, WaveTarget
+from .isa import ALL, isa_generation, stack_offsets_per_lane
+from .lds import LdsPlacement, is_bare_zero, solve_layout, static_lds_address
+from .prologue import CALLEE_SAVED_VGPRS, scan
+from ..base import CallerState, TargetAdapter, WaveTarget
 
 GLOBAL = AddressSpace(0, "global", 8, "device")
 GENERIC = AddressSpace(1, "generic", 8, "device")
@@ -114,7 +114,7 @@ class AmdgpuAdapter(TargetAdapter):
 
         On entry the return address is in s[30:31] and the caller's stack pointer in s32;
         SGPR4-31 and VGPR0-31 are the callee's to clobber. The scan of the callee's code
-        (amdgpu_prologue) says where s30, s31, s33 and the VGPRs it saved went, and which
+        (prologue.py) says where s30, s31, s33 and the VGPRs it saved went, and which
         callee-saved registers it overwrote before the stopped PC: those are unavailable.
         """
         processor = _processor_of(target.state, target.wave)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .amdgpu_isa import (ALL, EXEC_HI, EXEC_LO, control, decode_all, exec_change, lane_read, lane_write,
+from .isa import (ALL, EXEC_HI, EXEC_LO, control, decode_all, exec_change, lane_read, lane_write,
                          saveexec_destination, scalar_move, sgpr_writes, stack_access, stack_adjust, vgpr_writes)
 
 SP, FP = 32, 33
