@@ -230,7 +230,7 @@ def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tm
     assert line.file.endswith("examples/opencl/lds_tiles.cl") and not line.file.startswith(str(tmp_path))
     real_exists = __import__("os").path.exists
     with mock.patch("os.path.exists", lambda p: False if p == line.file else real_exists(p)):
-        s._found_sources.clear()
+        s._sources._found_sources.clear()
         assert s.frames()[0].file == str(clone / "lds_tiles.cl")
 
 

@@ -1,0 +1,207 @@
+"""A debugging session over one dump: focus, frames, variables, memory. No I/O, no DAP.
+
+The DAP handlers, `inspect` and the language server all ask the session; the
+session asks the DWARF index where things are, the evaluator what they are,
+and the adapter how to reach them in the dump.
+
+`Session` is a facade over parts with one job each, each depending only on those above it here:
+
+    programs   the code object each wave runs; waves as evaluation targets
+    focus      the one wave, lane and frame every view follows; a wave's active lanes
+    sources    where the files the debug info names are, and which may be read
+    frames     a lane's PC and its inlined and unwound frames
+    variables  reads per lane, storage collisions, pointers; the write epoch
+    memory     memory references; reading, writing and laying out memory
+    waves      the triage of all waves: lane counts, groups by call stack, names
+
+Each piece of shared state has one owner, and the other parts ask it: the dump, its adapter and the
+warnings list belong to programs (the other parts hold the same objects, see programs.Part); a cache
+to the part that fills it (waves counts lanes from focus's active lanes); the write epoch to variables
+(memory's writes bump it there). The facade keeps no state of its own: each attribute reads its owner.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from pathlib import Path
+
+import numpy as np
+
+from .. import adapters as _adapters_pkg  # noqa: F401  (aspace_dap.adapters, installed from adapters/)
+from ..adapters import adapter_for
+from ..dwarf.index import FrameInfo, VariableInfo
+from ..dwarf.target import Dialect, FrameContext
+from ..memref import MemRef
+from ..state import GpuState, load_state
+from ..values.objects import Obj
+from .focus import Focus
+from .frames import MAX_FRAMES, Frame, Frames
+from .memory import Memory
+from .programs import Program, Programs
+from .sources import Sources
+from .variables import VariableRead, Variables
+from .waves import WaveGroup, Waves
+
+__all__ = ["MAX_FRAMES", "Frame", "Program", "Session", "VariableRead", "WaveGroup"]
+
+
+class Session:
+    """Everything a front end asks about one dump, answered by the part that owns it."""
+
+    def __init__(self, state: GpuState, *, code_object: str | None = None, wave: int | None = None,
+                 lane: int | None = None, source_map: dict[str, str] | None = None):
+        adapter = adapter_for(state.target.vendor)
+        state.use_register_names(adapter.pc_register, adapter.exec_register)
+        self._programs = Programs(state, adapter, code_object)
+        self._sources = Sources(self._programs, source_map, code_object)
+        self._focus = Focus(self._programs, wave, lane)
+        self._frames = Frames(self._programs, self._focus, self._sources)
+        self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
+        self._memory = Memory(self._programs, self._focus, self._variables)
+        self._waves = Waves(self._programs, self._focus, self._frames)
+
+    @classmethod
+    def open(cls, state_path: str, **kw) -> "Session":
+        return cls(load_state(state_path), **kw)
+
+    # ------------------------------------------------------------------ state, read where its owner keeps it
+
+    state = property(attrgetter("_programs.state"))
+    adapter = property(attrgetter("_programs.adapter"))
+    warnings = property(attrgetter("_programs.warnings"))  # told at launch: the dump's own, then the parts'
+    notes = property(attrgetter("_sources.notes"))
+    paths = property(attrgetter("_sources.paths"))
+    source_map = property(attrgetter("_sources.source_map"))
+    focus_wave = property(attrgetter("_focus.focus_wave"))
+    focus_lane = property(attrgetter("_focus.focus_lane"))
+    focus_frame = property(attrgetter("_focus.focus_frame"))
+    write_epoch = property(attrgetter("_variables.write_epoch"))
+
+    # ------------------------------------------------------------------ programs
+
+    def program_for(self, wave) -> Program:
+        return self._programs.program_for(wave)
+
+    def programs(self) -> list[Program]:
+        return self._programs.programs()
+
+    def target_for(self, wave, dialect: Dialect):
+        return self._programs.target_for(wave, dialect)
+
+    def frame_context(self, program: Program, info: FrameInfo | None, runtime_pc: int,
+                      target=None) -> FrameContext:
+        return self._programs.frame_context(program, info, runtime_pc, target)
+
+    # ------------------------------------------------------------------ focus
+
+    def wave(self, wave_id: int | None = None):
+        return self._focus.wave(wave_id)
+
+    def active_lanes(self, wave) -> np.ndarray:
+        return self._focus.active_lanes(wave)
+
+    def lane_state(self, wave, lane: int) -> str:
+        return self._focus.lane_state(wave, lane)
+
+    def set_focus(self, wave: int | None = None, lane: int | None = None) -> None:
+        self._focus.set_focus(wave, lane)
+
+    # ------------------------------------------------------------------ sources
+
+    def map_source(self, path: str | None) -> str | None:
+        return self._sources.map_source(path)
+
+    def source_roots(self) -> list[Path]:
+        return self._sources.source_roots()
+
+    def find_source(self, path: str) -> str:
+        return self._sources.find_source(path)
+
+    def read_source_file(self, dwarf_name: str, max_bytes: int, limit_name: str) -> str:
+        return self._sources.read_source_file(dwarf_name, max_bytes, limit_name)
+
+    def read_source(self, dwarf_path: str) -> str | None:
+        return self._sources.read_source(dwarf_path)
+
+    # ------------------------------------------------------------------ frames
+
+    def lane_pc(self, wave, lane: int) -> int | None:
+        return self._frames.lane_pc(wave, lane)
+
+    def stop_text(self) -> str:
+        return self._frames.stop_text()
+
+    def frames(self, wave_id: int | None = None, lane: int | None = None) -> list[Frame]:
+        return self._frames.frames(wave_id, lane)
+
+    def frame_target(self, frame: Frame, dialect: Dialect):
+        return self._frames.frame_target(frame, dialect)
+
+    # ------------------------------------------------------------------ variables
+
+    def note_write(self) -> None:
+        self._variables.note_write()
+
+    def remembered(self, frame: Frame, key, compute):
+        return self._variables.remembered(frame, key, compute)
+
+    def variables(self, frame: Frame) -> list[VariableInfo]:
+        return self._variables.variables(frame)
+
+    def globals(self, frame: Frame) -> list[VariableInfo]:
+        return self._variables.globals(frame)
+
+    def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
+        return self._variables.read_variable(frame, var, lanes)
+
+    def storage_collisions(self, frame: Frame) -> dict[int, dict[int, str]]:
+        return self._variables.storage_collisions(frame)
+
+    def pointer_target(self, obj: Obj, lane_index: int, dialect: Dialect) -> Obj | None:
+        return self._variables.pointer_target(obj, lane_index, dialect)
+
+    def location_text(self, obj: Obj, lane_index: int = 0) -> str:
+        return self._variables.location_text(obj, lane_index)
+
+    # ------------------------------------------------------------------ memory
+
+    def memory_reference(self, obj: Obj, wave_id: int, lane_index: int = 0) -> str | None:
+        return self._memory.memory_reference(obj, wave_id, lane_index)
+
+    def memref_for_space(self, space: str, addr: int, wave_id: int, lane: int) -> MemRef:
+        return self._memory.memref_for_space(space, addr, wave_id, lane)
+
+    def resolve_memref(self, text: str) -> tuple[MemRef, object, object, int]:
+        return self._memory.resolve_memref(text)
+
+    def read_memory(self, text: str, offset: int, count: int) -> tuple[int, memoryview, np.ndarray]:
+        return self._memory.read_memory(text, offset, count)
+
+    def memory_layout(self, frame: Frame, text: str, offset: int, count: int) -> list[dict]:
+        return self._memory.memory_layout(frame, text, offset, count)
+
+    def write_memory(self, text: str, offset: int, data: bytes) -> int:
+        return self._memory.write_memory(text, offset, data)
+
+    def memory_spaces(self, wave_id: int | None = None, lane: int | None = None) -> list[dict]:
+        return self._memory.memory_spaces(wave_id, lane)
+
+    # ------------------------------------------------------------------ waves
+
+    def lane_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._waves.lane_counts()
+
+    def dispatch_slices(self) -> list[tuple[object, int, int]]:
+        return self._waves.dispatch_slices()
+
+    def wave_ids(self) -> np.ndarray:
+        return self._waves.wave_ids()
+
+    def wave_groups(self) -> list[WaveGroup]:
+        return self._waves.wave_groups()
+
+    def thread_names(self) -> list[str]:
+        return self._waves.thread_names()
+
+    def thread_name(self, wave) -> str:
+        return self._waves.thread_name(wave)

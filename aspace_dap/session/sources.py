@@ -1,0 +1,137 @@
+"""Sources: where the files the debug info names are, and which of them may be read.
+
+Owns the launch's sourceMap, the source files found so far, the notes said to the user about a file
+found elsewhere, and the path policy: what `source` may read from disk.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..paths import PathPolicy, PathRefused
+from .programs import Part, Programs
+
+
+class Sources(Part):
+    def __init__(self, programs: Programs, source_map: dict[str, str] | None, code_object: str | None):
+        super().__init__(programs)
+        state = self.state
+        self.source_map = dict(source_map or {})
+        self.notes: list[str] = []  # things the user should know (a source file found elsewhere), said once
+        # what `source` may read from disk: the dump's folder and the code objects' folders (more below)
+        self.paths = PathPolicy()
+        anchor = state.root if state.root is not None else (state.source.parent if state.source else None)
+        for folder in [anchor] + [ref.path.parent for ref in state.code_objects] + \
+                [Path(code_object).parent if code_object else None]:
+            if folder is not None:
+                self.paths.allow_read_root(folder)
+        self._found_sources: dict[str, str] = {}
+
+    def map_source(self, path: str | None) -> str | None:
+        """The path a client can open: the launch's sourceMap first; else the DWARF path when it exists;
+        else the same file found by its trailing path components (see find_source)."""
+        if path is None:
+            return None
+        for src, dst in self.source_map.items():
+            if path.startswith(src):
+                return dst + path[len(src):]
+        found = self._found_sources.get(path)
+        if found is None:
+            found = self.find_source(path)
+            self._found_sources[path] = found
+        return found
+
+    def source_roots(self) -> list[Path]:
+        """Where the sources of this dump may be: the folders of the code objects and of the dump and two
+        levels above them (an example's folder, the checkout), then the working directory (the editor's
+        workspace)."""
+        roots: list[Path] = []
+        anchors = [ref.path for ref in self.state.code_objects] + [self.state.source]
+        anchors += [p.path for p in self.programs.loaded()]
+        for anchor in anchors:
+            if anchor is None:
+                continue
+            here = Path(anchor).resolve()
+            for root in [here.parent, *list(here.parents)[1:3]]:
+                if root not in roots and root != Path(root.anchor):
+                    roots.append(root)
+        cwd = Path.cwd()
+        if cwd not in roots:
+            roots.append(cwd)
+        return roots
+
+    def find_source(self, path: str) -> str:
+        """A DWARF source path as a file to open here, only ever one with the same trailing path
+        components as the recorded one.
+
+        A recorded absolute path is used when it exists near the code objects or the dump; a build
+        elsewhere (another checkout, a temporary folder) records that machine's paths, so the copy
+        beside the code object is preferred, and the substitution is noted once for the user with the
+        sourceMap that would pin it. `-ffile-prefix-map` builds record relative paths."""
+        recorded = Path(path)
+        roots = self.source_roots()
+        if recorded.is_absolute() and recorded.is_file() and \
+                any(recorded.is_relative_to(root) for root in roots[:-1]):
+            self.paths.allow_read_file(recorded)  # the debug info names it
+            return path
+        parts = [p for p in recorded.parts if p not in (recorded.anchor, "", ".")]
+        if ".." in parts:
+            parts = parts[len(parts) - parts[::-1].index(".."):]
+        for root in roots:  # the nearest folder first, then the longest matching tail
+            for keep in range(len(parts), 0, -1):
+                tail = Path(*parts[-keep:])
+                candidate = root / tail
+                if candidate != recorded and candidate.is_file():
+                    self.paths.allow_read_file(candidate)  # the debug info names it
+                    found = str(candidate)
+                    if recorded.is_absolute():
+                        src = str(Path(*recorded.parts[:-keep]))
+                        dst = str(root)
+                        self.notes.append(
+                            f"source {path} is not beside this dump's code objects; showing {found} (same "
+                            f"trailing path {tail}). To use another copy, set \"sourceMap\": {{\"{src}\": ...}} "
+                            f"in the launch configuration (this one is {{\"{src}\": \"{dst}\"}}).")
+                    return found
+        return path
+
+    def read_source_file(self, dwarf_name: str, max_bytes: int, limit_name: str) -> str:
+        """A source file the debug info names, read from where the sourceMap puts it. Allowed: files under the
+        dump's and the code objects' folders, found relative names, and files under the folder the debug info
+        names for the file, mapped by the same sourceMap (so a map entry for one file cannot point elsewhere)."""
+        mapped = self.map_source(dwarf_name)
+        if mapped is None:
+            raise PathRefused("no source path")
+        if not self.paths.allows(mapped):
+            folder = self._mapped_folder(dwarf_name)
+            named = PathPolicy()
+            if folder is not None:
+                named.allow_read_root(folder)
+            named.check_read(mapped, "source")
+            return named.read_text(mapped, "source", max_bytes, limit_name)
+        return self.paths.read_text(mapped, "source", max_bytes, limit_name)
+
+    def _mapped_folder(self, dwarf_name: str) -> str | None:
+        folder = os.path.dirname(dwarf_name)
+        if not folder:
+            return None
+        for src, dst in self.source_map.items():
+            if folder.startswith(src):
+                mapped = dst + folder[len(src):]
+                return mapped if os.path.isabs(mapped) else None
+        return folder if os.path.isabs(folder) else None
+
+    def read_source(self, dwarf_path: str) -> str | None:
+        """A source file's text as the debug info names it: embedded in the line table, else read
+        from where map_source finds it."""
+        for program in self.programs.programs():
+            if program.index is not None:
+                text = program.index.source_text(dwarf_path)
+                if text is not None:
+                    return text
+        path = self.map_source(dwarf_path)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            return None
