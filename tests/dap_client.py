@@ -276,7 +276,7 @@ def connect_tcp(port: int, host: str = "127.0.0.1") -> DapTestClient:
 
 # ---- a minimal server for end-to-end tests --------------------------------
 # Just enough handlers to exercise ordering, cancel, progress and failures;
-# the product's handlers live in aspace_dap/dap/handlers.py.
+# the product's handlers live in aspace_dap/dap/ (handlers.py gathers them).
 
 from aspace_dap.dap.dispatch import Dispatcher, HandlerTable, Reply  # noqa: E402
 from aspace_dap.errors import AspaceError, LimitExceeded  # noqa: E402

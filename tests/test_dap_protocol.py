@@ -605,6 +605,17 @@ def test_handlers_registered_on_a_dispatcher_do_not_leak_into_the_table():
     assert "threads" in first.handlers and "threads" not in shared
 
 
+def test_joined_tables_answer_every_command_of_each_and_refuse_one_command_twice():
+    memory, focus = HandlerTable(), HandlerTable()
+    memory.request("readMemory", required={"count": int})(lambda ctx, args: {})
+    focus.request("setFocus")(lambda ctx, args: {})
+    joined = HandlerTable.joined(memory, focus)
+    assert "readMemory" in joined and "setFocus" in joined
+    assert joined.get("readMemory").required == {"count": int}
+    with pytest.raises(ValueError, match="two handlers for 'setFocus'"):
+        HandlerTable.joined(joined, focus)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_readmemory_base64_is_the_standard_encoding(raw):

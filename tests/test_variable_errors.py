@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from aspace_dap.dap import handlers
+from aspace_dap.dap import variables
 from aspace_dap.errors import CodeObjectError, LimitExceeded
 from aspace_dap.inspect import frame_report
 from aspace_dap.session import Session
@@ -48,8 +48,8 @@ def test_scope_variable_answers_for_the_one_that_fails(monkeypatch, session):
     frame = session.frames(session.focus_wave, 5)[0]
     pick = next(v for v in session.variables(frame) if v.name == "pick")
     _break_one(monkeypatch, session, "pick", CodeObjectError("bad location list"))
-    row = handlers._scope_variable(None, session, frame, pick, False)
+    row = variables._scope_variable(None, session, frame, pick, False)
     assert row == {"name": "pick", "value": "<unavailable: bad location list>", "type": "int", "variablesReference": 0}
     _break_one(monkeypatch, session, "pick", LimitExceeded("over budget"))
     with pytest.raises(LimitExceeded):
-        handlers._scope_variable(None, session, frame, pick, False)
+        variables._scope_variable(None, session, frame, pick, False)

@@ -107,6 +107,17 @@ class HandlerTable:
     def copy(self) -> HandlerTable:
         return HandlerTable(self._specs.values())
 
+    @classmethod
+    def joined(cls, *tables: HandlerTable) -> HandlerTable:
+        """One table of the requests of several modules; two answers to one command are a mistake."""
+        specs: dict[str, HandlerSpec] = {}
+        for table in tables:
+            for command, spec in table._specs.items():
+                if command in specs:
+                    raise ValueError(f"two handlers for {command!r}")
+                specs[command] = spec
+        return cls(specs.values())
+
 
 # ---- argument checking ---------------------------------------------------
 

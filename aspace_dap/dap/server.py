@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .connection import DebugState
 from .dispatch import Dispatcher
-from .handlers import DebugState, handlers
+from .handlers import handlers
 
 
 def dispatcher_factory(outgoing_hook=None) -> Dispatcher:

@@ -1,0 +1,168 @@
+"""The Debug Console's GDB-style commands: `wave N`, `lane N`, `info lanes`, `info waves`,
+`x/NFU ADDRESS`, `save PATH`, `print/x EXPRESSION` and the help text.
+
+The REPL speaks no DAP. The `evaluate` request hands it the session and two callbacks: `focus`, which
+moves the focus (the caller announces the change to its client), and `frame`, the frame an
+expression typed here is evaluated in. run() answers a command; anything else is an expression,
+which the caller evaluates (print_format() first takes off a `print` or `print/x`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable
+
+import numpy as np
+
+from ..deadline import check_time
+from ..dwarf.types import PointerType
+from ..errors import AspaceError, LimitExceeded
+from ..expressions import evaluate_expression
+from ..memref import format_memref
+from ..session import Frame, Session
+from .inputs import parsed
+from .memory import save_dump
+from .waves import coalesce_ranges, lane_rows
+
+MAX_EXAMINE_BYTES = 64 << 10  # one `x/N` REPL command; its text grows ~4x the bytes
+
+_REPL_LANE = re.compile(r"^\s*lane\s+(\d+)\s*$")
+_REPL_WAVE = re.compile(r"^\s*wave\s+(\d+)\s*$")
+# `x` only with its `/FMT`: `x * 2` and `x + 1` are expressions (kernels have variables named x)
+_REPL_X = re.compile(r"^\s*x/(\d*)([xduotcfb]?)([bhwg]?)\s+(.+)$")
+_REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
+# `print EXPR`, `print/x EXPR`, `p/x EXPR`; a bare `p ` is left alone: `p + 1` is an expression
+_REPL_PRINT = re.compile(r"^\s*(?:print(?:/([xd]))?|p/([xd]))\s+(.+)$")
+_REPL_HELP = ("help", "?", "aspace help", "-help", "aspace")
+HELP = """aspace-dap REPL commands:
+  lane N              focus lane N of the current wave
+  wave N              focus wave N
+  info lanes          every lane of the focused wave: state, work-item, position
+  info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
+  x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
+                      local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
+  save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
+  EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
+  print/x EXPRESSION  the same in hex, every element and member (also p/x; print EXPRESSION)
+  aspace help         this list (also `-help`, for clients whose REPL keeps `help` for itself)
+"""
+
+
+def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[[], Frame]) -> str | None:
+    """The answer to a REPL command, or None when `text` is not one.
+
+    `focus(wave=N)` / `focus(lane=N)` moves the focus; `frame()` is the frame `x/ EXPRESSION` is
+    evaluated in (asked only when an expression needs it).
+    """
+    if text.strip() in _REPL_HELP:
+        return HELP
+    m = _REPL_LANE.match(text)
+    if m:
+        focus(lane=_whole_number(m[1]))
+        w = s.wave()
+        return f"[Switching to lane {s.focus_lane} of wave {w.id} ({s.lane_state(w, s.focus_lane)})]"
+    m = _REPL_WAVE.match(text)
+    if m:
+        focus(wave=_whole_number(m[1]))
+        return f"[Switching to {s.thread_name(s.wave())}, lane {s.focus_lane}]"
+    if text.strip() == "info lanes":
+        return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
+    if text.strip() == "info waves":
+        return _info_waves(s)
+    m = _REPL_X.match(text)
+    if m:
+        where = m[4].strip()
+        if "#" not in where:
+            where = _address_of_expression(s, frame(), where)
+        return _examine(s, _whole_number(m[1] or "1"), m[2] or "x", m[3] or "w", where)
+    m = _REPL_SAVE.match(text)
+    if m:
+        return f"saved to {save_dump(s, m[1].strip())}"
+    return None
+
+
+def print_format(text: str, hex_: bool) -> tuple[str, bool]:
+    """GDB's `print EXPR`, `print/x EXPR`, `p/x EXPR` as the expression and whether to show it in hex
+    (the format applies to every element and member); other text is returned as it is."""
+    m = _REPL_PRINT.match(text)
+    if m:
+        return m[3], hex_ or "x" in (m[1], m[2])
+    return text, hex_
+
+
+def _whole_number(digits: str) -> int:
+    """A count or id typed in the REPL (Python refuses to convert thousands of digits)."""
+    if len(digits) > 20:
+        raise AspaceError(f"{digits[:20]}... is larger than any wave, lane or count")
+    return int(digits)
+
+
+def _lane_line(s, row) -> str:
+    mark = "*" if row["lane"] == s.focus_lane else " "
+    where = f"{os.path.basename(row['source']['path'])}:{row['line']}" if row.get("source") else row["pc"]
+    wi = ",".join(str(x) for x in row["workItem"])
+    return f"{mark} lane {row['lane']:>2}  {row['state']:<8} work-item ({wi})  {where}"
+
+
+def _where(frames: list[dict]) -> str:
+    out = []
+    for f in frames:
+        place = f"{os.path.basename(f['file'])}:{f['line']}" if f["file"] and f["line"] else None
+        out.append(f"{f['name']} ({place})" if place else f["name"])
+    return " <- ".join(out) or "?"
+
+
+def _info_waves(s: Session) -> str:
+    groups = s.wave_groups()
+    total = len(s.state.waves)
+    lines = [f"{total} wave{'s' if total != 1 else ''} in {len(groups)} group{'s' if len(groups) != 1 else ''}"
+             " (by dispatch and call stack, smallest first):",
+             f"  {'Waves':>7}  {'Active lanes':>15}  Dispatch  Where"]
+    for g in groups:
+        mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
+        dispatch = f"{g.dispatch.id} {g.dispatch.kernel}" if g.dispatch is not None else "-"
+        lines.append(f"{mark} {len(g.wave_ids):>7}  {f'{g.active_lanes}/{g.valid_lanes}':>15}  {dispatch}  "
+                     f"{_where(g.frames)}")
+        lines.append(f"  {'':>7}  waves {coalesce_ranges(g.wave_ids)}")
+    lines.append(f"* focus: {s.thread_name(s.wave())}")
+    return "\n".join(lines)
+
+
+def _address_of_expression(s: Session, frame: Frame, text: str) -> str:
+    """`x/4dw &row_sums`, `x/4dw out`: a pointer's value in its address space (generic pointers
+    resolved as ROCgdb does), or the place of an object in memory."""
+    obj = parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
+    if isinstance(obj.stripped, PointerType):
+        obj = parsed(evaluate_expression, s, f"*({text})", frame=frame, lanes=[frame.lane])
+    place = obj.memory_place()
+    if place is None:
+        raise AspaceError(f"x: {text} is not in memory; give an address with its space, like local#0x40")
+    ref = s.memref_for_space(place.space.name, int(place.address[0]), frame.wave_id, int(place.lanes[0]))
+    return format_memref(ref)
+
+
+def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
+    size = {"b": 1, "h": 2, "w": 4, "g": 8}[unit]
+    if fmt == "c":
+        size = 1
+    if n * size > MAX_EXAMINE_BYTES:
+        raise LimitExceeded(f"x/{n}: {n * size} bytes is over the limit of {MAX_EXAMINE_BYTES}; use readMemory")
+    start, data, valid = s.read_memory(where, 0, n * size)
+    space = where.split("#")[0]
+    lines, per_line = [], max(1, 16 // size)
+    for i in range(n):
+        if i % 1024 == 0:
+            check_time()
+        chunk, ok = data[i * size:(i + 1) * size], valid[i * size:(i + 1) * size]
+        if len(chunk) < size or not ok.all():
+            text = "<unavailable>"
+        else:
+            v = int.from_bytes(chunk, "little")
+            text = {"x": f"0x{v:0{size * 2}x}", "d": str(int.from_bytes(chunk, "little", signed=True)),
+                    "u": str(v), "o": f"0{v:o}", "t": f"{v:b}", "c": f"{v} {chr(v)!r}" if 32 <= v < 127 else str(v),
+                    "f": str(np.frombuffer(chunk, {4: "<f4", 8: "<f8"}.get(size, "<u1"))[0])}.get(fmt, f"0x{v:x}")
+        if i % per_line == 0:
+            lines.append(f"{space}#0x{start + i * size:x}:")
+        lines[-1] += "\t" + text
+    return "\n".join(lines)
