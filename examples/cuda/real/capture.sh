@@ -15,8 +15,9 @@
 # wheel) and named in the log; NVCC, CUDA_GDB, CUOBJDUMP override the search. A failing step is
 # logged and the next one runs; the script stops starting steps after CAPTURE_SECONDS (default 330)
 # and always packs what it has. Environment for the runs: CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1,
-# CUDA_COREDUMP_FILE, CUDA_COREDUMP_SHOW_PROGRESS=1 and CUDA_COREDUMP_GENERATION_FLAGS (skip_abort;
-# skip_global_memory too when the first core comes out too big or slow); cores are gzip'd here.
+# CUDA_COREDUMP_FILE, CUDA_COREDUMP_SHOW_PROGRESS=1 and CUDA_COREDUMP_GENERATION_FLAGS
+# (skip_abort,skip_global_memory; one more core of bad_store keeps global memory); cores are gzip'd
+# here. CAPTURE_KEEP=1 keeps the work folder. README.md beside this file says more.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
