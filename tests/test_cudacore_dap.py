@@ -105,6 +105,27 @@ def test_core_with_an_exception_stops_on_the_faulting_lane(tmp_path):
         c.close()
 
 
+def test_a_gzip_compressed_core_launches_over_dap(tmp_path):
+    # the driver's CU_COREDUMP_GZIP_COMPRESS writes cores gzip'd (and real cores are committed that way):
+    # `launch` takes them as load_state does, and shows the plain core's frames and values
+    import gzip
+
+    with load_state(DUMPS / "divergent_call.sm_90.G") as state:
+        core = write_core(state, tmp_path / "fault.cudbg", exception=(1, 5, 14))
+    packed = tmp_path / "fault.cudacore.gz"
+    packed.write_bytes(gzip.compress(core.read_bytes()))
+    seen = []
+    for path in (core, packed):
+        c, stopped = start(path)
+        try:
+            assert stopped["reason"] == "exception" and "Warp Illegal Address" in stopped["text"]
+            seen.append(shown_values(c, stopped["threadId"], depth=0))
+            c.request("disconnect")
+        finally:
+            c.close()
+    assert seen[0] == seen[1] and same(seen[1]["acc"], 14.75)  # lane 5 of warp 1: gid 37, x = 19.5
+
+
 SAMPLED_LANES = (0, 1, 7, 16, 31)  # odd and even lanes: both sides of divergent_call's branch
 
 

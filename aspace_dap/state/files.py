@@ -25,9 +25,10 @@ from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
 READ_LIMIT = 1 << 20
 
 # What a dump a client names can be: a folder with this file, or a file starting with one of these
-# (a zip, empty or not, or an ELF CUDA core dump).
+# (a zip, empty or not, an ELF GPU core, or a gzip-compressed one: the CUDA driver's
+# CU_COREDUMP_GZIP_COMPRESS, or a core gzip'd to keep it small).
 MANIFEST = "manifest.json"
-DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF")
+DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF", b"\x1f\x8b")
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
