@@ -14,9 +14,6 @@ def _server(argv: list[str]) -> int:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     args = p.parse_args(argv)
     from .dap.server import dispatcher_factory
-    if args.port is None:  # an editor's child process: threads, no event loop to import
-        from .dap.stdio import serve_stdio
-        return serve_stdio(dispatcher_factory)
     from .dap.transport import run_server
     return run_server(dispatcher_factory, port=args.port, host=args.host)
 

@@ -7,7 +7,8 @@ import trio
 import trio.testing
 
 from aspace_dap.dap.dispatch import Dispatcher, HandlerTable
-from aspace_dap.dap.transport import _is_loopback, run_server, serve_connection, serve_tcp
+from aspace_dap.dap.listeners import _is_loopback, serve_tcp
+from aspace_dap.dap.transport import run_server, serve_connection
 from dap_client import (
     FrameReader,
     RequestFailed,
