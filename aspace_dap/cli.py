@@ -13,10 +13,10 @@ def _server(argv: list[str]) -> int:
     p.add_argument("--port", type=int, help="listen on TCP instead of stdio (0 picks a free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     args = p.parse_args(argv)
+    # The server makes no BLAS calls, but numpy's OpenBLAS starts a thread per core on import that
+    # spins for a while: on a busy machine they take CPU from the server's own start (~0.05 s).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .dap.server import dispatcher_factory
-    if args.port is None:  # an editor's child process: threads, no event loop to import
-        from .dap.stdio import serve_stdio
-        return serve_stdio(dispatcher_factory)
     from .dap.transport import run_server
     return run_server(dispatcher_factory, port=args.port, host=args.host)
 

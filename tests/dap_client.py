@@ -344,7 +344,7 @@ def minimal_server_args(port: int | None = None) -> list[str]:
     """`python` arguments that run the minimal server over stdio, or TCP when `port` is given."""
     if port is None:  # as the command line serves stdio
         code = ("import sys; from dap_client import minimal_dispatcher; "
-                "from aspace_dap.dap.stdio import serve_stdio; sys.exit(serve_stdio(minimal_dispatcher))")
+                "from aspace_dap.dap.transport import run_server; sys.exit(run_server(minimal_dispatcher))")
         return ["-c", code]
     code = ("import sys; from dap_client import minimal_dispatcher; "
             "from aspace_dap.dap.transport import run_server; "

@@ -1,19 +1,27 @@
 """The trio transport: in-process over memory streams, then real processes over stdio and TCP."""
 
+import os
+import select
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 import trio
 import trio.testing
 
 from aspace_dap.dap.dispatch import Dispatcher, HandlerTable
-from aspace_dap.dap.transport import _is_loopback, run_server, serve_connection, serve_tcp
+from aspace_dap.dap.listeners import _is_loopback, serve_tcp
+from aspace_dap.dap.transport import run_server, serve_connection
 from dap_client import (
+    REPO_ROOT,
     FrameReader,
     RequestFailed,
     connect_tcp,
     frame,
     minimal_server_args,
+    _server_env,
     start_server_subprocess,
     start_tcp_server_subprocess,
 )
@@ -192,6 +200,46 @@ def test_stdio_server_exits_when_stdin_closes():
     finally:
         client.close()
     assert client.process.returncode == 0
+
+
+def test_stdio_server_reads_requests_from_a_file_and_writes_answers_to_one(tmp_path):
+    """A file cannot be waited on with epoll: stdin and stdout that are files are read and written blocking."""
+    requests, answers = tmp_path / "requests", tmp_path / "answers"
+    requests.write_bytes(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "t"}})
+                         + frame({"seq": 2, "type": "request", "command": "threads"}))
+    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
+        done = subprocess.run([sys.executable, *minimal_server_args()], stdin=stdin, stdout=stdout,
+                              stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    messages = FrameReader().feed(answers.read_bytes())
+    assert [(m["type"], m.get("command") or m.get("event")) for m in messages] == [
+        ("response", "initialize"), ("event", "initialized"), ("response", "threads")]
+    assert messages[2]["success"] is False and "no GPU state" in messages[2]["message"]
+
+
+def test_stdio_server_on_a_terminal_leaves_it_in_blocking_mode():
+    """A terminal's open file is shared with the shell and with the server's own stderr: it stays blocking."""
+    pty = pytest.importorskip("pty")
+    import tty
+    master, terminal = pty.openpty()
+    tty.setraw(terminal)
+    process = subprocess.Popen([sys.executable, *minimal_server_args()], stdin=terminal, stdout=terminal,
+                               stderr=terminal, cwd=REPO_ROOT, env=_server_env())
+    try:
+        os.write(master, frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "t"}}))
+        reader, messages, deadline = FrameReader(), [], time.monotonic() + 30
+        while len(messages) < 2 and time.monotonic() < deadline:
+            if select.select([master], [], [], 1)[0]:
+                messages += reader.feed(os.read(master, 65536))
+        assert [m.get("command") or m.get("event") for m in messages] == ["initialize", "initialized"]
+        assert os.get_blocking(terminal), "the server put the terminal into non-blocking mode"
+        os.write(master, frame({"seq": 2, "type": "request", "command": "disconnect"}))
+        assert process.wait(30) == 0
+    finally:
+        process.kill()
+        process.wait()
+        os.close(master)
+        os.close(terminal)
 
 
 @pytest.fixture(scope="module")

@@ -1,54 +1,52 @@
-"""DAP over this process's stdin/stdout with plain threads: what an editor starts.
+"""This process's stdin and stdout as one trio stream: what an editor starts.
 
-The same three roles as the trio transport (transport.py, used for TCP): a reader
-that parses input and answers `cancel` at once, a worker that runs requests one at
-a time, and a writer; here each is a thread. One connection needs no event loop,
-and not importing one saves a tenth of a second of every start.
+The transport (transport.py) serves it like any other client's stream. Here only the
+two file descriptors are made into a stream:
+
+- A pipe or a socket (what editors spawn a server with; VS Code's are sockets) becomes
+  a `trio.lowlevel.FdStream`: read and written from the event loop, woken by epoll, no
+  thread hand-off per message, which a busy machine would make wait for a scheduler slot.
+- Anything else (a terminal, a file, /dev/null) is read and written with blocking calls
+  in a thread of trio's. FdStream would put the open file into non-blocking mode, and a
+  terminal's is shared with the shell and with our own stderr; a file or a device cannot
+  be waited on with epoll anyway. The same holds for a pipe that is also our stderr.
 """
 
 from __future__ import annotations
 
 import os
-import queue
+import stat
 import sys
-import threading
-import traceback
-from typing import Callable
+
+import trio
 
 from .. import limits
-from ..paths import remove_temp_dirs_on_sigterm
-from .allocator import keep_freed_buffers
-from .dispatch import Dispatcher
-
-RECEIVE_SIZE = 64 * 1024
-_END = object()
+from .backlog import RECEIVE_SIZE
+from .transport import DispatcherFactory, serve_logged
 
 
-def serve_stdio(dispatcher_factory: Callable[[], Dispatcher]) -> int:
-    """Serve one client until it disconnects or stdin ends; returns the exit code."""
-    remove_temp_dirs_on_sigterm()
+async def serve_stdio(dispatcher_factory: DispatcherFactory) -> bool:
+    """Serve one client over stdin/stdout until it disconnects or stdin closes; False after an
+    internal error."""
+    in_fd, out_fd = _claim_stdio()
+    stream = trio.StapledStream(_fd_stream(out_fd), _fd_stream(in_fd))
+    # When stdin closes the client is gone: finish what it asked for, but never wait forever.
+    return await serve_logged(stream, dispatcher_factory, input_ended_grace=limits.STDIN_CLOSED_GRACE_SECONDS)
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """The protocol's own copies of stdin and stdout. Anything else printing to stdout (a
+    library, a stray print) would corrupt the protocol stream, anything reading stdin would
+    take the client's bytes: from now on fd 1 and sys.stdout lead to stderr, fd 0 reads
+    /dev/null."""
     in_fd, out_fd = os.dup(0), os.dup(1)
-    # Anything else printing to stdout (a library, a stray print) would corrupt
-    # the protocol stream; from now on fd 1 and sys.stdout lead to stderr.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     _widen_pipe(out_fd)
-    keep_freed_buffers()
-    try:
-        _serve(dispatcher_factory(), in_fd, out_fd)
-    except KeyboardInterrupt:
-        return 130
-    except Exception:
-        print("aspace-dap: connection ended by an internal error:\n" + traceback.format_exc(),
-              file=sys.stderr, flush=True)
-        return 1
-    finally:
-        for fd in (in_fd, out_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    return 0
+    return in_fd, out_fd
 
 
 def _widen_pipe(fd: int) -> None:
@@ -61,80 +59,50 @@ def _widen_pipe(fd: int) -> None:
         pass  # not a pipe, or not Linux
 
 
-def _serve(dispatcher: Dispatcher, in_fd: int, out_fd: int) -> None:
-    """Returns once everything sent has been written, or the client stopped reading: the
-    process then exits, and a handler still running is abandoned (as the trio transport does).
+def _fd_stream(fd: int) -> trio.abc.Stream:
+    try:
+        info, err = os.fstat(fd), os.fstat(2)
+    except OSError:
+        return _BlockingFdStream(fd)
+    pollable = stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)
+    if pollable and (info.st_dev, info.st_ino) != (err.st_dev, err.st_ino):
+        return trio.lowlevel.FdStream(fd)
+    return _BlockingFdStream(fd)
 
-    As over TCP, answers the client does not take stop the worker (MAX_PENDING_OUTPUT_BYTES),
-    a full request queue stops the reader (MAX_QUEUED_REQUESTS), and once stdin has closed,
-    queued work gets STDIN_CLOSED_GRACE_SECONDS before the process ends."""
-    outgoing: queue.SimpleQueue = queue.SimpleQueue()
-    work: queue.Queue = queue.Queue(maxsize=limits.MAX_QUEUED_REQUESTS)
-    pending = _PendingOutput()
 
-    def send(data: bytes) -> None:  # thread-safe, never blocks; FIFO keeps seq order
-        pending.add(len(data))
-        outgoing.put(data)
+class _BlockingFdStream(trio.abc.Stream):
+    """A file descriptor left in blocking mode, each read and write made in a thread of
+    trio's (abandoned, not waited for, if the connection is cancelled meanwhile). One
+    reader and one writer at a time, as the transport uses it."""
 
-    def reader() -> None:
-        while not dispatcher.closed:
-            try:
-                data = os.read(in_fd, RECEIVE_SIZE)
-            except OSError:
-                data = b""
-            for item in dispatcher.receive_bytes(data):
-                work.put(item)  # blocks while the queue is full: the client is not read meanwhile
-            if not data:
-                break
-        # the client is gone: finish what it asked for, but never wait forever
-        timer = threading.Timer(limits.STDIN_CLOSED_GRACE_SECONDS, outgoing.put, [_END])
-        timer.daemon = True
-        timer.start()
-        work.put(_END)
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
 
-    def worker() -> None:
-        while True:
-            item = work.get()
-            if item is _END:
-                break
-            pending.wait_until_small()
-            dispatcher.run(item)
-            if dispatcher.closed:
-                break
-        outgoing.put(_END)  # behind every message already sent, so nothing is lost
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await self._in_thread(os.read, self._fd, max_bytes or RECEIVE_SIZE)
 
-    dispatcher.attach_sink(send)
-    for role in (reader, worker):
-        threading.Thread(target=role, name=f"dap-{role.__name__}", daemon=True).start()
-    while True:  # the writer
-        data = outgoing.get()
-        if data is _END:
-            return
-        view = memoryview(data)
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._in_thread(_write_all, self._fd, data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+        await trio.lowlevel.checkpoint()
+
+    async def _in_thread(self, function, *arguments):
+        if self._fd < 0:
+            raise trio.ClosedResourceError("the stream is closed")
         try:
-            while view:
-                view = view[os.write(out_fd, view):]
-        except OSError:
-            return  # the client went away
-        pending.sent(len(data))
+            return await trio.to_thread.run_sync(function, *arguments, abandon_on_cancel=True)
+        except OSError as exc:  # a terminal hung up, a disk full: the client is gone
+            raise trio.BrokenResourceError(str(exc)) from exc
 
 
-class _PendingOutput:
-    """Bytes handed to the writer and not yet written."""
-
-    def __init__(self) -> None:
-        self._bytes = 0
-        self._changed = threading.Condition()
-
-    def add(self, n: int) -> None:
-        with self._changed:
-            self._bytes += n
-
-    def sent(self, n: int) -> None:
-        with self._changed:
-            self._bytes -= n
-            self._changed.notify_all()
-
-    def wait_until_small(self) -> None:
-        with self._changed:
-            self._changed.wait_for(lambda: self._bytes <= limits.MAX_PENDING_OUTPUT_BYTES)
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

@@ -1,18 +1,19 @@
-"""The trio layer: move bytes between a stream (stdio or TCP) and a Dispatcher.
+"""The trio layer: serve one client over any trio stream, the same way whatever the stream.
 
-Per connection three tasks run side by side: a reader that parses input and
-answers `cancel` at once, a worker that runs requests one at a time in a
-thread (handlers are synchronous and may be slow, e.g. DWARF indexing), and a
-writer. Running one worker per connection serialises handlers, so responses
-keep request order, while the reader keeps reading and can see a `cancel` for
-the request that is running.
+Where streams come from is someone else's job: stdio.py makes one of this process's
+stdin and stdout, listeners.py gets one per client from listening sockets (TCP). From
+there on everything is here. Per connection three tasks run side by side: a reader
+that parses input and answers `cancel` at once, a worker that runs requests one at a
+time in a thread (handlers are synchronous and may be slow, e.g. DWARF indexing), and
+a writer. Running one worker per connection serialises handlers, so responses keep
+request order, while the reader keeps reading and can see a `cancel` for the request
+that is running. What a connection may hold is counted by backlog.py; `run_server` is
+the process around it all.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import os
 import sys
 import traceback
 from typing import Callable
@@ -22,13 +23,11 @@ import trio
 from .. import limits
 from ..paths import remove_temp_dirs_on_sigterm
 from .allocator import keep_freed_buffers
+from .backlog import RECEIVE_SIZE, Backlog, ServerBudget
 from .dispatch import Dispatcher, WorkItem
-from .protocol import DapConnection, Request
 
 DispatcherFactory = Callable[[], Dispatcher]
 
-RECEIVE_SIZE = 64 * 1024
-REFUSAL_READ_BYTES = 64 * 1024  # of a client over MAX_SESSIONS, before it is told so
 # Requests answered on the event loop thread: `initialize` only reports capabilities, and a new
 # client should get that answer at once even while other clients keep handler threads busy.
 INLINE_COMMANDS = frozenset({"initialize"})
@@ -56,7 +55,7 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)
-    backlog = _Backlog(budget, dispatcher.connection)
+    backlog = Backlog(budget, dispatcher.connection)
 
     def deliver(data: bytes) -> None:  # on the trio thread
         try:
@@ -125,14 +124,14 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                 token.run_sync_soon(out_send.close)
 
             async def send(data: bytes) -> None:
-                if stall_seconds is None or not isinstance(stream, trio.SocketStream):
+                if stall_seconds is None:
                     await stream.send_all(data)
                     return
                 # Piece by piece, so that any progress at all restarts the clock: a slow reader is served.
                 view = memoryview(data)
                 while view:
                     with trio.move_on_after(stall_seconds):
-                        view = view[await stream.socket.send(view[:RECEIVE_SIZE]):]
+                        view = view[await _send_some(stream, view):]
                         continue
                     raise _Stalled(f"took none of its answers for {stall_seconds} s")
 
@@ -150,279 +149,65 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
             nursery.start_soon(worker)
             nursery.start_soon(writer)
 
+    stalled = None
     try:
         await serve()
-    except* _Stalled as stalled:
-        print(f"aspace-dap: disconnected a client that {stalled.exceptions[0]} "
-              + limits.limit_hint("MAX_STALL_SECONDS"), file=sys.stderr, flush=True)
+    except* _Stalled as group:
+        stalled = group.exceptions[0]
         dispatcher.closed = True
     finally:
         backlog.release()
         await trio.aclose_forcefully(stream)  # everything queued has been written by now
+    if stalled is not None:  # said once it is closed, so its place is free by the time anyone reads this
+        print(f"aspace-dap: disconnected a client that {stalled} " + limits.limit_hint("MAX_STALL_SECONDS"),
+              file=sys.stderr, flush=True)
 
 
-class ServerBudget:
-    """Bytes all clients of one server hold together (trio thread only): requests read and not yet
-    run, answers not yet sent, and room made for the rest of messages on their way. Limit
-    MAX_SERVER_BUFFER_BYTES.
-
-    Each client may always hold a small share, so a new client is read and answered however
-    full the server is. Past its share a client reads on only if the rest of the message it is
-    sending fits in what the server has left: that room is reserved at once, so a message that
-    has begun can always finish, and the others wait for room instead of each holding part of
-    theirs. Its next request runs only while the server is under the limit. A client that holds
-    room and goes silent is disconnected after MAX_STALL_SECONDS, which frees the room.
-    """
-
-    def __init__(self, limit: int, sessions: int):
-        self.limit = limit
-        self.share = max(2 * RECEIVE_SIZE, limit // (2 * max(1, sessions)))
-        self.held = 0
-        self._changed = trio.Event()
-
-    def change(self, delta: int) -> None:
-        self.held += delta
-        if delta < 0:
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def wait(self) -> None:
-        await self._changed.wait()
-
-    def may_read(self, backlog: _Backlog) -> bool:
-        if backlog.held + RECEIVE_SIZE <= self.share:
-            return True
-        missing = backlog.missing()
-        if not missing:  # between messages, or a header still arriving (at most 64 KiB)
-            return self.held + RECEIVE_SIZE <= self.limit
-        if backlog.reserved >= missing:
-            return True
-        if self.held + missing - backlog.reserved > self.limit:
-            return False
-        backlog.reserve(missing)
-        return True
-
-    def may_run(self, backlog: _Backlog) -> bool:
-        return backlog.output_bytes <= self.share or self.held <= self.limit
+async def _send_some(stream: trio.abc.Stream, view: memoryview) -> int:
+    """Send the start of `view` (at most RECEIVE_SIZE bytes); how many bytes went. A socket says
+    when it took only part of them; any other stream has taken all of them when send_all returns."""
+    piece = view[:RECEIVE_SIZE]
+    if isinstance(stream, trio.SocketStream):  # TCP or Unix-domain
+        return await stream.socket.send(piece)
+    await stream.send_all(piece)
+    return len(piece)
 
 
-class _Backlog:
-    """Answers not yet written and requests not yet run, for one connection (trio thread only).
+async def serve_logged(stream: trio.abc.Stream, dispatcher_factory: DispatcherFactory, **options) -> bool:
+    """serve_connection with a fresh dispatcher; False if it ended by an internal error.
 
-    The reader waits while answers pile up, while many requests wait to run, or while the
-    requests read since the queue was last empty add up to more than one maximal request;
-    the worker waits before a request while answers pile up. With a ServerBudget, both
-    also wait while the server as a whole holds too much.
-    """
-
-    def __init__(self, budget: ServerBudget | None = None, connection=None) -> None:
-        self.output_bytes = 0
-        self.work_items = 0
-        self.input_bytes = 0  # read since the work queue was last empty
-        self.held = 0  # bytes this connection holds
-        self.reserved = 0  # bytes of the message in progress that are still to come, made room for
-        self._counted = 0  # what this connection counts in the budget: held + reserved
-        self._budget = budget
-        self._connection = connection  # the framing state: bytes of a message still arriving
-        self._changed = trio.Event()
-
-    def missing(self) -> int:
-        return self._connection.missing_bytes if self._connection is not None else 0
-
-    def reserve(self, missing: int) -> None:
-        self.reserved = missing
-        self._account()
-
-    def _output_small(self) -> bool:
-        return self.output_bytes <= limits.MAX_PENDING_OUTPUT_BYTES and \
-            (self._budget is None or self._budget.may_run(self))
-
-    def _small(self) -> bool:
-        return self._output_small() and self.work_items <= limits.MAX_QUEUED_REQUESTS and \
-            (self.work_items == 0 or self.input_bytes <= limits.MAX_REQUEST_BYTES) and \
-            (self._budget is None or self._budget.may_read(self))
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def _account(self) -> None:
-        framed = self._connection.buffered_bytes if self._connection is not None else 0
-        self.held = self.output_bytes + self.input_bytes + framed
-        self.reserved = min(self.reserved, self.missing())  # what arrived is held now, not reserved
-        counted = self.held + self.reserved
-        if self._budget is not None:
-            self._budget.change(counted - self._counted)
-        self._counted = counted
-
-    def add_output(self, n: int) -> None:
-        self.output_bytes += n
-        self._account()
-
-    def sent_output(self, n: int) -> None:
-        self.output_bytes -= n
-        self._account()
-        self._notify()
-
-    def add_input(self, n: int, queued: bool = True) -> None:
-        """`n` bytes were framed into messages (queued: some became work) or dropped."""
-        if queued or self.work_items:
-            self.input_bytes += n
-        self._account()
-
-    def add_work(self) -> None:
-        self.work_items += 1
-
-    def done_work(self) -> None:
-        self.work_items -= 1
-        if self.work_items == 0:
-            self.input_bytes = 0
-        self._account()
-        self._notify()
-
-    def release(self) -> None:
-        """The connection has ended: nothing of it is held any more."""
-        self.output_bytes = self.input_bytes = self.reserved = 0
-        self._connection = None
-        self._account()
-
-    async def _wait(self) -> None:
-        if self._budget is None:
-            await self._changed.wait()
-            return
-        async with trio.open_nursery() as nursery:  # whichever comes first: this client's or the server's change
-            async def wait_for(event_wait) -> None:
-                await event_wait()
-                nursery.cancel_scope.cancel()
-            nursery.start_soon(wait_for, self._changed.wait)
-            nursery.start_soon(wait_for, self._budget.wait)
-
-    async def wait_until_small(self) -> None:
-        while not self._small():
-            await self._wait()
-
-    async def wait_until_output_small(self) -> None:
-        while not self._output_small():
-            await self._wait()
-
-
-async def serve_stdio(dispatcher_factory: DispatcherFactory) -> None:
-    """Serve one client over this process's stdin/stdout."""
-    in_fd, out_fd = os.dup(0), os.dup(1)
-    # Anything else printing to stdout (a library, a stray print) would corrupt
-    # the protocol stream; from now on fd 1 and sys.stdout lead to stderr.
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    stream = trio.StapledStream(trio.lowlevel.FdStream(out_fd), trio.lowlevel.FdStream(in_fd))
-    async with stream:
-        # When stdin closes the client is gone: finish what it asked for, but never wait forever.
-        await _serve_logged(stream, dispatcher_factory, input_ended_grace=limits.STDIN_CLOSED_GRACE_SECONDS)
-
-
-async def serve_tcp(
-    dispatcher_factory: DispatcherFactory,
-    port: int,
-    host: str = "127.0.0.1",
-    *,
-    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Accept clients on host:port (0 = any free port), each with its own dispatcher."""
-    if not _is_loopback(host):
-        print(f"aspace-dap: warning: listening on {host}, which other machines may reach; "
-              "the protocol has no authentication", file=sys.stderr, flush=True)
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    if port == 0:
-        listeners = listeners[:1]  # several listeners would each get a different free port
-    bound_port = 0
-    for listener in listeners:
-        address, bound_port = listener.socket.getsockname()[:2]
-        shown = f"[{address}]" if ":" in address else address
-        print(f"aspace-dap: listening on {shown}:{bound_port}", file=sys.stderr, flush=True)
-    task_status.started(bound_port)
-
-    sessions = refusing = 0
-    budget = ServerBudget(limits.MAX_SERVER_BUFFER_BYTES, limits.MAX_SESSIONS)
-
-    async def handle(stream: trio.SocketStream) -> None:
-        nonlocal sessions, refusing
-        async with stream:
-            if sessions >= limits.MAX_SESSIONS:
-                if refusing >= limits.MAX_SESSIONS:
-                    return  # answering refusals must not cost more than serving clients: just close
-                refusing += 1
-                try:
-                    await _refuse(stream, f"the server is serving its limit of {limits.MAX_SESSIONS} clients; "
-                                          "try again later " + limits.limit_hint("MAX_SESSIONS"))
-                finally:
-                    refusing -= 1
-                return
-            sessions += 1
-            try:
-                await _serve_logged(stream, dispatcher_factory, budget=budget,
-                                    stall_seconds=limits.MAX_STALL_SECONDS)
-            finally:
-                sessions -= 1
-
-    await trio.serve_listeners(handle, listeners)
-
-
-async def _refuse(stream: trio.abc.Stream, message: str) -> None:
-    """Answer a client over the session limit: its first request gets `message` as an error, then the end.
-    Only a small first message is read (an initialize is a few hundred bytes)."""
-    connection = DapConnection(max_body_size=REFUSAL_READ_BYTES)
-    with trio.move_on_after(5):
-        try:
-            while (request := connection.next_message()) is None:
-                data = await stream.receive_some(RECEIVE_SIZE)
-                if not data or connection.buffered_bytes > REFUSAL_READ_BYTES:
-                    return
-                connection.receive_data(data)
-            if isinstance(request, Request):
-                await stream.send_all(connection.send_error(request.seq, request.command, message, 1))
-            else:
-                await stream.send_all(connection.send_event("output", {"category": "important",
-                                                                       "output": message + "\n"}))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-
-
-async def _serve_logged(stream: trio.abc.Stream, dispatcher_factory: DispatcherFactory, **options) -> None:
-    # One connection failing (a bug, or a test's message validation) must not take
-    # the server's other connections down; say what happened on stderr.
+    One connection failing (a bug, or a test's message validation) must not take
+    the server's other connections down; what happened is said on stderr."""
     try:
         await serve_connection(stream, dispatcher_factory(), **options)
     except Exception:
         print("aspace-dap: connection ended by an internal error:\n" + traceback.format_exc(),
               file=sys.stderr, flush=True)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
         return False
+    return True
 
 
 def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None, host: str = "127.0.0.1") -> int:
     """Serve on stdio (port None) or TCP; returns a process exit code."""
-    if port is not None and not 0 <= port <= 65535:
+    if port is None:
+        from .stdio import serve_stdio
+        serve, arguments = serve_stdio, (dispatcher_factory,)
+    elif not 0 <= port <= 65535:
         print(f"aspace-dap: port {port} is not between 0 and 65535", file=sys.stderr)
         return 2
+    else:
+        from .listeners import serve_tcp
+        serve, arguments = serve_tcp, (dispatcher_factory, port, host)
     remove_temp_dirs_on_sigterm()
     keep_freed_buffers()
     # Handler threads compute while the event loop thread accepts and reads: hand the GIL over
     # more often than Python's 5 ms, so a new client is answered at once while others keep it busy.
     sys.setswitchinterval(0.001)
     try:
-        if port is None:
-            trio.run(serve_stdio, dispatcher_factory)
-        else:
-            trio.run(serve_tcp, dispatcher_factory, port, host)
+        served = trio.run(serve, *arguments)
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
         print(f"aspace-dap: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if served is False else 0
