@@ -51,7 +51,11 @@ ELF_MAGIC = b"\x7fELF"
 ET_CORE = 4
 EM_CUDA = 0xBE
 ELFOSABI_CUDA = 0x33
-ELFOSABIV_LATEST = 7
+ELFOSABIV_LATEST = 7  # the core's ABI version (libcudacore common.h)
+EI_PAD = 9
+CORE_IDENT = ELF_MAGIC + bytes([2, 1, 1, ELFOSABI_CUDA, ELFOSABIV_LATEST])  # libcudacore's cudaElfIdent
+IDENT_NAMES = ("EI_MAG0", "EI_MAG1", "EI_MAG2", "EI_MAG3", "EI_CLASS", "EI_DATA", "EI_VERSION", "EI_OSABI",
+               "EI_ABIVERSION")
 SHT_STRTAB = 3
 SHT_NOBITS = 8
 
@@ -254,6 +258,13 @@ class _CoreElf:
                 if e_type != ET_CORE or e_machine != EM_CUDA or header[7] != ELFOSABI_CUDA:
                     raise StateError(f"not a CUDA core dump (e_type {e_type}, e_machine {e_machine:#x}, "
                                      f"OSABI {header[7]:#x})", self.label)
+                # libcudacore (elf.c, elfCheckHeader) compares all nine ident bytes with its own: magic,
+                # ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ELFOSABI_CUDA and ABI version ELFOSABIV_LATEST
+                if header[:EI_PAD] != CORE_IDENT:
+                    at = next(i for i in range(EI_PAD) if header[i] != CORE_IDENT[i])
+                    raise StateError(f"ELF ident byte {at} ({IDENT_NAMES[at]}) is {header[at]}, not "
+                                     f"{CORE_IDENT[at]}: cuda-gdb opens only cores whose first {EI_PAD} ident "
+                                     f"bytes are {CORE_IDENT.hex(' ')}", self.label)
                 shoff, = struct.unpack_from("<Q", header, 40)
                 shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
                 if shentsize != 64 or shnum == 0 or shoff + shnum * 64 > self.file_size:
@@ -275,6 +286,8 @@ class _CoreElf:
                 else f"section {index}"
             if sh_type != SHT_NOBITS and index:
                 self._check_extent(name, offset, size)
+            if sh_type in (SHT_GLOBAL, SHT_MANAGED, SHT_LOCAL) and addr + size > 1 << 64:
+                raise StateError(f"sh_addr {addr:#x} + sh_size {size:#x} runs past the 64-bit address space", name)
             self.sections.append(_Section(index, name, sh_type, addr, offset, size, link, info, entsize))
         self.span = FileSpan(lambda: (path, 0), self.file_size)
         self._rows: dict[int, list[dict[str, int]]] = {}
@@ -635,10 +648,13 @@ class _CoreReader:
             if found:
                 body = self.elf.body(found[0])
                 words[ln] = np.frombuffer(body[:len(body) // 4 * 4], dtype="<u4")
-        n = min([count] + [len(words.get(ln, ())) for ln in np.flatnonzero(valid)]) if words or valid.any() else 0
+        # n: what every valid lane holds (a warp without valid lanes: what its lanes' sections hold)
+        holders = [int(ln) for ln in np.flatnonzero(valid)] or list(words)
+        n = min([count] + [len(words.get(ln, ())) for ln in holders]) if holders else 0
         out = np.zeros((self.lanes, n), dtype="<u4")
         for ln, values in words.items():
-            out[ln] = values[:n]
+            got = min(n, len(values))  # an invalid lane may hold fewer; it is never shown
+            out[ln, :got] = values[:got]
         return out
 
     def _uniform_words(self, sections: list[_Section]) -> np.ndarray:
@@ -729,6 +745,10 @@ class _CoreReader:
             return None
         base = min(s.addr for s in found.values())
         lane_size = max(s.addr + s.size for s in found.values()) - base
+        if lane_size > WINDOW_SIZE:
+            far = max(found.values(), key=lambda s: abs(s.addr - base))
+            raise StateError(f"the warp's local memory sections span {lane_size:#x} bytes (sh_addr {base:#x} to "
+                             f"{far.addr:#x}), more than the {WINDOW_SIZE:#x}-byte local window", far.name)
         secs = [found.get(ln) for ln in range(self.lanes)]
         contiguous = all(s is not None and s.addr == base and s.size == lane_size and
                          s.offset == secs[0].offset + ln * lane_size for ln, s in enumerate(secs))

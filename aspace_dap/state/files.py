@@ -19,15 +19,18 @@ import numpy as np
 from .. import limits
 from ..errors import StateError
 from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
+from .formats import ELF_MAGIC, GZIP_MAGIC
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
 READ_LIMIT = 1 << 20
 
 # What a dump a client names can be: a folder with this file, or a file starting with one of these
-# (a zip, empty or not, or an ELF CUDA core dump).
+# (a zip, empty or not, or a GPU core file: ELF, or gzip-compressed as the CUDA driver may write it).
+# Every entry point (DAP launch, inspect, state validate/convert) then opens it with load_state, which
+# tells the kinds apart (formats.is_core_file looks inside a gzip file for the ELF header).
 MANIFEST = "manifest.json"
-DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF")
+DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", ELF_MAGIC, GZIP_MAGIC)
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
