@@ -21,6 +21,7 @@ hold (a segment cut short, a data-less segment of a host core) are unavailable.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import urllib.parse
@@ -36,7 +37,8 @@ from aspace_dap.paths import PathRefused, open_regular
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
 from aspace_dap.state.files import FileSpan
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
+from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
+                                    Workgroup)
 from aspace_dap.state.private import SWIZZLED, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
 
@@ -288,7 +290,12 @@ def load_core(path: str | os.PathLike, *, search_paths: list[str] | None = None)
     path = Path(path)
     files = CoreFiles(path, "a ROCm GPU core", "aspace-rocmcore-")
     try:
-        return _Reader(CoreElf(path), files).build()
+        reader = _Reader(CoreElf(path), files)
+        reader._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return reader.build()
+        finally:
+            os.close(reader._fd)
     except BaseException:
         files.close()
         raise
@@ -327,6 +334,9 @@ class _Reader:
         self.warnings: list[str] = []
         self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
         self.register_templates: dict[tuple, RegisterFile] = {}
+        self.heads: dict[int, tuple[int, int, int]] = {}  # wave id -> (pc, exec, lanes) from its hwregs
+        self._loaded_objects: dict[int, list] = {}  # code object id -> its builds, parsed once
+        self._fd = -1
 
     # -- memory
     def _memory(self) -> SparseMemory:
@@ -380,6 +390,7 @@ class _Reader:
                              "short before its notes cannot be read", "PT_NOTE")
         self.note = parse_note(self.elf.note)
         self.memory = self._memory()
+        self._region_starts = [r.address for r in self.memory.regions]
         if self.note.runtime["runtime_state"] != RUNTIME_ENABLED:
             raise StateError(f"runtime_state {self.note.runtime['runtime_state']}: the ROCm runtime had not enabled "
                              f"debugging (1), so the saved waves cannot be trusted", "NT_AMDGPU_CORE_STATE runtime_info")
@@ -405,17 +416,23 @@ class _Reader:
         # the target is the first dispatch's GPU; a dispatch on a GPU of another kind names its own
         processor = dispatches[0].processor
         target = Target("amd", processor, dispatches[0].waves[0].lanes, self._apertures(dispatch_agents[0]))
+        several = len(self.note.agents) > 1
         for d, agent in zip(dispatches, dispatch_agents):
             if d.processor == processor:
                 d.processor = None
+            if several:  # which GPU of the node ran it: its agent's place in the note
+                d.device = next(i for i, a in enumerate(self.note.agents) if a["gpu_id"] == agent["gpu_id"])
             apertures = self._apertures(agent)
             d.apertures = apertures if apertures != target.apertures else None
         focus, stop = self._focus(dispatches, queues, list(agents.values()))
         manifest = {"format": "rocm-core", "producer": "ROCm GPU core", "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
-        return GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
-                        target=target, code_objects=[ref for ref, _ in self.code_objects], memory={"global": self.memory},
-                        dispatches=dispatches, focus=focus, stop=stop, files=self.files, warnings=self.warnings)
+        state = GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
+                         target=target, code_objects=[ref for ref, _ in self.code_objects],
+                         memory={"global": self.memory}, dispatches=dispatches, focus=focus, stop=stop,
+                         files=self.files, warnings=self.warnings, read_heads=self.read_heads)
+        self.state_waves = state.waves
+        return state
 
     @staticmethod
     def _apertures(agent: dict[str, int]) -> dict[str, Aperture]:
@@ -507,10 +524,13 @@ class _Reader:
         for ref, data in self.code_objects:
             if data is None:
                 continue
-            try:
-                objects = load_code_objects(data, name=ref.manifest_path)
-            except AspaceError:
-                continue
+            objects = self._loaded_objects.get(ref.id)
+            if objects is None:
+                try:
+                    objects = load_code_objects(data, name=ref.manifest_path)
+                except AspaceError:
+                    objects = []
+                self._loaded_objects[ref.id] = objects
             for co in objects:
                 for sym in co.symbols.values():
                     if sym.name.endswith(".kd") and sym.value + ref.load_address == kernel_object:
@@ -585,29 +605,33 @@ class _Reader:
         return PrivateMemory(SWIZZLED, size, record.lanes, view, 0, f"{where}.scratch")
 
     def _dispatches(self, queues: list[_QueueWaves]) -> tuple[list[Dispatch], list[dict[str, int]]]:
-        """The dispatches (each with its queue's processor) and, for each, the agent that ran it."""
+        """The dispatches (each with its queue's processor) and, for each, the agent that ran it.
+
+        Only each record's hardware registers and ttmps are read here (pread, not through the memory map:
+        a map's fault-around would make every record's neighbourhood resident); a wave's register file,
+        scratch and its workgroup's LDS are built when first used."""
         runtime = self.note.runtime
         dispatches: dict[tuple[int, int], dict] = {}
         used_ids: set[int] = set()
         next_id = [0]
-        pending: list[tuple[dict, Wave, tuple[int, int, int], SparseMemory | None]] = []
+        pending: list[tuple[dict, Wave, tuple[int, int, int], tuple | None]] = []
         for qw in queues:
             q = qw.queue
             qname = f"queue {q['queue_id'] & 0x3FFFFFFF}"
             ttmps_valid = bool(runtime["ttmp_setup"]) or bool(qw.agent["debug_prop"] & DEBUG_PROP_TTMPS_ALWAYS_VALID)
+            if qw.records and not ttmps_valid:
+                raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
+                                 "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
             info = {"agent": qw.agent, "amd_queue": self._amd_queue(q)}
-            lds_of_group: SparseMemory | None = None
+            lds_of_group: tuple | None = None
+            count = cwsr.HWREG_COUNT + cwsr.TTMP_COUNT
             for n, (xcc, record) in enumerate(qw.records):
                 where = f"{qname} wave record {n}"
                 if record.first_wave and record.lds_size:
-                    lds_of_group = _slice(self.memory, record.lds_address, record.lds_size, "local", f"{where}.lds")
+                    lds_of_group = (record.lds_address, record.lds_size, f"{where}.lds")
                 elif record.first_wave:
                     lds_of_group = None
-                span = self._register_span(record.begin, record.register_bytes)
-                if not ttmps_valid:
-                    raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
-                                     "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
-                hwregs = _dwords(span, record.hwregs_address - record.begin, cwsr.HWREG_COUNT + cwsr.TTMP_COUNT)
+                hwregs = self._dwords_at(record.hwregs_address, count)
                 if hwregs is None:
                     raise StateError("the wave's hardware and trap registers are not in the core (file cut short?)",
                                      where)
@@ -622,7 +646,7 @@ class _Reader:
                     continue
                 # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
                 vgprs_saved = not (family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
-                registers = self._registers(record, vgprs_saved, span, f"{where}.registers")
+                template = self._template(record, vgprs_saved, f"{where}.registers")
                 if family.gfx942_ttmps:
                     packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
                     wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
@@ -639,19 +663,24 @@ class _Reader:
                     dispatches[key] = self._dispatch_entry(q, packet, qname, qw.processor)
                     dispatches[key]["agent"] = qw.agent
                 group = (ttmp[8], ttmp[9], ttmp[10])
-                wave = Wave(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, registers, record.lanes,
-                            np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None, where)
+                wave = Wave.deferred(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, record.lanes, where,
+                                     self._wave_loader(record, template, info, xcc, where))
                 self.wave_status[wave_id] = (ttmp[6], hwregs[cwsr.HWREG_TRAPSTS])
+                # the PC and execution mask the waves table shows, without building the wave (hwregs 1-2, 3-4)
+                exec_mask = hwregs[3] | (hwregs[4] << 32 if record.lanes == 64 else 0)
+                self.heads[wave_id] = (hwregs[1] | hwregs[2] << 32, exec_mask, record.lanes)
                 pending.append((dispatches[key], wave, group, lds_of_group))
         out = []
+        members: dict[int, list] = {}
+        for entry_wave in pending:
+            members.setdefault(id(entry_wave[0]), []).append(entry_wave)
         for number, entry in enumerate(dispatches.values()):
             groups: dict[tuple[int, int, int], Workgroup] = {}
-            for d, wave, group, lds in pending:
-                if d is not entry:
-                    continue
+            for _, wave, group, lds in members.get(id(entry), []):
                 wg = groups.get(group)
                 if wg is None:
-                    wg = groups[group] = Workgroup(group, lds, [], f"{entry['where']} workgroup {group}")
+                    wg = groups[group] = Workgroup(group, None, [], f"{entry['where']} workgroup {group}",
+                                                   lds_loader=self._lds_loader(lds))
                 wg.waves.append(wave)
             dispatch = Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
                                 list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"])
@@ -659,8 +688,46 @@ class _Reader:
             out.append(dispatch)
         return out, [entry["agent"] for entry in dispatches.values()]
 
-    def _registers(self, record, vgprs_saved: bool, span: FileSpan, path: str) -> RegisterFile:
-        """The record's register file; one layout (and its offsets) per record shape."""
+    def _lds_loader(self, lds: tuple | None):
+        def load():
+            return None if lds is None else _slice(self.memory, lds[0], lds[1], "local", lds[2])
+        return load
+
+    def _wave_loader(self, record, template: RegisterFile, info: dict, xcc: int, where: str):
+        def load(wave: Wave) -> list:
+            span = self._register_span(record.begin, record.register_bytes)
+            registers = template.with_span(span, f"{where}.registers")
+            return [registers, np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None]
+        return load
+
+    def _dwords_at(self, address: int, count: int) -> list[int] | None:
+        """`count` dwords at `address` of the core's memory, read from the file; None where not held."""
+        regions = self.memory.regions
+        i = bisect.bisect_right(self._region_starts, address) - 1
+        size = 4 * count
+        if i >= 0 and address + size <= regions[i].address + regions[i].available:
+            data = os.pread(self._fd, size, regions[i].file_offset + address - regions[i].address)
+            if len(data) == size:
+                return list(struct.unpack(f"<{count}I", data))
+        data = self.try_read(address, size)
+        return None if data is None else list(struct.unpack(f"<{count}I", data))
+
+    def read_heads(self, pc_name: str, exec_name: str | None) -> WaveHeads:
+        """pc and exec of every wave from the save records' hardware registers, read at open."""
+        waves = self.state_waves
+        if (pc_name, exec_name) != ("pc", "exec"):
+            return WaveHeads.of_waves(waves, range(len(waves)))
+        n = len(waves)
+        heads = WaveHeads(np.zeros(n, np.uint64), np.ones(n, bool), np.zeros(n, np.uint64), np.ones(n, bool),
+                          np.zeros(n, np.uint64), np.zeros(n, bool))
+        for row, wave in enumerate(waves):
+            pc, exec_mask, lanes = self.heads[wave.id]
+            heads.pc[row], heads.exec[row] = pc, exec_mask
+            heads.valid[row] = (1 << lanes) - 1
+        return heads
+
+    def _template(self, record, vgprs_saved: bool, path: str) -> RegisterFile:
+        """The record shape's register file without bytes: one layout (and its offsets) per shape."""
         key = (record.family.name, record.state, record.lanes, vgprs_saved)
         template = self.register_templates.get(key)
         if template is None:
@@ -668,7 +735,7 @@ class _Reader:
             name = f"rocm_{record.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
             self.layouts.setdefault(name, layout)
             template = self.register_templates[key] = RegisterFile(layout, None, path, name)
-        return template.with_span(span, path)
+        return template
 
     def _amd_queue(self, q: dict[str, int]) -> tuple[int, int] | None:
         base = q["read_pointer_address"] - AMD_QUEUE_FROM_READ_POINTER
