@@ -118,7 +118,8 @@ def write_amd_node(path: Path, **kwargs) -> Path:
 def write_cuda_node(path: Path, **kwargs) -> Path:
     from aspace_dap.adapters.nvidia.core_writer import write_core
 
-    return write_core(cuda_node_state(**kwargs), path)
+    sms = kwargs.get("sms", 132)
+    return write_core(cuda_node_state(**kwargs), path, sms=sms, warps_per_sm=kwargs.get("warps_per_sm", 64))
 
 
 def main() -> None:

@@ -92,12 +92,14 @@ class Wave:
         self._parts: list | None = [registers, valid_lanes, private, lane_pcs]
         # the call stack the dump itself records per lane (a CUDA core's backtrace tables): return
         # addresses, innermost caller first; None when the dump records none
-        self.return_addresses: dict[int, list[int]] | None = None
+        self._returns: dict[int, list[int]] | None = None
+        self._returns_pending = False
 
     @classmethod
     def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
-                 loader: Callable[["Wave"], list]) -> "Wave":
-        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for."""
+                 loader: Callable[["Wave"], list], returns_pending: bool = False) -> "Wave":
+        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for;
+        with `returns_pending`, the loader also sets its return_addresses."""
         wave = cls.__new__(cls)
         wave.id = id
         wave.index_in_workgroup = index_in_workgroup
@@ -107,8 +109,19 @@ class Wave:
         wave.dispatch = None
         wave._loader = loader
         wave._parts = None
-        wave.return_addresses = None
+        wave._returns = None
+        wave._returns_pending = returns_pending
         return wave
+
+    def _get_returns(self) -> "dict[int, list[int]] | None":
+        if self._returns_pending and self._parts is None:
+            self._load()
+        return self._returns
+
+    def _set_returns(self, value: "dict[int, list[int]] | None") -> None:
+        self._returns, self._returns_pending = value, False
+
+    return_addresses = property(_get_returns, _set_returns)
 
     @property
     def loaded(self) -> bool:
