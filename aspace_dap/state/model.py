@@ -396,9 +396,13 @@ class GpuState:
         return save_state(self, Path(path))
 
     def close(self) -> None:
-        """Release temporary files extracted from a zip (also done when the state is collected)."""
+        """Release temporary files extracted from a zip (also done when the state is collected), and let
+        the collector walk what loading froze (reader._no_collection)."""
         if self._files is not None:
             self._files.close()
+        thaw = getattr(self, "_thaw", None)
+        if thaw is not None:
+            thaw()
 
     def __enter__(self) -> "GpuState":
         return self
