@@ -67,6 +67,7 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(lanes, dtype=bool), bitorder="little").tobytes(), "little")
 
 
+DEFAULT_REGISTER_NAMES: tuple[str, str | None] = ("pc", "exec")
 _LOAD_LOCK = threading.RLock()  # a lazily built part is built once, even with two threads asking
 
 
@@ -74,10 +75,12 @@ class Wave:
     """One wave. Its registers, private memory and lane masks may be built on first use
     (`Wave.deferred`): a dump of 100,000 waves costs only what is looked at."""
 
-    # the registers holding the PC and the execution mask: the adapter's names, set for every
-    # wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
-    pc_register = "pc"
-    exec_register: str | None = "exec"
+    # a fixed set of fields: a dump of 100,000 waves holds 100,000 of these
+    __slots__ = ("id", "index_in_workgroup", "lanes", "path", "workgroup", "dispatch", "_loader", "_parts",
+                 "_returns", "_returns_pending", "pc_register", "exec_register", "__weakref__")
+
+    # pc_register / exec_register: the registers holding the PC and the execution mask, the adapter's
+    # names, set for every wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
 
     def __init__(self, id: int, index_in_workgroup: int, registers: RegisterFile, lanes: int,
                  valid_lanes: np.ndarray, private: PrivateMemory | None = None,
@@ -86,6 +89,7 @@ class Wave:
         self.index_in_workgroup = index_in_workgroup
         self.lanes = lanes
         self.path = path
+        self.pc_register, self.exec_register = DEFAULT_REGISTER_NAMES
         self.workgroup: Workgroup | None = None
         self.dispatch: Dispatch | None = None
         self._loader: Callable[[Wave], list] | None = None
@@ -105,6 +109,7 @@ class Wave:
         wave.index_in_workgroup = index_in_workgroup
         wave.lanes = lanes
         wave.path = path
+        wave.pc_register, wave.exec_register = DEFAULT_REGISTER_NAMES
         wave.workgroup = None
         wave.dispatch = None
         wave._loader = loader
@@ -341,8 +346,9 @@ class GpuState:
         if self.target.lanes > 64:
             return None
         if self._file_heads is None:
-            first = self.waves[0] if self.waves else Wave  # every wave names its pc and mask alike
-            self._file_heads = self._read_heads(first.pc_register, first.exec_register) \
+            # every wave names its pc and mask alike
+            names = (self.waves[0].pc_register, self.waves[0].exec_register) if self.waves else DEFAULT_REGISTER_NAMES
+            self._file_heads = self._read_heads(*names) \
                 if self._read_heads is not None else WaveHeads.of_waves(self.waves, range(len(self.waves)))
         heads = self._file_heads
         built = [i for i, wave in enumerate(self.waves) if wave.loaded]
