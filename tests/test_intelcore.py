@@ -23,7 +23,7 @@ from aspace_dap.state import load_state
 from aspace_dap.state.corefiles import BytesSpan
 from aspace_dap.state.registers import RegisterFile
 from aspace_dap.adapters.intel.core import is_intel_core
-from aspace_dap.adapters.intel.core_writer import DEFAULT_ISABASE, write_core
+from aspace_dap.adapters.intel.core_writer import write_core
 from session_views import shown
 
 DUMPS = Path(REPO_ROOT) / "examples" / "opencl" / "dumps"
