@@ -230,14 +230,19 @@ def load_state(path: str | os.PathLike) -> GpuState:
     return state
 
 
+# a dump with this many waves stays frozen for the collector while it is open (see _no_collection)
+FREEZE_WAVES = 10_000
+
+
 @contextmanager
 def _no_collection():
     """A big manifest is a million small objects: the cyclic collector would walk them again and
-    again while they are made, which costs more than the parsing. Pause it while loading, then
-    freeze what was made (gc.freeze): while the state is open no collection walks it, so the first
-    full collection after a load does not pause the server for half a second on 100,000 waves.
-    Closing the state (or dropping it) thaws them again, so what it made can be collected; a load
-    that fails thaws at once."""
+    again while they are made, which costs more than the parsing. Pause it while loading, then move
+    what was made out of the young generations (gc.freeze). A dump of FREEZE_WAVES waves or more
+    stays frozen while its state is open, so the first full collection after the load does not pause
+    the server for half a second (100,000 waves); closing or dropping the state thaws it, so what it
+    made can be collected. A smaller dump, or a load that fails, is thawed at once (into the oldest
+    generation)."""
     enabled = gc.isenabled()
     gc.disable()
     loaded: list = []
@@ -246,7 +251,7 @@ def _no_collection():
     finally:
         if enabled:
             gc.freeze()
-            if loaded:
+            if loaded and len(loaded[0].waves) >= FREEZE_WAVES:
                 loaded[0]._thaw = weakref.finalize(loaded[0], gc.unfreeze)
             else:
                 gc.unfreeze()
