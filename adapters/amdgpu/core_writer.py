@@ -174,8 +174,9 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
             on_queue = dispatches[n_queue::count]
             queue = _write_queue(state, gpu, on_queue, kd_address, queue_memory, save_at, scratch_at,
                                  exception_wave, load_bias, f"agent {n_agent} queue {n_queue}")
-            faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and n_queue == 0 and not any(
-                w.id == exception_wave for w in state.waves))
+            # the exception's queue, else (a wave not in the core) the first agent's first queue
+            faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and n_queue == 0
+                                                      and not any(w.id == exception_wave for w in state.waves))
             agent_faulted |= faulted
             status = (1 << (5 - 1)) if faulted else 0
             queues.append(QUEUE_ENTRY.pack(status, queue.ring_at, queue.amd_queue_at + 56, queue.amd_queue_at + 0x80,

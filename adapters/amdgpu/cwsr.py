@@ -292,9 +292,10 @@ def iterate_control_stack(family: Family, words: list[int], wave_area_end: int,
         record = WaveRecord(family, word, state, end)
         # the geometry, filled in as the cached properties would compute it
         lds_address = end + lds_at
-        record.__dict__.update(values, lds_address=lds_address, hwregs_address=lds_address - 4 * (HWREG_COUNT + TTMP_COUNT),
+        hwregs = lds_address - 4 * (HWREG_COUNT + TTMP_COUNT)
+        record.__dict__.update(values, lds_address=lds_address, hwregs_address=hwregs,
                                ttmps_address=lds_address - 4 * TTMP_COUNT, begin=end + begin_at,
-                               sgprs_address=lds_address - 4 * (HWREG_COUNT + TTMP_COUNT) - 4 * values["sgpr_count"])
+                               sgprs_address=hwregs - 4 * values["sgpr_count"])
         if wave_area_begin is not None and record.begin < wave_area_begin:
             raise ValueError(f"control stack word {i}: wave {len(records)} reaches below the wave save area")
         records.append(record)

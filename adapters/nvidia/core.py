@@ -446,7 +446,8 @@ class _CoreReader:
         for row in self.exception_rows.tolist():
             self.exceptions_of.setdefault(int(lanes.warp_of[row]), []).append((int(lanes.ln[row]), int(codes[row])))
         # what each warp's wave needs at once, as plain lists
-        self.column = {name: warps[name].tolist() for name in ("warpId", "errorPC", "errorPCValid", "inSyscallLanesMask")}
+        self.column = {name: warps[name].tolist()
+                       for name in ("warpId", "errorPC", "errorPCValid", "inSyscallLanesMask")}
         self.count_lists = {kind: values.tolist() for kind, values in self.counts.items()}
         has = lanes.end > lanes.start
         first = np.where(has, lanes.start, 0)

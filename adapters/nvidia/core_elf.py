@@ -391,7 +391,8 @@ class CoreElf:
         found = self._rows.get(sec.index)
         if found is None:
             form, body = TABLES[sec.type], self.body(sec)
-            found = self._rows[sec.index] = [form.unpack(body, at, sec.entsize) for at in range(0, len(body), sec.entsize)]
+            found = self._rows[sec.index] = [form.unpack(body, at, sec.entsize)
+                                             for at in range(0, len(body), sec.entsize)]
         return found
 
     def row_array(self, indices: np.ndarray, sh_type: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,8 @@ from aspace_dap.errors import StateError
 from aspace_dap.state.memory import SparseMemory
 from aspace_dap.state.model import Aperture, Dispatch, GpuState, Wave, Workgroup, lanes_to_mask
 from aspace_dap.state.private import PER_LANE
-from .core import (SHN_LORESERVE, SHN_XINDEX, CBU_SINCE, CONST_BANKS_SINCE, ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
+from .core import (SHN_LORESERVE, SHN_XINDEX, CBU_SINCE, CONST_BANKS_SINCE,
+                   ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
                    EXCEPTION_NONE, META_SINCE, ROW_SIZES, SHT_BT, SHT_CBU_BAR, SHT_CB_TABLE, SHT_CTA_TABLE,
                    SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL,
                    SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE,
@@ -158,8 +159,9 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
 
     Each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index in the
     block; with `sms`, a device has that many SMs of `warps_per_sm` warp slots (an H100: 132 x 64) and
-    its CTAs are handed to them in turn, each warp's warpId its slot on the SM. `exception` = (wave id, lane, CUDBGException_t code[, error PC]) marks that lane as the one
-    that faulted (its warp's errorPC is the error PC given, else the lane's PC). `version` picks the driver whose row sizes are written
+    its CTAs are handed to them in turn, each warp's warpId its slot on the SM. `exception` = (wave id,
+    lane, CUDBGException_t code[, error PC]) marks that lane as the one that faulted (its warp's errorPC
+    is the error PC given, else the lane's PC). `version` picks the driver whose row sizes are written
     (ROW_SIZES; constant banks from r550, uniform registers from r400). A dispatch whose `device` is
     set runs on that device, of its `processor` (a machine with GPUs of several SM types); the others
     are spread over `devices` devices (wave i on device i % devices, each with its copy of the grid
