@@ -25,6 +25,10 @@ layout (lane 0 first), predicates `P0…`, uniform registers `UR0…` and unifor
 local memory the per_lane private memory, lane PCs `lane_pcs`, the backtrace tables each wave's
 `return_addresses`, constant banks the dispatch's `const` memory. Section bytes are mapped from the
 core file, not copied, except the registers, which are transposed from per-lane to per-register order.
+
+A full GPU holds hundreds of thousands of sections (core_elf.py reads the container in bulk). Opening
+reads every warp and lane row into arrays (what the waves table, the focus and the layouts need); a
+warp's registers, local memory and backtraces are read when the warp is first looked at.
 """
 
 from __future__ import annotations
