@@ -179,8 +179,8 @@ def simd_width_of_code_object(co) -> int | None:
             attr = cu.get_top_DIE().attributes.get(AT_INTEL_SIMD_WIDTH)
             if attr is not None and isinstance(attr.value, int) and attr.value:
                 return attr.value
-    except (*ELF_PARSE_ERRORS, DWARFError):  # no or malformed DWARF: the code object does not say
-        return None
+    except (*ELF_PARSE_ERRORS, DWARFError, AssertionError):
+        return None  # no or malformed DWARF (pyelftools asserts on some): the code object does not say
     return None
 
 

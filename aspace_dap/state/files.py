@@ -11,6 +11,7 @@ import struct
 import threading
 import weakref
 import zipfile
+from itertools import repeat
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
@@ -19,16 +20,18 @@ import numpy as np
 from .. import limits
 from ..errors import StateError
 from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
+from .formats import ELF_MAGIC, GZIP_MAGIC
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
 READ_LIMIT = 1 << 20
 
 # What a dump a client names can be: a folder with this file, or a file starting with one of these
-# (a zip, empty or not, an ELF GPU core, or a gzip-compressed one: the CUDA driver's
-# CU_COREDUMP_GZIP_COMPRESS, or a core gzip'd to keep it small).
+# (a zip, empty or not, or a GPU core file: ELF, or gzip-compressed as the CUDA driver may write it).
+# Every entry point (DAP launch, inspect, state validate/convert) then opens it with load_state, which
+# tells the kinds apart (formats.is_core_file looks inside a gzip file for the ELF header).
 MANIFEST = "manifest.json"
-DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF", b"\x1f\x8b")
+DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", ELF_MAGIC, GZIP_MAGIC)
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
@@ -56,7 +59,6 @@ def path_problem(rel: object) -> str | None:
 PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*")
 
 
-_PLAIN_LINES = re.compile(r"(?:[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*\n)*")
 
 
 def is_plain_path(rel: object) -> bool:
@@ -64,13 +66,22 @@ def is_plain_path(rel: object) -> bool:
     return type(rel) is str and PLAIN_PATH.fullmatch(rel) is not None and ".." not in rel
 
 
+_NOT_PLAIN = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-/")
+
+
 def all_plain_paths(rels) -> bool:
-    """is_plain_path for every one, in one regex pass (a big dump names 100,000 files)."""
+    """is_plain_path for every one, in a few passes over all of them at once (a big dump names 100,000
+    files): only plain characters; no empty path or name (no leading, trailing or doubled '/'); no '..'."""
     rels = list(rels)
-    if not all(type(rel) is str for rel in rels):
+    if not rels:
+        return True
+    if set(map(type, rels)) != {str}:
         return False
-    text = "\n".join(rels) + "\n" if rels else ""
-    return _PLAIN_LINES.fullmatch(text) is not None and ".." not in text
+    text = "\n".join(rels)
+    if text.translate(_NOT_PLAIN) != "\n" * (len(rels) - 1):  # (a newline inside a path leaves one too many)
+        return False
+    lines = f"\n{text}\n"
+    return not ("\n\n" in lines or "\n/" in lines or "/\n" in lines or "//" in text or ".." in text)
 
 
 class FileSpan:
@@ -259,14 +270,14 @@ class FolderFiles(DumpFiles):
 
     @staticmethod
     def _list(real: str) -> tuple[set[str], set[str]]:
-        plain, others = set(), set()
+        """The folder's regular files and its other entries (symlinks, folders, ...), by name."""
         try:
             with os.scandir(real) as entries:
-                for entry in entries:
-                    (plain if entry.is_file(follow_symlinks=False) else others).add(entry.name)
+                listed = list(entries)
         except OSError:
-            pass
-        return plain, others
+            return set(), set()
+        plain = {entry.name for entry in listed if entry.is_file(follow_symlinks=False)}
+        return plain, {entry.name for entry in listed} - plain
 
     def _slow_find(self, rel: str) -> str | None:
         # symlinks and odd names: resolve the whole path
@@ -278,22 +289,21 @@ class FolderFiles(DumpFiles):
 
     def missing(self, rels) -> list[str]:
         # in bulk: list each folder once and compare names as sets
-        rels = set(rels)
-        by_folder: dict[str, int] = {}
-        for folder in [rel.rpartition("/")[0] for rel in rels]:
-            by_folder[folder] = by_folder.get(folder, 0) + 1
-        unsure = rels
-        for folder, count in by_folder.items():
-            if count <= self.LIST_AFTER or not is_plain_path(folder):
-                continue
-            real = self._folder(folder)
-            if real is None:
-                continue
-            with self._lock:
-                listing = self._listings.get(folder)
-                if listing is None:
-                    listing = self._listings[folder] = self._list(real)
-            unsure = unsure - {f"{folder}/{name}" for name in listing[0]}
+        by_folder: dict[str, set[str]] = {}
+        for folder, _, name in map(str.rpartition, rels, repeat("/")):
+            names = by_folder.get(folder)
+            if names is None:
+                names = by_folder[folder] = set()
+            names.add(name)
+        unsure: list[str] = []
+        for folder, names in by_folder.items():
+            if len(names) > self.LIST_AFTER and is_plain_path(folder) and (real := self._folder(folder)) is not None:
+                with self._lock:
+                    listing = self._listings.get(folder)
+                    if listing is None:
+                        listing = self._listings[folder] = self._list(real)
+                names = names - listing[0]
+            unsure += [f"{folder}/{name}" if folder else name for name in names]
         return [rel for rel in unsure if not self.exists(rel)]
 
     def size(self, rel: str) -> int | None:
@@ -330,7 +340,9 @@ class FolderFiles(DumpFiles):
 
     def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
         out = []
+        append = out.append
         listings, folders, known = self._listings, self._folders, self._files
+        open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
         for rel in rels:
             full = known.get(rel)
             if full is None:
@@ -342,11 +354,11 @@ class FolderFiles(DumpFiles):
             if full is None:
                 raise StateError("missing", rel)
             try:
-                fd = os.open(full, os.O_RDONLY)
+                fd = open_(full, flags)
                 try:
-                    out.append(os.pread(fd, length, offset))
+                    append(pread(fd, length, offset))
                 finally:
-                    os.close(fd)
+                    close(fd)
             except OSError as exc:
                 raise StateError(f"cannot read {full}: {exc}", rel) from exc
         return out

@@ -67,6 +67,7 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(lanes, dtype=bool), bitorder="little").tobytes(), "little")
 
 
+DEFAULT_REGISTER_NAMES: tuple[str, str | None] = ("pc", "exec")
 _LOAD_LOCK = threading.RLock()  # a lazily built part is built once, even with two threads asking
 
 
@@ -74,10 +75,12 @@ class Wave:
     """One wave. Its registers, private memory and lane masks may be built on first use
     (`Wave.deferred`): a dump of 100,000 waves costs only what is looked at."""
 
-    # the registers holding the PC and the execution mask: the adapter's names, set for every
-    # wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
-    pc_register = "pc"
-    exec_register: str | None = "exec"
+    # a fixed set of fields: a dump of 100,000 waves holds 100,000 of these
+    __slots__ = ("id", "index_in_workgroup", "lanes", "path", "workgroup", "dispatch", "_loader", "_parts",
+                 "_returns", "_returns_pending", "pc_register", "exec_register", "__weakref__")
+
+    # pc_register / exec_register: the registers holding the PC and the execution mask, the adapter's
+    # names, set for every wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
 
     def __init__(self, id: int, index_in_workgroup: int, registers: RegisterFile, lanes: int,
                  valid_lanes: np.ndarray, private: PrivateMemory | None = None,
@@ -86,29 +89,44 @@ class Wave:
         self.index_in_workgroup = index_in_workgroup
         self.lanes = lanes
         self.path = path
+        self.pc_register, self.exec_register = DEFAULT_REGISTER_NAMES
         self.workgroup: Workgroup | None = None
         self.dispatch: Dispatch | None = None
         self._loader: Callable[[Wave], list] | None = None
         self._parts: list | None = [registers, valid_lanes, private, lane_pcs]
         # the call stack the dump itself records per lane (a CUDA core's backtrace tables): return
         # addresses, innermost caller first; None when the dump records none
-        self.return_addresses: dict[int, list[int]] | None = None
+        self._returns: dict[int, list[int]] | None = None
+        self._returns_pending = False
 
     @classmethod
     def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
-                 loader: Callable[["Wave"], list]) -> "Wave":
-        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for."""
+                 loader: Callable[["Wave"], list], returns_pending: bool = False) -> "Wave":
+        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for;
+        with `returns_pending`, the loader also sets its return_addresses."""
         wave = cls.__new__(cls)
         wave.id = id
         wave.index_in_workgroup = index_in_workgroup
         wave.lanes = lanes
         wave.path = path
+        wave.pc_register, wave.exec_register = DEFAULT_REGISTER_NAMES
         wave.workgroup = None
         wave.dispatch = None
         wave._loader = loader
         wave._parts = None
-        wave.return_addresses = None
+        wave._returns = None
+        wave._returns_pending = returns_pending
         return wave
+
+    def _get_returns(self) -> "dict[int, list[int]] | None":
+        if self._returns_pending and self._parts is None:
+            self._load()
+        return self._returns
+
+    def _set_returns(self, value: "dict[int, list[int]] | None") -> None:
+        self._returns, self._returns_pending = value, False
+
+    return_addresses = property(_get_returns, _set_returns)
 
     @property
     def loaded(self) -> bool:
@@ -328,8 +346,9 @@ class GpuState:
         if self.target.lanes > 64:
             return None
         if self._file_heads is None:
-            first = self.waves[0] if self.waves else Wave  # every wave names its pc and mask alike
-            self._file_heads = self._read_heads(first.pc_register, first.exec_register) \
+            # every wave names its pc and mask alike
+            names = (self.waves[0].pc_register, self.waves[0].exec_register) if self.waves else DEFAULT_REGISTER_NAMES
+            self._file_heads = self._read_heads(*names) \
                 if self._read_heads is not None else WaveHeads.of_waves(self.waves, range(len(self.waves)))
         heads = self._file_heads
         built = [i for i, wave in enumerate(self.waves) if wave.loaded]
@@ -383,9 +402,13 @@ class GpuState:
         return save_state(self, Path(path))
 
     def close(self) -> None:
-        """Release temporary files extracted from a zip (also done when the state is collected)."""
+        """Release temporary files extracted from a zip (also done when the state is collected), and let
+        the collector walk what loading froze (reader._no_collection)."""
         if self._files is not None:
             self._files.close()
+        thaw = getattr(self, "_thaw", None)
+        if thaw is not None:
+            thaw()
 
     def __enter__(self) -> "GpuState":
         return self

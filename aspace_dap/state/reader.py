@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 import os
 from contextlib import contextmanager
 from functools import partial
@@ -79,8 +80,9 @@ class _Builder:
                               parse_number(e["load_address"]), e["path"])
                 for e in self.manifest["code_objects"]]
 
-    def wave_parts(self, entry: dict, path: str, wave: Wave) -> list:
+    def wave_parts(self, entry: dict, wave: Wave) -> list:
         """[registers, valid_lanes, private, lane_pcs] of one wave: built the first time the wave is used."""
+        path = wave.path
         regs = entry["registers"]
         registers = RegisterFile(self.layouts[regs["layout"]], self.files.span(regs["file"]), f"{path}.registers",
                                  regs["layout"])
@@ -106,7 +108,7 @@ class _Builder:
         self.layouts = {name: [(reg, parse_number(size)) for reg, size in entries]
                         for name, entries in self.manifest["register_layouts"].items()}
         result = []
-        lanes, deferred = self.lanes, Wave.deferred
+        lanes, deferred, parts = self.lanes, Wave.deferred, self.wave_parts
         for d, entry in enumerate(self.manifest["dispatches"]):
             here = f"dispatches[{d}]"
             workgroups = []
@@ -115,7 +117,7 @@ class _Builder:
                 lds = wg.get("lds")
                 # waves and LDS are only described here; their files are opened when first used
                 waves = [deferred(_int(w["id"]), _int(w["index_in_workgroup"]), lanes, f"{wg_path}.waves[{i}]",
-                                  partial(self.wave_parts, w, f"{wg_path}.waves[{i}]"))
+                                  partial(parts, w))
                          for i, w in enumerate(wg["waves"])]
                 for wave, w in zip(waves, wg["waves"]):
                     if w.get("return_addresses") is not None:  # the call stacks the dump records (CUDA backtraces)
@@ -218,28 +220,41 @@ def load_state(path: str | os.PathLike) -> GpuState:
     if os.path.isfile(path) and is_core_file(path):
         return load_core_file(path)
     files = open_dump_files(Path(path))
-    with _no_collection():
+    with _no_collection() as loaded:
         try:
-            return _load(files)
+            state = _load(files)
         except BaseException:
             files.close()
             raise
+        loaded.append(state)
+    return state
+
+
+# a dump with this many waves stays frozen for the collector while it is open (see _no_collection)
+FREEZE_WAVES = 10_000
 
 
 @contextmanager
 def _no_collection():
-    """A big manifest is a million small objects without cycles: the cyclic collector would walk
-    them again and again while they are made, which costs more than the parsing. Pause it while
-    loading, then move what was made straight to the oldest generation (freeze + unfreeze), so
-    the young collections that follow do not walk it either."""
+    """A big manifest is a million small objects: the cyclic collector would walk them again and
+    again while they are made, which costs more than the parsing. Pause it while loading, then move
+    what was made out of the young generations (gc.freeze). A dump of FREEZE_WAVES waves or more
+    stays frozen while its state is open, so the first full collection after the load does not pause
+    the server for half a second (100,000 waves); closing or dropping the state thaws it, so what it
+    made can be collected. A smaller dump, or a load that fails, is thawed at once (into the oldest
+    generation)."""
     enabled = gc.isenabled()
     gc.disable()
+    loaded: list = []
     try:
-        yield
+        yield loaded
     finally:
         if enabled:
             gc.freeze()
-            gc.unfreeze()
+            if loaded and len(loaded[0].waves) >= FREEZE_WAVES:
+                loaded[0]._thaw = weakref.finalize(loaded[0], gc.unfreeze)
+            else:
+                gc.unfreeze()
             gc.enable()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
 from operator import itemgetter
 import re
 from typing import Any, Callable, Protocol
@@ -387,15 +388,27 @@ class ManifestChecker:
             waves = [w for listed in wave_lists for w in listed]
             if not _all_type(waves, dict):
                 return False
-            rows = list(map(_WAVE_FIELDS, waves))
+            wave_ids = list(map(_ID, waves))
+            indexes = list(map(_INDEX, waves))
             registers = list(map(_REGISTERS, waves))
         except (KeyError, TypeError):
             return False
+        n = len(waves)
+        valid = list(map(dict.get, waves, repeat("valid_lanes", n)))
+        # a wave's lane PCs, else its call stacks (what it names under "lane_pcs" wins, even None)
+        lane_pcs = list(map(dict.get, waves, repeat("lane_pcs", n), repeat(_MISSING, n)))
+        if lane_pcs.count(None) + lane_pcs.count(_MISSING) != n:
+            return False
+        if lane_pcs.count(_MISSING):
+            stacks = list(map(dict.get, waves, repeat("return_addresses", n)))
+            if stacks.count(None) != n and any(s is not None for s, p in zip(stacks, lane_pcs) if p is _MISSING):
+                return False
+        lane_pcs = [None] * n
+        privates = list(map(dict.get, waves, repeat("private", n)))
         if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
             return False
         if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
             return False
-        wave_ids, indexes, valid, lane_pcs, privates = zip(*rows) if rows else ((),) * 5
         if valid.count(None) != len(valid) or lane_pcs.count(None) != len(lane_pcs):
             return False
         if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
@@ -559,8 +572,7 @@ _LAYOUT_SET = frozenset(LAYOUTS)
 _ID = itemgetter("id")
 _WAVES = itemgetter("waves")
 _REGISTERS = itemgetter("registers")
-_WAVE_FIELDS = lambda w: (w["id"], w["index_in_workgroup"], w.get("valid_lanes"),  # noqa: E731
-                          w.get("lane_pcs", w.get("return_addresses")), w.get("private"))
+_INDEX = itemgetter("index_in_workgroup")
 _SIZE_FILE = itemgetter("size", "file")
 _LAYOUT_FILE = itemgetter("layout", "file")
 _PRIVATE_FIELDS = itemgetter("layout", "size", "file")
