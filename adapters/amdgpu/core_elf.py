@@ -9,6 +9,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from aspace_dap.errors import StateError
 from aspace_dap.state.files import FileSpan
 
@@ -18,6 +20,8 @@ EM_AMDGPU = 224
 EM_X86_64 = 62
 ELFOSABI_AMDGPU_HSA = 64
 PT_NULL, PT_LOAD, PT_NOTE = 0, 1, 4
+_PHDR = np.dtype([("type", "<u4"), ("flags", "<u4"), ("offset", "<u8"), ("vaddr", "<u8"), ("paddr", "<u8"),
+                  ("filesz", "<u8"), ("memsz", "<u8"), ("align", "<u8")])
 PN_XNUM = 0xFFFF
 NT_AMDGPU_CORE_STATE = 33
 NOTE_NAME = b"AMDGPU"
@@ -104,12 +108,15 @@ def _program_headers(path: Path, head: bytes, file_size: int) -> list[Segment]:
         count = min(phnum, (file_size - phoff) // 56)
         f.seek(phoff)
         table = f.read(count * 56)
-    out = []
-    for i in range(count):
-        p_type, _flags, offset, vaddr, _paddr, filesz, memsz, _align = struct.unpack_from("<IIQQQQQQ", table, i * 56)
-        # p_flags and p_align are not checked: ROCr writes section flags and a shift count there
-        out.append(Segment(i, p_type, offset, vaddr, filesz, memsz))
-    return out
+    # p_flags and p_align are not checked: ROCr writes section flags and a shift count there.
+    # Only notes and loads mean anything to the reader; the table is decoded in one step (a core may
+    # have tens of thousands of segments, and a damaged e_phnum may claim 65,535).
+    rows = np.frombuffer(table, _PHDR)
+    wanted = np.flatnonzero((rows["type"] == PT_LOAD) | (rows["type"] == PT_NOTE))
+    picked = rows[wanted]
+    return [Segment(i, p_type, offset, vaddr, filesz, memsz) for i, p_type, offset, vaddr, filesz, memsz in
+            zip(wanted.tolist(), picked["type"].tolist(), picked["offset"].tolist(), picked["vaddr"].tolist(),
+                picked["filesz"].tolist(), picked["memsz"].tolist())]
 
 
 def _notes(data: bytes, where: str):
