@@ -25,6 +25,9 @@ class TargetAdapter(ABC):
     # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
     # can claim one register byte for two lanes or two variables: the session checks every frame.
     checks_storage_collisions = False
+    # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
+    # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
+    grid_counts_workgroups = False
 
     # --- address spaces -------------------------------------------------------------
 
@@ -127,6 +130,19 @@ class TargetAdapter(ABC):
 
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
+
+    # --- what the languages and the vendor's debugger name -----------------------------
+
+    def coordinate_global(self, var, index) -> tuple[str, str | None] | None:
+        """(builtin, member) when a program variable only stands for a lane's coordinates (HIP's
+        `threadIdx`, an empty struct in the DWARF, is ("threadIdx", None); its static member
+        `__HIP_Coordinates<__HIP_ThreadIdx>::x` is ("threadIdx", "x")); None for ordinary variables."""
+        return None
+
+    def exceptions(self, state, active_lanes) -> list:
+        """The exceptions the dump records, in the vendor's words (session/exceptions.py's
+        `Raised`), the stop's own first; `active_lanes(wave)` gives a wave's active lanes."""
+        return []
 
     @abstractmethod
     def wave_target(self, state, wave, dialect: Dialect) -> "WaveTarget":

@@ -16,7 +16,7 @@ from .. import limits
 from ..errors import AspaceError
 from ..codeobj.loader import CODE_OBJECT_MAGICS
 from ..paths import check_client_file, check_dump_path, client_path
-from ..expressions import lane_values
+from ..lane_values import lane_values
 from ..session import Session
 from ..state.files import DUMP_FILE_MAGICS, MANIFEST
 from . import memory, variables

@@ -13,6 +13,7 @@ and the adapter how to reach them in the dump.
     variables  reads per lane, storage collisions, pointers; the write epoch
     memory     memory references; reading, writing and laying out memory
     waves      the triage of all waves: lane counts, groups by call stack, names
+    coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
 
 Each piece of shared state has one owner, and the other parts ask it: the dump, its adapter and the
 warnings list belong to programs (the other parts hold the same objects, see programs.Part); a cache
@@ -34,6 +35,7 @@ from ..dwarf.target import Dialect, FrameContext
 from ..memref import MemRef
 from ..state import GpuState, load_state
 from ..values.objects import Obj
+from .coordinates import Coordinates, LaneCoordinates
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
 from .memory import Memory
@@ -42,7 +44,7 @@ from .sources import Sources
 from .variables import VariableRead, Variables
 from .waves import WaveGroup, Waves
 
-__all__ = ["MAX_FRAMES", "Frame", "Program", "Session", "VariableRead", "WaveGroup"]
+__all__ = ["MAX_FRAMES", "Frame", "LaneCoordinates", "Program", "Session", "VariableRead", "WaveGroup"]
 
 
 class Session:
@@ -59,6 +61,7 @@ class Session:
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
         self._memory = Memory(self._programs, self._focus, self._variables)
         self._waves = Waves(self._programs, self._focus, self._frames)
+        self._coordinates = Coordinates(self._programs)
 
     @classmethod
     def open(cls, state_path: str, **kw) -> "Session":
@@ -205,3 +208,13 @@ class Session:
 
     def thread_name(self, wave) -> str:
         return self._waves.thread_name(wave)
+
+    # ------------------------------------------------------------------ coordinates
+
+    def coordinates(self, wave) -> LaneCoordinates:
+        return self._coordinates.of(wave)
+
+    def coordinate_global(self, frame: Frame, var: VariableInfo) -> tuple[str, str | None] | None:
+        """(builtin, member) when a program variable only stands for the lane's coordinates (HIP's
+        `threadIdx` and its static members); None for ordinary variables."""
+        return self.adapter.coordinate_global(var, frame.program.index)
