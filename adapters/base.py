@@ -16,6 +16,24 @@ from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterI
 from aspace_dap.errors import EvaluationError, StateError
 
 
+@dataclass
+class RaisedException:
+    """An exception one wave (or some of its lanes) raised, in the words of the vendor's debugger."""
+
+    id: str                      # the name that debugger reports it by: CUDA_EXCEPTION_14, SIGSEGV
+    description: str             # what it is, in the vendor's words: "CUDA Exception: Warp Illegal Address"
+    wave: int                    # the wave's id
+    lanes: np.ndarray            # bool per lane: the lanes that raised it
+    pc: int | None = None        # the faulting instruction, when recorded apart from the lanes' PCs
+    address: int | None = None   # the data address that faulted, where the format records it
+    notes: list[str] = field(default_factory=list)  # what else the vendor's records say about it
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """Exceptions of one kind: the same id and description."""
+        return self.id, self.description
+
+
 class TargetAdapter(ABC):
     vendor = "unknown"
     address_size = 8
@@ -139,9 +157,9 @@ class TargetAdapter(ABC):
         `__HIP_Coordinates<__HIP_ThreadIdx>::x` is ("threadIdx", "x")); None for ordinary variables."""
         return None
 
-    def exceptions(self, state, active_lanes) -> list:
-        """The exceptions the dump records, in the vendor's words (session/exceptions.py's
-        `Raised`), the stop's own first; `active_lanes(wave)` gives a wave's active lanes."""
+    def exceptions(self, state, active_lanes) -> list[RaisedException]:
+        """Every exception the dump records, in the vendor's words, the stop's own first;
+        `active_lanes(wave)` gives a wave's active lanes (those a whole-wave exception stopped)."""
         return []
 
     @abstractmethod

@@ -52,6 +52,11 @@ class AmdgpuAdapter(TargetAdapter):
         # EXEC has one bit per lane of the wave
         return lanes // 8 if name == self.exec_register and lanes in (32, 64) else None
 
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
+
     def spaces(self):
         return SPACES
 

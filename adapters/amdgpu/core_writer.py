@@ -70,7 +70,7 @@ def _register_index(names: list[str], prefix: str) -> int:
 
 def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri: str = "memory",
                     host_core: bool = False, gpu_only: bool = False, exception_wave: int | None = None,
-                    load_bias: int = 0, pid: int = 4242) -> Path:
+                    load_bias: int = 0, pid: int = 4242, exception_trapsts: int | None = None) -> Path:
     """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
 
     One agent per kind of GPU the dispatches ran on (a dispatch's `processor`, else the target's),
@@ -82,7 +82,10 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     core (as `coremerge` leaves it) instead of an EM_AMDGPU one. `gpu_only` leaves host memory out, as
     ROCr's own gpucore does (it copies only the render-node mappings). `exception_wave` marks that
     wave's TRAPSTS, its queue and its agent with a memory violation; otherwise a dump stopped at a
-    breakpoint marks its focus wave's ttmp6 with the breakpoint trap. `load_bias` moves the code
+    breakpoint marks its focus wave's ttmp6 with the breakpoint trap. `exception_trapsts` is the TRAPSTS
+    `exception_wave` gets instead of MEM_VIOL alone (a page fault: MEM_VIOL | XNACK_ERROR); with it, every
+    wave whose TRAPSTS (its own, or this) holds MEM_VIOL or ILLEGAL_INST also gets ttmp6's stopped bit,
+    as the trap handler leaves a wave it halted on an exception. `load_bias` moves the code
     objects (and each wave's pc, but no other register, so use it only with waves stopped in their
     kernel).
 
@@ -159,7 +162,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         apertures = (dispatches[0].apertures if dispatches and dispatches[0].apertures is not None
                      else target.apertures) or {}
         queue = _write_queue(state, processor, dispatches, kd_address, queue_memory, save_at, scratch_at,
-                             exception_wave, load_bias)
+                             exception_wave, load_bias, exception_trapsts)
         gpu_id = GPU_ID + n_agent
         faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and not any(
             w.id == exception_wave for w in state.waves))
@@ -217,7 +220,7 @@ class _WrittenQueue:
 
 def _write_queue(state: GpuState, processor: str, dispatches: list[Dispatch], kd_address: dict,
                  queue_memory: _HostMemory, save_at: int, scratch_at: int, exception_wave: int | None,
-                 load_bias: int) -> _WrittenQueue:
+                 load_bias: int, exception_trapsts: int | None = None) -> _WrittenQueue:
     """One agent's AQL queue: its ring and amd_queue_t in `queue_memory`, the context-save area (to be
     placed at `save_at`) in `processor`'s layout, and the scratch backing memory (at `scratch_at`)."""
     family = cwsr.family_for(processor)
@@ -316,7 +319,13 @@ def _write_queue(state: GpuState, processor: str, dispatches: list[Dispatch], kd
                 body[o:o + 64] = struct.pack("<16I", *ttmps)
                 if exception_wave == w.id:
                     o, _ = offsets["trapsts"]
-                    struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL)
+                    struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL if exception_trapsts is None
+                                     else exception_trapsts)
+                if exception_trapsts is not None:
+                    o, _ = offsets["trapsts"]
+                    if struct.unpack_from("<I", body, o)[0] & (cwsr.TRAPSTS_MEM_VIOL | cwsr.TRAPSTS_ILLEGAL_INST):
+                        ttmp6 |= cwsr.TTMP6_STOPPED  # halted by the trap handler on its exception
+                        struct.pack_into("<I", body, offsets["ttmp0"][0] + 24, ttmp6)
                 lds = _known(wg.lds, 0, record.lds_size) if i == 0 and record.lds_size else b""
                 records.append((record, bytes(body), lds))
                 if scratch_en:

@@ -74,6 +74,11 @@ class NvptxAdapter(TargetAdapter):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
         self._frame_info = weakref.WeakKeyDictionary()  # code object -> (CallFrameInfo, rows by PC)
 
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
+
     def spaces(self):
         return SPACES
 

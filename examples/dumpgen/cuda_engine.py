@@ -79,6 +79,8 @@ class CudaDumpSpec:
     caller: str | None = None  # stopped in a device function called from this function (mangled)
     caller_values: object = None  # callable(thread) -> the caller's {variable name: value}
     elsewhere: Elsewhere | None = None  # lanes at their own PC on another line (the dump gets lane_pcs)
+    address: int | None = None  # stop here (the function's own offset, as nvdisasm lists it), not at the line
+    stop: tuple | None = None  # the dump's stop (reason, description[, pc]); default a breakpoint at the line
 
 
 def stop_pc(image: bytes, spec: CudaDumpSpec, line: int | None = None) -> int:
@@ -89,6 +91,8 @@ def stop_pc(image: bytes, spec: CudaDumpSpec, line: int | None = None) -> int:
 
     from aspace_dap.dwarf.index import DwarfIndex
 
+    if line is None and spec.address is not None:
+        return spec.address
     line = spec.line if line is None else line
     index = DwarfIndex(ELFFile(io.BytesIO(image)), load_bias=0, e_machine=190)
     files = [f for f in index.source_files() if f.endswith(spec.file)]
@@ -261,7 +265,7 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int, other_pc: int | None = Non
                     private=np.zeros((LANES, LOCAL_PER_LANE), np.uint8), private_layout="per_lane",
                     private_base=base, lane_pcs=lane_pcs)
     writer.set_focus(0, next(i for i in range(LANES) if spec.warps[0].active >> i & 1))
-    writer.set_stop("breakpoint", f"{spec.file}:{spec.line}")
+    writer.set_stop(*(spec.stop or ("breakpoint", f"{spec.file}:{spec.line}")))
     return writer
 
 
