@@ -36,7 +36,7 @@ def _lane_values(session, text: str, wave_id: int | None, frame_index: int) -> l
         frames = session.frames(wave.id, int(active[0])) if len(active) else frames
     frame = frames[min(frame_index, len(frames) - 1)] if frames else None
     here = frames[0].runtime_pc if frames and frames[0].note is None else None
-    names_variable = any(kind == "id" and value not in _NOT_VARIABLES for kind, value in tokenize(text))
+    names_variable = _names_variable(text)
     if not names_variable or here is None:
         return _rows_at(session, wave, text, frame, np.arange(wave.lanes))
     by_place: dict[int | None, list[int]] = {}
@@ -66,6 +66,13 @@ def _lane_values(session, text: str, wave_id: int | None, frame_index: int) -> l
             rows.update((lane, _row(session, wave, lane, f"<error: {e} (lane {lane} is in {where})>"))
                         for lane in lanes)
     return [rows[lane] for lane in range(wave.lanes)]
+
+
+def _names_variable(text: str) -> bool:
+    """Whether the expression names a program variable (a member after `.` or `->` is no name)."""
+    tokens = tokenize(text)
+    return any(kind == "id" and value not in _NOT_VARIABLES and (i == 0 or tokens[i - 1][1] not in (".", "->"))
+               for i, (kind, value) in enumerate(tokens))
 
 
 def _same_frame(own: list, frames: list, frame):
