@@ -88,8 +88,9 @@ class Exceptions(Part):
         from_stop = False
         if mine is None:
             stop = self.state.stop
-            first = self.state.focus.wave if self.state.focus is not None else None
-            if stop is None or stop.reason != "exception" or raised or wave.id not in (first, None):
+            # the stop's wave: the dump's own focus, else its first wave
+            first = self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
+            if stop is None or stop.reason != "exception" or raised or wave.id != first:
                 return None
             mine = RaisedException("GPU exception", stop.description or "exception", wave.id,
                                    self.focus.active_lanes(wave).copy(), pc=stop.pc)

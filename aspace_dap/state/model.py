@@ -70,7 +70,7 @@ class Stop:
     pc: int | None = None  # the faulting instruction, when the dump records it apart from the lanes' PCs
     # every exception the format records per wave or lane, the stop's own first (GPU cores; a dump
     # folder has no field for them: AMD waves keep theirs in their trap status registers)
-    faults: list[Fault] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list, compare=False)
 
 
 def mask_to_lanes(mask: int, lanes: int) -> np.ndarray:
