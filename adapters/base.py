@@ -16,6 +16,24 @@ from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterI
 from aspace_dap.errors import EvaluationError, StateError
 
 
+@dataclass
+class RaisedException:
+    """An exception one wave (or some of its lanes) raised, in the words of the vendor's debugger."""
+
+    id: str                      # the name that debugger reports it by: CUDA_EXCEPTION_14, SIGSEGV
+    description: str             # what it is, in the vendor's words: "CUDA Exception: Warp Illegal Address"
+    wave: int                    # the wave's id
+    lanes: np.ndarray            # bool per lane: the lanes that raised it
+    pc: int | None = None        # the faulting instruction, when recorded apart from the lanes' PCs
+    address: int | None = None   # the data address that faulted, where the format records it
+    notes: list[str] = field(default_factory=list)  # what else the vendor's records say about it
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """Exceptions of one kind: the same id and description."""
+        return self.id, self.description
+
+
 class TargetAdapter(ABC):
     vendor = "unknown"
     address_size = 8
@@ -25,6 +43,9 @@ class TargetAdapter(ABC):
     # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
     # can claim one register byte for two lanes or two variables: the session checks every frame.
     checks_storage_collisions = False
+    # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
+    # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
+    grid_counts_workgroups = False
 
     # --- address spaces -------------------------------------------------------------
 
@@ -127,6 +148,19 @@ class TargetAdapter(ABC):
 
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
+
+    # --- what the languages and the vendor's debugger name -----------------------------
+
+    def coordinate_global(self, var, index) -> tuple[str, str | None] | None:
+        """(builtin, member) when a program variable only stands for a lane's coordinates (HIP's
+        `threadIdx`, an empty struct in the DWARF, is ("threadIdx", None); its static member
+        `__HIP_Coordinates<__HIP_ThreadIdx>::x` is ("threadIdx", "x")); None for ordinary variables."""
+        return None
+
+    def exceptions(self, state, active_lanes) -> list[RaisedException]:
+        """Every exception the dump records, in the vendor's words, the stop's own first;
+        `active_lanes(wave)` gives a wave's active lanes (those a whole-wave exception stopped)."""
+        return []
 
     @abstractmethod
     def wave_target(self, state, wave, dialect: Dialect) -> "WaveTarget":

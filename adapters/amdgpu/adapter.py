@@ -15,6 +15,7 @@ import numpy as np
 from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
 from aspace_dap.errors import EvaluationError, UnavailableError
 
+from .hip import coordinate_global
 from .isa import ALL, isa_generation, stack_offsets_per_lane
 from .lds import LdsPlacement, is_bare_zero, solve_layout, static_lds_address
 from .prologue import CALLEE_SAVED_VGPRS, scan
@@ -51,8 +52,16 @@ class AmdgpuAdapter(TargetAdapter):
         # EXEC has one bit per lane of the wave
         return lanes // 8 if name == self.exec_register and lanes in (32, 64) else None
 
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
+
     def spaces(self):
         return SPACES
+
+    def coordinate_global(self, var, index):
+        return coordinate_global(var, index)
 
     def pointer_space(self, dwarf_class, dialect):
         # HIP pointers are flat (generic) unless the type says otherwise

@@ -72,7 +72,7 @@ def _register_index(names: list[str], prefix: str) -> int:
 def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri: str = "memory",
                     host_core: bool = False, gpu_only: bool = False, exception_wave: int | None = None,
                     load_bias: int = 0, pid: int = 4242, gpus: dict[str, Gpu] | None = None,
-                    queues_per_agent: int = 1) -> Path:
+                    queues_per_agent: int = 1, exception_trapsts: int | None = None) -> Path:
     """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
 
     One agent per GPU: per `dispatch.device` when the dispatches name their devices, else one per kind
@@ -88,8 +88,11 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     `coremerge` leaves it) instead of an EM_AMDGPU one. `gpu_only` leaves host memory out, as ROCr's own
     gpucore does (it copies only the render-node mappings). `exception_wave` marks that wave's TRAPSTS,
     its queue and its agent with a memory violation; otherwise a dump stopped at a breakpoint marks its
-    focus wave's ttmp6 with the breakpoint trap. `load_bias` moves the code objects (and each wave's pc,
-    but no other register, so use it only with waves stopped in their kernel).
+    focus wave's ttmp6 with the breakpoint trap. `exception_trapsts` is the TRAPSTS `exception_wave` gets
+    instead of MEM_VIOL alone (a page fault: MEM_VIOL | XNACK_ERROR); with it, every wave whose TRAPSTS
+    (its own, or this) holds MEM_VIOL or ILLEGAL_INST also gets ttmp6's stopped bit, as the trap handler
+    leaves a wave it halted on an exception. `load_bias` moves the code objects (and each wave's pc, but
+    no other register, so use it only with waves stopped in their kernel).
 
     A save record holds every register: registers the dump does not have are written as zeros,
     and so are unknown bytes of LDS and scratch. Waves that do not fit their GPU (more than an XCC's
@@ -173,7 +176,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         for n_queue in range(count):
             on_queue = dispatches[n_queue::count]
             queue = _write_queue(state, gpu, on_queue, kd_address, queue_memory, save_at, scratch_at,
-                                 exception_wave, load_bias, f"agent {n_agent} queue {n_queue}")
+                                 exception_wave, load_bias, f"agent {n_agent} queue {n_queue}", exception_trapsts)
             # the exception's queue, else (a wave not in the core) the first agent's first queue
             faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and n_queue == 0
                                                       and not any(w.id == exception_wave for w in state.waves))
@@ -309,7 +312,8 @@ def _record_body(w, record: cwsr.WaveRecord, plan, load_bias: int) -> bytearray:
 
 def _write_queue(state: GpuState, gpu: Gpu, dispatches: list[Dispatch], kd_address: dict,
                  queue_memory: _HostMemory, save_at: int, scratch_at: int, exception_wave: int | None,
-                 load_bias: int, qname: str) -> _WrittenQueue:
+                 load_bias: int, qname: str,
+                 exception_trapsts: int | None = None) -> _WrittenQueue:
     """One AQL queue of `gpu`: its ring and amd_queue_t in `queue_memory`, a context-save area per XCC (to be
     placed from `save_at`) in the GPU's layout, and the scratch backing memory (at `scratch_at`)."""
     family = gpu.family
@@ -412,8 +416,14 @@ def _write_queue(state: GpuState, gpu: Gpu, dispatches: list[Dispatch], kd_addre
                 body[o:o + 64] = struct.pack("<16I", *ttmps)
                 if exception_wave == w.id:
                     o, _ = offsets["trapsts"]
-                    struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL)
+                    struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL if exception_trapsts is None
+                                     else exception_trapsts)
                     holds_exception = True
+                if exception_trapsts is not None:
+                    o, _ = offsets["trapsts"]
+                    if struct.unpack_from("<I", body, o)[0] & (cwsr.TRAPSTS_MEM_VIOL | cwsr.TRAPSTS_ILLEGAL_INST):
+                        ttmp6 |= cwsr.TTMP6_STOPPED  # halted by the trap handler on its exception
+                        struct.pack_into("<I", body, offsets["ttmp0"][0] + 24, ttmp6)
                 lds = _known(wg.lds, 0, record.lds_size) if i == 0 and record.lds_size else b""
                 area.records.append((bytes(body), lds))
                 area.record_bytes += len(body) + len(lds) + family.record_gap

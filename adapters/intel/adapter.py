@@ -272,6 +272,11 @@ class IntelAdapter(TargetAdapter):
 
     # --- address spaces -----------------------------------------------------------------
 
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
+
     def spaces(self):
         return SPACES
 

@@ -40,7 +40,7 @@ from aspace_dap.errors import StateError
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
 from aspace_dap.state.files import FileSpan
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import (CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
+from aspace_dap.state.model import (CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave, Workgroup,
                                     mask_to_lanes)
 from aspace_dap.state.registers import RegisterFile
 from .tdesc import INTEL_VENDOR_ID, parse
@@ -530,6 +530,7 @@ def _simd_width(images: _Images) -> int | None:
 
 
 def _stop(core: _Core, waves: list[Wave]) -> tuple[Focus | None, Stop | None]:
+    faults = _faults(core, waves)
     for wave, thread in zip(waves, core.threads):
         signo = thread.siginfo[0] if thread.siginfo else thread.signal
         if signo:
@@ -539,5 +540,18 @@ def _stop(core: _Core, waves: list[Wave]) -> tuple[Focus | None, Stop | None]:
                 text = f"{name}: invalid access at address {thread.siginfo[2]:#x}"
             active = wave.active_lanes
             lane = int(np.argmax(active)) if active.any() else 0
-            return Focus(wave.id, lane), Stop("exception", f"thread {thread.tid:#x}: {text}")
+            return Focus(wave.id, lane), Stop("exception", f"thread {thread.tid:#x}: {text}", faults=faults)
     return None, Stop("pause", "core file")
+
+
+def _faults(core: _Core, waves: list[Wave]) -> list[Fault]:
+    """Each thread's signal (NT_PRSTATUS, or its NT_SIGINFO), with si_code and, for SIGSEGV and SIGBUS,
+    si_addr: the address that faulted. The first is the stop's (gdb's current thread is the first)."""
+    out = []
+    for wave, thread in zip(waves, core.threads):
+        signo = thread.siginfo[0] if thread.siginfo else thread.signal
+        if not signo:
+            continue
+        address = thread.siginfo[2] if thread.siginfo and signo in (SIGSEGV, 7) else None
+        out.append(Fault(wave.id, signo, address=address, detail=thread.siginfo[1] if thread.siginfo else 0))
+    return out

@@ -68,10 +68,16 @@ class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
+    grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
         self._frame_info = weakref.WeakKeyDictionary()  # code object -> (CallFrameInfo, rows by PC)
+
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
 
     def spaces(self):
         return SPACES

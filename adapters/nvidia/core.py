@@ -44,8 +44,8 @@ from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
 from aspace_dap.state.formats import is_gzip_file, read_head
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
-                                    Workgroup, mask_to_lanes)
+from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave,
+                                    WaveHeads, Workgroup, mask_to_lanes)
 from aspace_dap.state.private import PER_LANE, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
 from .core_elf import *  # noqa: F401,F403  (the format's constants and row formats, for the writer and tests)
@@ -160,6 +160,7 @@ class _CoreReader:
         self.syscall_waves: list[int] = []  # waves with lanes in a syscall (r575 inSyscallLanesMask)
         self.warp_of_wave: dict[int, int] = {}  # wave id -> its warp (row of the warp arrays)
         self._layout_names: dict[tuple[int, ...], str] = {}
+        self.sm_fault: tuple[int, int, int | None] | None = None  # (wave, code, errorPC) of an SM row's exception
 
     def _table(self, sh_type: int, what: str) -> tuple[Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
@@ -198,6 +199,7 @@ class _CoreReader:
         dispatches = self._dispatches(modules, memory.get("global"), target.apertures)
         self.state_waves = [w for d in dispatches for w in d.waves]
         focus, stop = self._focus(dispatches)
+        stop.faults = self._faults(focus)
         producer = self._producer()
         warnings = self._left_out(memory)
         not_kept = self._not_kept(focus, stop)
@@ -208,6 +210,21 @@ class _CoreReader:
                          focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads)
         state.not_kept = not_kept
         return state
+
+    def _faults(self, focus: Focus | None) -> list[Fault]:
+        """Every lane's exception, one Fault per warp and code (its lanes as a mask, the warp's errorPC),
+        the stop's own first; the SM row's exception when no lane records one (r555+: the warps exited)."""
+        masks: dict[tuple[int, int], int] = {}
+        for (wave, ln), code in sorted(self.lane_exceptions.items()):
+            if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
+                masks[(wave, code)] = masks.get((wave, code), 0) | 1 << ln
+        faults = [Fault(wave, code, mask, self.error_pcs.get(wave)) for (wave, code), mask in masks.items()]
+        if not faults and self.sm_fault is not None:
+            wave, code, pc = self.sm_fault
+            faults.append(Fault(wave, code, None, pc))
+        if focus is not None:
+            faults.sort(key=lambda f: f.wave != focus.wave or not (f.lanes is None or f.lanes >> focus.lane & 1))
+        return faults
 
     def _not_kept(self, focus: Focus | None, stop: Stop | None) -> list[str]:
         """What the core records that a dump folder has no field for: exceptions and error PCs other
@@ -693,6 +710,7 @@ class _CoreReader:
             name = EXCEPTIONS.get(code, f"exception {code}")
             device = f" of device {self.elf.section(sm_sec).info}" if len(self.devices) > 1 else ""
             where = f" at {row['errorPC']:#x}" if row["errorPCValid"] else ""
+            self.sm_fault = (wave.id, code, row["errorPC"] if row["errorPCValid"] else None)
             if row["clusterExceptionTargetBlockIdxValid"]:  # r565: a cluster request to another block failed
                 where += (f", target block ({row['clusterExceptionTargetBlockIdxX']},"
                           f"{row['clusterExceptionTargetBlockIdxY']},{row['clusterExceptionTargetBlockIdxZ']})")

@@ -107,6 +107,12 @@ def _variables(ctx, args):
 
 def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
     name = var.name or "?"
+    coordinate = s.coordinate_global(frame, var)
+    if coordinate is not None:
+        # HIP's threadIdx (and its static member x): nothing in the DWARF, the lane's coordinates instead
+        name = coordinate[0] if coordinate[1] is None else ".".join(coordinate)
+        obj = evaluate_expression(s, name, frame=frame, lanes=[frame.lane])
+        return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
     try:
         read = s.read_variable(frame, var)
         obj = read.obj_for(frame.lane)

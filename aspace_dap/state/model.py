@@ -50,11 +50,27 @@ class Focus:
     lane: int
 
 
+@dataclass(frozen=True)
+class Fault:
+    """An exception a wave (or some of its lanes) raised, as the vendor's format records it; the vendor's
+    adapter puts it in words (adapters/<vendor>/exceptions.py)."""
+
+    wave: int                   # the wave's id
+    code: int                   # the vendor's code: CUDBGException_t (NVIDIA), the signal number (Intel)
+    lanes: int | None = None    # mask of the lanes that raised it; None: the wave as a whole
+    pc: int | None = None       # the faulting instruction, recorded apart from the wave's PC (NVIDIA errorPC)
+    address: int | None = None  # the data address that faulted (Intel si_addr)
+    detail: int = 0             # a second word of the vendor's (Intel si_code)
+
+
 @dataclass
 class Stop:
     reason: str
     description: str = ""
     pc: int | None = None  # the faulting instruction, when the dump records it apart from the lanes' PCs
+    # every exception the format records per wave or lane, the stop's own first (GPU cores; a dump
+    # folder has no field for them: AMD waves keep theirs in their trap status registers)
+    faults: list[Fault] = field(default_factory=list, compare=False)
 
 
 def mask_to_lanes(mask: int, lanes: int) -> np.ndarray:
