@@ -17,7 +17,8 @@ _ATTR = re.compile(r"^\s+(DW_AT_\w+)\s+\((.*)$")
 _ENTRY = re.compile(r"^\s+\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)(?: \"[^\"]*\")?: (.*?)\)?$")
 _ORIGIN = re.compile(r"^(0x[0-9a-f]+)")
 _STRING = re.compile(r"^\"(.*)\"\)$")
-_ROW = re.compile(r"^(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+\d+\s+\d+\s*(.*)$")
+# address, line, column, file, ISA, discriminator, (OpIndex: llvm-dwarfdump 17 and later), flags
+_ROW = re.compile(r"^(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+\d+(?:\s+\d+)?\s*(.*)$")
 
 
 @dataclass
@@ -153,7 +154,10 @@ def line_tables(text: str) -> list[LineRows]:
             continue
         m = re.match(r"^\s+dir_index: (\d+)$", line)
         if m and pending_file is not None:
-            directory = dirs.get(int(m.group(1)), "")
+            index = int(m.group(1))
+            directory = dirs.get(index, "")
+            if index and not directory.startswith("/"):  # DWARF 5: relative to directory 0, the unit's
+                directory = posixpath.join(dirs.get(0, ""), directory)
             name = pending_file[1]
             files[pending_file[0]] = name if name.startswith("/") or not directory else \
                 posixpath.normpath(posixpath.join(directory, name))
