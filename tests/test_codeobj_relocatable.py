@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from aspace_dap.adapters.amdgpu.relocations import relocate_object
+from aspace_dap.adapters.amdgpu.relocations import field_value, relocate_object
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.index import DwarfIndex, LocList
 from aspace_dap.errors import CodeObjectError
@@ -283,12 +283,11 @@ def test_a_bundle_entry_that_is_a_relocatable_object_is_relocated():
     # AMDGPUUsage's table: REL32 = S + A - P, REL32_LO/HI its halves, REL64 = S + A - P in 64 bits
     (4, 0x1000, 4, 0x20, 0xFE4), (10, 0x1000, 4, 0x20, 0xFE4), (11, 0x1000, 4, 0x20, 0),
     (10, 0x20, 4, 0x1000, 0xFFFFF024), (11, 0x20, 4, 0x1000, 0xFFFFFFFF), (5, 0x20, 0, 0x1000, (1 << 64) - 0xFE0),
-    (1, 0x1_2345_6789, 0x10, 0, 0x2345_6799), (2, 0x1_2345_6789, 0x10, 0, 1), (3, 0x1_2345_6789, -0x9, 0, 0x1_2345_6780),
+    (1, 0x1_2345_6789, 0x10, 0, 0x2345_6799), (2, 0x1_2345_6789, 0x10, 0, 1),
+    (3, 0x1_2345_6789, -0x9, 0, 0x1_2345_6780),
     # REL16: a branch's word offset from the next instruction, 16 bits signed
     (14, 0x100, 0, 0x80, 0x1F), (14, 0x80, 0, 0x100, 0xFFDF), (14, 0x40000, 0, 0, None),
     (7, 0x1000, 0, 0, None),  # GOT-relative: not something a debugger computes
 ])
 def test_field_values_follow_amdgpus_table(rtype, s, a, p, value):
-    from aspace_dap.adapters.amdgpu.relocations import field_value
-
     assert field_value(rtype, s, a, p) == value

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dwarfdump_listing import read_dies
-from test_codeobj_relocatable import IDS, PAIRS, paths, text_address
+from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths, text_address
 from test_lsp_protocol import ARROW, LspProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,5 +78,21 @@ def test_object_and_linked_object_show_the_same(example, build):
                    [(n, what, moved(rows, 0)) for n, what, rows in theirs], (name, line)
             hovered += 1
         assert hovered >= 4
+    finally:
+        client.close()
+
+
+def test_an_object_with_a_relocation_dwarf_does_not_take_is_named_and_the_server_keeps_serving(tmp_path):
+    bad = tmp_path / "bad.o"
+    bad.write_bytes(_patched(OBJECT.read_bytes(), ".rela.debug_line", 1, rtype=4))  # R_AMDGPU_REL32
+    good = paths("divergent_call", "clang19.gfx1100.O2")[0]
+    client = LspProcess(ROOT, {"codeObjects": [str(bad), str(good.relative_to(ROOT))]})
+    try:
+        source = ROOT / "examples" / "divergent_call" / "divergent_call.hip"
+        hints = client.hints(source)
+        client.drain()
+        logged = [n["params"]["message"] for n in client.notifications if n["method"] == "window/logMessage"]
+        assert any("bad.o" in m and "R_AMDGPU_REL32 (4)" in m and ".rela.debug_line" in m for m in logged), logged
+        assert hints and all(h["label"].startswith(ARROW) for h in hints)  # the good object still answers
     finally:
         client.close()

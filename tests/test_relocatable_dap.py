@@ -22,7 +22,7 @@ from aspace_dap.state.sample import private_lanes, vgpr_values
 from aspace_dap.state.writer import StateWriter
 from dap_client import launched, start_server_subprocess
 from dwarfdump_listing import line_tables
-from test_codeobj_relocatable import IDS, PAIRS, paths, text_address
+from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths, text_address
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +160,21 @@ def test_synthetic_waves_show_the_same_with_the_object(tmp_path, example, build)
     assert names and all(frames and frames[0][0] for frames in names), names
     read = [v for k, v in with_linked.items() if len(k) == 4 and k[2] != "Registers" and "unavailable" not in v]
     assert len(read) >= 3, with_linked
+
+
+def test_a_launch_with_an_object_that_cannot_be_relocated_says_why(tmp_path):
+    bad = tmp_path / "bad.o"
+    bad.write_bytes(_patched(OBJECT.read_bytes(), ".rela.debug_addr", 0, rtype=7))  # R_AMDGPU_GOTPCREL
+    dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
+        c.wait_event("initialized")
+        seq = c.send("launch", {"state": str(dump), "codeObject": str(bad)})
+        c.request("configurationDone")
+        answer = c.wait_response(seq)
+        assert not answer["success"]
+        assert "bad.o" in answer["message"] and "R_AMDGPU_GOTPCREL (7)" in answer["message"], answer["message"]
+        assert c.request_raw("threads")["type"] == "response"  # the server still answers
+    finally:
+        c.close()
