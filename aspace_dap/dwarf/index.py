@@ -541,6 +541,17 @@ class DwarfIndex(DieReader):
                     return info
         return None
 
+    def stated_line_for_pc(self, pc: int) -> LineInfo | None:
+        """line_for_pc, except that code at line 0 belongs to the nearest line before it (in its sequence)."""
+        units = self._cus_for_pc(pc) or self._line_units()
+        for unit in units:
+            table = self._line_table(unit)
+            if table is not None:
+                info = table.lookup_stated(pc)
+                if info is not None:
+                    return info
+        return None
+
     def pcs_for_line(self, file: str, line: int) -> list[int]:
         out: set[int] = set()
         for unit in self._line_units():

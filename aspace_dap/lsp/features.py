@@ -57,13 +57,13 @@ def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, las
         variables = view.lens.variables(view.file, wanted)
         per_line: dict[int, list[tuple[str, str]]] = {}
         for var in variables:
+            # every place the variable takes over these lines, in PC order: where it starts on its
+            # declaration line, then each move on the line of the code where it happens
             if var.decl_line in wanted:
                 per_line.setdefault(var.decl_line, []).append((var.name, var.first.text))
             for line, text in location_changes(view.lens, view.file, var):
-                if line in wanted and line != var.decl_line:
-                    entries = per_line.setdefault(line, [])
-                    entries[:] = [e for e in entries if e[0] != var.name]
-                    entries.append((var.name, text))
+                if line in wanted:
+                    per_line.setdefault(line, []).append((var.name, text))
         prefix = _prefix(view, views)
         declared: dict[int, set[str]] = {}
         for var in variables:
@@ -80,7 +80,8 @@ def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, las
 
 
 def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list[tuple[int, str]]:
-    """(line, new location) where the variable moves, in PC order; a gap reads as optimized out."""
+    """(line, new location) where the variable moves, in PC order; a gap reads as optimized out. A move
+    in code at line 0 shows on the nearest line before it; one in another file's code is not shown."""
     out: list[tuple[int, str]] = []
     if not var.ranges:
         return out
@@ -88,7 +89,7 @@ def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list
     prev_high = var.ranges[0].high
     for r in var.ranges[1:]:
         if r.low > prev_high and shown != "optimized out":
-            gap_line = lens.line_in(file, prev_high)
+            gap_line = lens.change_line(file, prev_high)
             if gap_line:
                 out.append((gap_line, "optimized out"))
                 shown = "optimized out"
