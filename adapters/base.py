@@ -127,6 +127,11 @@ class TargetAdapter(ABC):
         address `kernel_descriptor`; None when that cannot be told."""
         return None
 
+    def kernel_entry(self, state, kernel_descriptor: int) -> int | None:
+        """The runtime address of the first instruction of the kernel whose descriptor is at
+        `kernel_descriptor`, as the dump's memory says; None when it does not."""
+        return None
+
     def static_layout(self, code_object, index, read_source):
         """Whatever the adapter works out once per code object to place variables whose debug info
         holds only a placeholder address (AMD: LDS offsets from the ISA); None when nothing."""

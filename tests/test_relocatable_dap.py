@@ -22,7 +22,7 @@ from aspace_dap.state.sample import private_lanes, vgpr_values
 from aspace_dap.state.writer import StateWriter
 from dap_client import launched, start_server_subprocess
 from dwarfdump_listing import line_tables
-from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths, text_address
+from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,15 +68,32 @@ def shown_with(state: Path, code_object: Path) -> dict:
         c.close()
 
 
-def staged_copy(dump: Path, folder: Path, shift: int) -> Path:
-    """The dump with its code object's file lost, and its load address moved by `shift`."""
+def kernel_descriptor(linked: Path) -> tuple[int, bytes]:
+    """The linked object's kernel descriptor: its address in the object and its 64 bytes, which the
+    runtime leaves in device memory where the code object is loaded."""
+    elf = ELFFile(io.BytesIO(linked.read_bytes()))
+    kd = next(s for s in elf.get_section_by_name(".symtab").iter_symbols() if s.name.endswith(".kd"))
+    section = elf.get_section(kd["st_shndx"])
+    start = kd["st_value"] - section["sh_addr"]
+    return kd["st_value"], section.data()[start:start + 64]
+
+
+def staged_copy(dump: Path, folder: Path, linked: Path) -> Path:
+    """The dump with its code object's file lost, as a core whose code objects were not kept: the
+    dispatch's kernel descriptor in global memory, at the linked object's load address."""
     shutil.copytree(dump, folder)
     manifest = json.loads((folder / "manifest.json").read_text())
     (entry,) = manifest["code_objects"]
     (folder / entry["path"]).unlink()
     entry["path"] = "code/lost.co"
     (folder / entry["path"]).write_bytes(PLACEHOLDER)
-    entry["load_address"] = hex(int(entry["load_address"], 16) + shift)
+    at, descriptor = kernel_descriptor(linked)
+    at += int(entry["load_address"], 16)
+    (folder / "mem" / "descriptor.bin").write_bytes(descriptor)
+    manifest.setdefault("memory", []).append({"space": "global", "address": hex(at), "size": len(descriptor),
+                                             "file": "mem/descriptor.bin", "file_offset": 0})
+    for dispatch in manifest["dispatches"]:
+        dispatch["kernel_descriptor"] = hex(at)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return folder
 
@@ -91,8 +108,8 @@ def test_example_dump_shows_the_same_with_the_object(tmp_path, example, build):
         c.request("disconnect")
     finally:
         c.close()
-    with_linked = shown_with(staged_copy(dump, tmp_path / "linked", 0), linked)
-    with_object = shown_with(staged_copy(dump, tmp_path / "object", text_address(linked)), obj)
+    with_linked = shown_with(staged_copy(dump, tmp_path / "linked", linked), linked)
+    with_object = shown_with(staged_copy(dump, tmp_path / "object", linked), obj)
     assert with_linked == from_dump
     assert with_object == from_dump
     frames = [v for k, v in from_dump.items() if k[1] == "frames"]
@@ -134,10 +151,12 @@ def synthetic_dump(folder: Path, linked: Path, load_address: int) -> Path:
         [(f"v{n}", 4 * lanes) for n in range(64)]
     layout = writer.add_register_layout("wave", registers)
     dispatch = writer.add_dispatch(kernel, 0, [4 * lanes, 1, 1], [2 * lanes, 1, 1])
+    at, descriptor = kernel_descriptor(linked)
+    writer.add_memory("global", load_address + at, descriptor)
+    dispatch.entry["kernel_descriptor"] = hex(load_address + at)
     workgroup = dispatch.add_workgroup((1, 0, 0), lds=bytes(range(256)) * 256)
-    base = 0x7F3A00000000  # where the runtime loaded the (linked) code object
     for wave, pc in enumerate(stops):
-        values = {"pc": np.uint64(base + pc), "exec": ((1 << lanes) - 1 - (1 << wave)).to_bytes(lanes // 8, "little")}
+        values = {"pc": np.uint64(load_address + pc), "exec": ((1 << lanes) - 1 - (1 << wave)).to_bytes(lanes // 8, "little")}
         values.update({f"s{n}": np.uint32(0x100 * n + wave) for n in range(106)})
         values.update({"s32": np.uint32(0), "s33": np.uint32(0)})  # stack and frame at the lane's scratch start
         values.update({f"v{n}": vgpr_values(wave, n, lanes) for n in range(64)})
@@ -154,7 +173,7 @@ def test_synthetic_waves_show_the_same_with_the_object(tmp_path, example, build)
     obj, linked = paths(example, build)
     base = 0x7F3A00000000
     with_linked = shown_with(synthetic_dump(tmp_path / "linked", linked, base), linked)
-    with_object = shown_with(synthetic_dump(tmp_path / "object", linked, base + text_address(linked)), obj)
+    with_object = shown_with(synthetic_dump(tmp_path / "object", linked, base), obj)
     assert with_object == with_linked
     names = [v for k, v in with_linked.items() if k[1] == "frames"]
     assert names and all(frames and frames[0][0] for frames in names), names
@@ -176,5 +195,34 @@ def test_a_launch_with_an_object_that_cannot_be_relocated_says_why(tmp_path):
         assert not answer["success"]
         assert "bad.o" in answer["message"] and "R_AMDGPU_GOTPCREL (7)" in answer["message"], answer["message"]
         assert c.request_raw("threads")["type"] == "response"  # the server still answers
+    finally:
+        c.close()
+
+
+def test_an_object_the_dump_cannot_place_is_refused_not_shown_at_the_linked_address(tmp_path):
+    """Without the kernel's descriptor in memory, nothing says where a `.o`'s code went: the linked
+    object's load address would put every PC off by the linker's .text address."""
+    obj, linked = paths("divergent_call", "clang19.gfx1100.O2")
+    dump = EXAMPLES / "divergent_call" / "dumps" / "clang19.gfx1100.O2"
+    staged = tmp_path / "no-descriptor"
+    shutil.copytree(dump, staged)
+    manifest = json.loads((staged / "manifest.json").read_text())
+    (entry,) = manifest["code_objects"]
+    (staged / entry["path"]).write_bytes(PLACEHOLDER)
+    (staged / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
+        c.wait_event("initialized")
+        seq = c.send("launch", {"state": str(staged), "codeObject": str(obj)})
+        c.request("configurationDone")
+        c.wait_response(seq)
+        thread = c.request("threads")["threads"][0]["id"]
+        answer = c.send("stackTrace", {"threadId": thread})
+        reply = c.wait_response(answer)
+        text = json.dumps(reply)
+        assert "relocatable object" in text and "ld.lld -shared" in text, reply
+        frames = reply.get("body", {}).get("stackFrames", [])
+        assert not any(f.get("line") for f in frames), frames  # no source line from a misplaced PC
     finally:
         c.close()

@@ -228,11 +228,25 @@ class AmdgpuAdapter(TargetAdapter):
         return (VGPR64_0 if lanes == 64 else VGPR32_0) + n
 
     def load_address_for_descriptor(self, code_object, kernel_descriptor):
-        # the runtime loads code objects page-aligned; a kernel's descriptor is its `name.kd` symbol
+        # the runtime loads code objects page-aligned; a kernel's descriptor is its `name.kd` symbol.
+        # A relocatable object's symbols are in its own layout, not the linked one: no answer from them.
+        if getattr(code_object, "relocated", False):
+            return None
         biases = {kernel_descriptor - sym.value for sym in code_object.symbols.values()
                   if sym.name.endswith(".kd") and sym.value <= kernel_descriptor
                   and (kernel_descriptor - sym.value) % 4096 == 0}
         return biases.pop() if len(biases) == 1 else None
+
+    def kernel_entry(self, state, kernel_descriptor):
+        # kernel_code_entry_byte_offset: the descriptor's signed 64-bit field at byte 16, from the
+        # descriptor to the kernel's first instruction (AMDGPUUsage, "Kernel Descriptor")
+        memory = state.memory.get("global")
+        if memory is None:
+            return None
+        data, valid = memory.read(kernel_descriptor + 16, 8)
+        if not valid.all():
+            return None
+        return (kernel_descriptor + int.from_bytes(data.tobytes(), "little", signed=True)) & ((1 << 64) - 1)
 
     def static_layout(self, code_object, index, read_source):
         if code_object is None or index is None or getattr(code_object, "e_machine", None) != 224:
