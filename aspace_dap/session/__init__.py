@@ -13,6 +13,7 @@ and the adapter how to reach them in the dump.
     variables  reads per lane, storage collisions, pointers; the write epoch
     memory     memory references; reading, writing and laying out memory
     waves      the triage of all waves: lane counts, groups by call stack, names
+    disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
 
 Each piece of shared state has one owner, and the other parts ask it: the dump, its adapter and the
 warnings list belong to programs (the other parts hold the same objects, see programs.Part); a cache
@@ -34,6 +35,7 @@ from ..dwarf.target import Dialect, FrameContext
 from ..memref import MemRef
 from ..state import GpuState, load_state
 from ..values.objects import Obj
+from .disassembly import Disassembly, Function, Instruction, Invalid
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
 from .memory import Memory
@@ -42,7 +44,8 @@ from .sources import Sources
 from .variables import VariableRead, Variables
 from .waves import WaveGroup, Waves
 
-__all__ = ["MAX_FRAMES", "Frame", "Program", "Session", "VariableRead", "WaveGroup"]
+__all__ = ["MAX_FRAMES", "Frame", "Function", "Instruction", "Invalid", "Program", "Session", "VariableRead",
+           "WaveGroup"]
 
 
 class Session:
@@ -59,6 +62,7 @@ class Session:
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
         self._memory = Memory(self._programs, self._focus, self._variables)
         self._waves = Waves(self._programs, self._focus, self._frames)
+        self._disassembly = Disassembly(self._programs, self._focus, self._sources)
 
     @classmethod
     def open(cls, state_path: str, **kw) -> "Session":
@@ -205,3 +209,25 @@ class Session:
 
     def thread_name(self, wave) -> str:
         return self._waves.thread_name(wave)
+
+    # ------------------------------------------------------------------ disassembly
+
+    def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
+        return self._disassembly.instructions(address, count, offset)
+
+    def instructions_around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
+        return self._disassembly.around(address, before, after)
+
+    def function_at(self, address: int) -> Function | None:
+        return self._disassembly.function_at(address)
+
+    def function_instructions(self, address: int) -> tuple[Function, list[Instruction]]:
+        return self._disassembly.function_instructions(address)
+
+    def function_address(self, name: str) -> int | None:
+        return self._disassembly.address_of(name)
+
+    @property
+    def disassembly(self) -> Disassembly:
+        """The disassembly part itself (its decoder and how often it ran: tests and benchmarks)."""
+        return self._disassembly
