@@ -79,6 +79,7 @@ class _Code:
     code_object: object
     units: list[tuple[int, int]]  # ELF [start, end), ascending, not overlapping
     starts: list[int]
+    sections: list[tuple[int, int, bytes]]  # the executable sections' [start, end) and bytes
     decoded: dict[int, list[DecodedInstruction]] = field(default_factory=dict)  # unit index -> instructions
     addresses: dict[int, list[int]] = field(default_factory=dict)
 
@@ -150,18 +151,16 @@ class Disassembly(Part):
             raise AspaceError(f"no function contains 0x{address:x}")
         program = function.program
         code = self._code(program.code_object)
+        lo, hi = function.start - program.load_address, function.end - program.load_address
         out: list[Instruction] = []
-        position = self._position(code, function.start - program.load_address)
-        while position is not None:
-            row = self._instruction(program, code, position)
-            if row.address >= function.end:
-                break
-            if row.address >= function.start:
-                out.append(row)
-            if len(out) >= MAX_INSTRUCTIONS:
+        for ui, (start, end) in enumerate(code.units):
+            if end <= lo or start >= hi:
+                continue
+            for i, insn in enumerate(self._decoded(code, ui)):
+                if lo <= insn.address < hi:
+                    out.append(self._instruction(program, code, (ui, i)))
+            if len(out) > MAX_INSTRUCTIONS:
                 raise AspaceError(f"{function.name} has more than {MAX_INSTRUCTIONS} instructions")
-            step = self._walk(code, position, 1, 1)
-            position = step[0] if step else None
         return function, out
 
     def address_of(self, name: str) -> int | None:
@@ -212,20 +211,21 @@ class Disassembly(Part):
         return code
 
     @staticmethod
-    def _units(co) -> tuple[list[tuple[int, int]], list[int]]:
-        """The executable sections, cut at every function symbol's start and end."""
-        units = []
+    def _units(co) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int, bytes]]]:
+        """The executable sections, cut at every function symbol's start and end (and the sections)."""
+        units, sections = [], []
         functions = sorted({(s.value, s.value + s.size) for s in co.symbols.values() if s.type == "FUNC"})
         for section in co.elf.iter_sections():
             if not section["sh_flags"] & SHF_EXECINSTR or section["sh_type"] == "SHT_NOBITS" \
                     or not section["sh_size"]:
                 continue
             lo, hi = section["sh_addr"], section["sh_addr"] + section["sh_size"]
+            sections.append((lo, hi, section.data()))
             cuts = {lo, hi} | {a for f in functions for a in f if lo < a < hi}
             cuts = sorted(cuts)
             units += [(a, b) for a, b in zip(cuts, cuts[1:])]
         units.sort()
-        return units, [u[0] for u in units]
+        return units, [u[0] for u in units], sections
 
     @staticmethod
     def _unit_index(code: _Code, elf: int) -> int | None:
@@ -329,14 +329,21 @@ class Disassembly(Part):
 
     def _instruction(self, program: Program, code: _Code, position: tuple[int, int]) -> Instruction:
         insn = self._insn(code, position)
-        co = program.code_object
         symbol, start = self._symbol(program, insn.address)
         line = program.index.line_for_pc(insn.address) if program.index is not None else None
         file = self.sources.map_source(line.file) if line is not None and line.line else None
-        return Instruction(program.load_address + insn.address, insn.size, co.read_memory(insn.address, insn.size),
+        return Instruction(program.load_address + insn.address, insn.size, self._bytes(code, insn.address, insn.size),
                            insn.text, symbol, insn.address - start if symbol is not None else 0, file,
                            line.line if file else None, (line.column or None) if file else None,
                            not isinstance(insn, _Undecoded))
+
+    @staticmethod
+    def _bytes(code: _Code, elf: int, size: int) -> bytes | None:
+        """The code section's own bytes (a cubin's other sections may share its addresses)."""
+        for lo, hi, data in code.sections:
+            if lo <= elf and elf + size <= hi:
+                return data[elf - lo:elf - lo + size]
+        return None
 
     @staticmethod
     def _symbol(program: Program, elf: int) -> tuple[str | None, int]:
