@@ -82,6 +82,7 @@ class _Code:
     sections: list[tuple[int, int, bytes]]  # the executable sections' [start, end) and bytes
     decoded: dict[int, list[DecodedInstruction]] = field(default_factory=dict)  # unit index -> instructions
     addresses: dict[int, list[int]] = field(default_factory=dict)
+    rows: dict[tuple[int, int, int], "Instruction"] = field(default_factory=dict)  # (load address, unit, index)
 
 
 class Disassembly(Part):
@@ -328,6 +329,13 @@ class Disassembly(Part):
         return Invalid(address if address >= 0 else None)
 
     def _instruction(self, program: Program, code: _Code, position: tuple[int, int]) -> Instruction:
+        key = (program.load_address, *position)
+        row = code.rows.get(key)
+        if row is None:
+            row = code.rows[key] = self._row(program, code, position)
+        return row
+
+    def _row(self, program: Program, code: _Code, position: tuple[int, int]) -> Instruction:
         insn = self._insn(code, position)
         symbol, start = self._symbol(program, insn.address)
         line = program.index.line_for_pc(insn.address) if program.index is not None else None
