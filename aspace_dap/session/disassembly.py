@@ -182,11 +182,6 @@ class Disassembly(Part):
                     return program.load_address + min(lo for lo, _ in ranges)
         return None
 
-    def decoder(self) -> str:
-        """The focused program's decoder, as the user knows it ("llvm-objdump")."""
-        d = self.adapter.disassembler()
-        return d.tool if d is not None else "none"
-
     # ------------------------------------------------------------------ where code is
 
     def _candidates(self) -> list[Program]:
