@@ -7,13 +7,17 @@ evaluator and the session only talk to it through these methods.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from aspace_dap import limits
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import EvaluationError, StateError
+from aspace_dap.errors import AspaceError, EvaluationError, StateError
 
 
 @dataclass
@@ -166,6 +170,19 @@ class TargetAdapter(ABC):
         """Every exception the dump records, in the vendor's words, the stop's own first;
         `active_lanes(wave)` gives a wave's active lanes (those a whole-wave exception stopped)."""
         return []
+
+    # --- machine code -------------------------------------------------------------------
+
+    def disassembler(self) -> "Disassembler | None":
+        """The vendor's own decoder for this family's code objects, made once per adapter; None when
+        the family has none."""
+        made = self.__dict__.get("_disassembler")
+        if made is None:
+            made = self.__dict__["_disassembler"] = (self.make_disassembler(),)
+        return made[0]
+
+    def make_disassembler(self) -> "Disassembler | None":
+        return None
 
     @abstractmethod
     def wave_target(self, state, wave, dialect: Dialect) -> "WaveTarget":
@@ -380,6 +397,72 @@ class CallerFrameTarget:
             from aspace_dap.errors import EvaluationError
             raise EvaluationError("changing a caller frame's saved register is not supported")
         self._base.write_register(regno, lanes, byte_offsets, data)
+
+
+# --- disassembly: the vendor's decoder behind one interface -------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodedInstruction:
+    """One instruction as the vendor's tool printed it, at an address of the code object's own ELF."""
+
+    address: int
+    size: int
+    text: str
+
+
+class DisassemblerMissing(AspaceError):
+    """The vendor's decoder is not installed, or too old for this code object; says what provides it."""
+
+
+class Disassembler(ABC):
+    """A vendor's disassembler (LLVM's MC through llvm-objdump, nvdisasm, IGA), run as its own tool.
+
+    Each run is a process: the session decodes a whole function or object once and keeps the text.
+    `decode` answers every instruction in [start, end) of the code object's addresses, and may
+    answer more (a tool that decodes a whole object as fast as one function)."""
+
+    tool = ""  # the command it runs, as users know it
+    package = ""  # what provides the tool, as the user is told when it is missing
+    min_size = 4  # the shortest instruction in bytes (the step of rows that cannot be decoded)
+
+    @abstractmethod
+    def decode(self, code_object, start: int, end: int) -> list[DecodedInstruction]:
+        """The instructions of [start, end) (at least), in address order; DisassemblerMissing when
+        the tool is missing or cannot decode this code object's processor."""
+
+    def missing(self, why: str) -> DisassemblerMissing:
+        return DisassemblerMissing(f"{why}; {self.package} provides it")
+
+    def run(self, argv: list[str], stdin: bytes | None = None) -> tuple[str, str]:
+        """The tool's standard output and error; its own message on failure, never a hang
+        (MAX_DISASSEMBLER_SECONDS)."""
+        try:
+            done = subprocess.run(argv, input=stdin, capture_output=True,
+                                  timeout=limits.MAX_DISASSEMBLER_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            raise AspaceError(f"{self.tool} took more than {limits.MAX_DISASSEMBLER_SECONDS} s "
+                              f"{limits.limit_hint('MAX_DISASSEMBLER_SECONDS')}") from None
+        except OSError as exc:
+            raise self.missing(f"{self.tool} cannot run ({exc.strerror or exc})") from None
+        err = done.stderr.decode("utf-8", "replace").strip()
+        if done.returncode != 0:
+            raise AspaceError(f"{self.tool} failed: {err.splitlines()[-1] if err else f'exit {done.returncode}'}")
+        return done.stdout.decode("utf-8", "replace"), err
+
+
+def find_tool(names: list[str], folders: list[str] = ()) -> str | None:
+    """The first of `names` on PATH, else in one of `folders`."""
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    for folder in folders:
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
 
 
 def unavailable(g: int, size: int) -> MemoryRead:

@@ -268,6 +268,10 @@ class AmdgpuAdapter(TargetAdapter):
         return assemble(f"DW_OP_lit0; DW_OP_constu {PRIVATE_LANE.number}; DW_OP_LLVM_form_aspace_address",
                         Dialect(vendor_ops="amd"))
 
+    def make_disassembler(self):
+        from .disassembler import LlvmObjdump
+        return LlvmObjdump()
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)

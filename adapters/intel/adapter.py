@@ -394,6 +394,10 @@ class IntelAdapter(TargetAdapter):
             return device.grf_bytes if int(name[1:]) < device.grf_count else None
         return None
 
+    def make_disassembler(self):
+        from .disassembler import Iga
+        return Iga(self)
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # gdb-oneapi shows one thread per SIMD thread with its lanes; add the work-group like ROCgdb does
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)

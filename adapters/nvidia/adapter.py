@@ -358,6 +358,10 @@ class NvptxAdapter(TargetAdapter):
 
     # --- naming -----------------------------------------------------------------------
 
+    def make_disassembler(self):
+        from .disassembler import Nvdisasm
+        return Nvdisasm()
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # cuda-gdb: block (x,y,z) and the warp's first thread; the device when the dump holds several
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)

@@ -4,9 +4,9 @@ This module answers the session's life (initialize, launch/attach, configuration
 terminate), a post-mortem's run control (continue, next, stepIn, stepOut, pause), threads, stack
 traces, the focus (setFocus), lanes, lane values and wave groups, sources and modules. The other
 requests are answered in variables.py (scopes, variables, setVariable, evaluate, whose Debug Console
-commands repl.py runs), memory.py (memory requests, saveDump) and exceptions.py (exceptionInfo); `handlers`
-is the one table of them
-all that each connection's dispatcher copies.
+commands repl.py runs), memory.py (memory requests, saveDump), exceptions.py (exceptionInfo) and
+disassembly.py (disassemble); `handlers` is the one table of them all that each connection's dispatcher
+copies.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..paths import check_client_file, check_dump_path, client_path
 from ..lane_values import lane_values
 from ..session import Session
 from ..state.files import DUMP_FILE_MAGICS, MANIFEST
-from . import exceptions, memory, variables
+from . import disassembly, exceptions, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
@@ -46,6 +46,7 @@ CAPABILITIES = {
     "supportsValueFormattingOptions": True,
     "supportsDelayedStackTraceLoading": True,
     "supportsExceptionInfoRequest": True,
+    "supportsDisassembleRequest": True,
 }
 
 
@@ -280,4 +281,5 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
         return Reply(body, events_after=[stopped(st, s)])
 
 
-handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests)
+handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,
+                               disassembly.requests)

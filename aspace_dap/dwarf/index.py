@@ -504,6 +504,12 @@ class DwarfIndex(DieReader):
             fallback = fallback if fallback is not None else offset
         return fallback
 
+    def function_ranges(self, name: str) -> list[tuple[int, int]]:
+        """The PC ranges of the concrete function called `name` (plain, qualified or linkage name); []
+        when no function of that name has code."""
+        offset = self.subprogram_by_name(name)
+        return self._ranges(self.die(offset)) if offset is not None else []
+
     def expr_for_die(self, die_offset: int) -> bytes | None:
         """DW_AT_location of a DIE as one expression (DW_OP_call*, implicit pointers)."""
         loc = self._location(self.die(die_offset))

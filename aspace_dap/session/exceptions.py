@@ -27,12 +27,17 @@ from .frames import Frames
 from .programs import Part, Programs
 
 
-def disassemble_at(session, pc: int) -> str | None:
+def disassemble_at(disassembly, pc: int) -> str | None:
     """The instruction at runtime address `pc` of the focused wave's code, as the vendor's disassembler
-    prints it; None where there is none. THE HOOK: the session has no disassembler yet, so this answers
-    None and the exception's details show the instruction's address, symbol and source line instead.
-    Once the session can disassemble, this is the one function to connect to it."""
-    return None
+    prints it; None where there is no code there or its decoder is missing (the details then show the
+    instruction's address, symbol and source line alone)."""
+    from .disassembly import Instruction
+    try:
+        rows = disassembly.instructions(pc, 1)
+    except AspaceError:
+        return None
+    row = rows[0] if rows else None
+    return row.text if isinstance(row, Instruction) and row.decoded and row.address == pc else None
 
 
 @dataclass
