@@ -100,6 +100,21 @@ def test_cuda_warp_illegal_address(tmp_path):
     assert info["details"]["typeName"] == "CUDA_EXCEPTION_14"
 
 
+def test_the_faulting_instruction_is_the_vendors_decoding(tmp_path):
+    """The details name the instruction as the vendor's decoder prints it: nvdisasm's `ST.E` at the error
+    PC, LLVM's `global_store_dword` at the AMD wave's PC (examples/fault's listings)."""
+    from disassembly_tools import tool_or_skip
+    from aspace_dap.adapters import adapter_for
+    tool_or_skip(adapter_for("nvidia").disassembler())
+    tool_or_skip(adapter_for("amd").disassembler())
+    cuda, _ = _exception_info(_cuda_core(tmp_path))
+    assert cuda["details"]["stackTrace"].splitlines()[0] == (
+        "Faulting instruction: 0x2b0 <_Z7scatterPii+0x2b0>: ST.E desc[UR4][R2.64], R4 (fault.cu:9)")
+    rocm, _ = _exception_info(_rocm_core(tmp_path))
+    first = rocm["details"]["stackTrace"].splitlines()[0]
+    assert first.startswith("Instruction at the stop: 0x") and ": global_store_dword v[0:1], v2, off (fault.hip:10)" in first
+
+
 def test_rocm_memory_violation_shared_by_two_waves(tmp_path):
     info, threads = _exception_info(_rocm_core(tmp_path))
     assert info["exceptionId"] == "SIGSEGV"
