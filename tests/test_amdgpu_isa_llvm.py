@@ -95,4 +95,4 @@ def test_isa_decoder_agrees_with_llvm(path):
             wrong = meaning_fits(ins, gen, mnemonic)
             assert wrong is None, (sym.name, hex(sym.value + ins.offset), wrong, mnemonic)
             checked += 1
-    assert checked > 50  # the smallest example (gfx1030 -O2) has 83 instructions in its functions
+    assert checked >= 15  # the smallest example (examples/fault, gfx90a -O2) has 15 instructions in its kernel

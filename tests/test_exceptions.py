@@ -121,7 +121,7 @@ def test_rocm_memory_violation_shared_by_two_waves(tmp_path):
     assert info["description"] == ("Memory violation (MEMORY_VIOLATION). The wave stopped at PC 0x184c "
                                    "in scatter (fault.hip:10).")
     lines = info["details"]["stackTrace"].splitlines()
-    assert lines[0] == "Instruction at the stop: 0x184c <_Z7scatterPii+0x4c> (fault.hip:10)"
+    assert lines[0].startswith("Instruction at the stop: 0x184c <_Z7scatterPii+0x4c>") and lines[0].endswith(" (fault.hip:10)")
     # both waves of work-group 0 stored out of bounds: 2 x 64 lanes, as `info waves` names them
     assert "Raised by 128 lanes in 2 waves (waves 0-1)" in lines
     assert "TRAPSTS 0x10000100" in lines
