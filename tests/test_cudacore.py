@@ -11,8 +11,8 @@ import pytest
 from aspace_dap.errors import StateError
 from aspace_dap.state import load_state
 from aspace_dap.adapters.nvidia.core_writer import CONST_BANK_BASE, write_core
-from aspace_dap.adapters.nvidia.core import (EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE,
-                                             is_cuda_core, load_core)
+from aspace_dap.adapters.nvidia.core import (is_cuda_core, load_core)
+from aspace_dap.adapters.nvidia.core_elf import (EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE)
 
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
 NAMES = ["divergent_call", "lds_tiles", "scratch_struct"]

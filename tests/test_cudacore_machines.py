@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from aspace_dap.state import load_state
-from aspace_dap.adapters.nvidia.core import SHT_CTA_TABLE, SHT_WP_TABLE, load_core
+from aspace_dap.adapters.nvidia.core import load_core
+from aspace_dap.adapters.nvidia.core_elf import (SHT_CTA_TABLE, SHT_WP_TABLE)
 from aspace_dap.adapters.nvidia.core_writer import write_core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))

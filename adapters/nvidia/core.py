@@ -48,7 +48,6 @@ from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Fault, Fo
                                     WaveHeads, Workgroup, mask_to_lanes)
 from aspace_dap.state.private import PER_LANE, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
-from .core_elf import *  # noqa: F401,F403  (the format's constants and row formats, for the writer and tests)
 from .core_elf import (EM_CUDA, ELF_MAGIC, ELFOSABI_CUDA, ET_CORE, EXCEPTION_NONE, EXCEPTION_UNKNOWN, EXCEPTIONS,
                        LEFT_OUT, SHT_BT, SHT_CB_TABLE, SHT_CBU_BAR, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE,
                        SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_MANAGED, SHT_META,

@@ -13,12 +13,12 @@ from aspace_dap.errors import StateError
 from aspace_dap.state.memory import SparseMemory
 from aspace_dap.state.model import Aperture, Dispatch, GpuState, Wave, Workgroup, lanes_to_mask
 from aspace_dap.state.private import PER_LANE
-from .core import (SHN_LORESERVE, SHN_XINDEX, CBU_SINCE, CONST_BANKS_SINCE,
-                   ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
-                   EXCEPTION_NONE, META_SINCE, ROW_SIZES, SHT_BT, SHT_CBU_BAR, SHT_CB_TABLE, SHT_CTA_TABLE,
-                   SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL,
-                   SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE,
-                   SHT_STRTAB, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, TABLES, UNIFORM_SINCE)
+from .core_elf import (CBU_SINCE, CONST_BANKS_SINCE, ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
+                       EXCEPTION_NONE, META_SINCE, ROW_SIZES, SHN_LORESERVE, SHN_XINDEX, SHT_BT, SHT_CBU_BAR,
+                       SHT_CB_TABLE, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL,
+                       SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED,
+                       SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE, SHT_STRTAB, SHT_UPRED, SHT_UREGS,
+                       SHT_WP_TABLE, TABLES, UNIFORM_SINCE)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 from aspace_dap.state.model import mask_to_lanes
 
 from ..base import RaisedException
-from .core import EXCEPTIONS
+from .core_elf import EXCEPTIONS
 
 # CUDBGException_t -> cuda-gdb's signal: CUDBG_EXCEPTION_LANE_ILLEGAL_ADDRESS (1) ... _WARP_ILLEGAL_ADDRESS (14)
 # are GDB_SIGNAL_CUDA_* "CUDA_EXCEPTION_1" ... "CUDA_EXCEPTION_14", in the same order
