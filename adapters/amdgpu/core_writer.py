@@ -16,10 +16,10 @@ from aspace_dap.state.model import Dispatch, GpuState
 from aspace_dap.state.private import SWIZZLED
 from . import cwsr
 from .machine import Gpu, gpu_for
-from .core import (AGENT_ENTRY, AQL_PACKET, AQL_PACKET_SIZE, ELFOSABI_AMDGPU_HSA, ELF_MAGIC, EM_AMDGPU, EM_X86_64,
-                   ET_CORE, KFD_QUEUE_TYPE_COMPUTE_AQL, LINK_MAP, NOTE_HEADER, NOTE_VERSION, NT_AMDGPU_CORE_STATE,
-                   PT_LOAD, PT_NOTE, QUEUE_ENTRY, QUEUE_ID_ERROR, RUNTIME_ENABLED, RUNTIME_INFO, R_DEBUG,
-                   R_DEBUG_CONSISTENT)
+from .core_elf import (AGENT_ENTRY, AQL_PACKET, AQL_PACKET_SIZE, ELFOSABI_AMDGPU_HSA, ELF_MAGIC, EM_AMDGPU, EM_X86_64,
+                       ET_CORE, KFD_QUEUE_TYPE_COMPUTE_AQL, LINK_MAP, NOTE_HEADER, NOTE_VERSION, NT_AMDGPU_CORE_STATE,
+                       PT_LOAD, PT_NOTE, QUEUE_ENTRY, QUEUE_ID_ERROR, RUNTIME_ENABLED, RUNTIME_INFO, R_DEBUG,
+                       R_DEBUG_CONSISTENT)
 
 
 # ---------------------------------------------------------------------- writing
