@@ -44,6 +44,7 @@ from aspace_dap.state.registers import RegisterFile
 
 from . import cwsr
 
+from .core_elf import detect  # noqa: F401  (state/formats.py asks this module: detect, load_core)
 from .core_elf import (AMD_QUEUE_FROM_READ_POINTER, AQL_PACKET, AQL_PACKET_SIZE, DEBUG_PROP_TTMPS_ALWAYS_VALID,
                        KFD_QUEUE_TYPE_COMPUTE_AQL, LINK_MAP, MAX_CONTROL_STACK, PT_LOAD, QUEUE_ID_ERROR,
                        QUEUE_ID_INVALID, R_DEBUG, R_DEBUG_CONSISTENT, RUNTIME_ENABLED, CoreElf, _exceptions,
