@@ -109,7 +109,8 @@ def configuration_done(ctx, args):
 @requests.request("threads")
 def threads(ctx, args):
     s = state_of(ctx).need()
-    return {"threads": [{"id": thread_id(w.id), "name": name} for w, name in zip(s.state.waves, s.thread_names())]}
+    ids = s.wave_ids().tolist()
+    return {"threads": [{"id": thread_id(i), "name": name} for i, name in zip(ids, s.thread_names())]}
 
 
 @requests.request("waveGroups", optional={"group": int})

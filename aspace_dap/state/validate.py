@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter
 import re
 from typing import Any, Callable, Protocol
@@ -64,12 +64,13 @@ def _join(path: str, key: str) -> str:
 
 class ManifestChecker:
     def __init__(self, manifest: Any, files: DumpFiles | None, rules_for: RulesFor | None = None,
-                 require_registers: bool = True, sizes: bool = True):
+                 require_registers: bool = True, sizes: bool = True, memories: bool = True):
         self.manifest = manifest
         self.files = files
         self.rules_for = rules_for if rules_for is not None else _registered_rules
         self.require_registers = require_registers
         self.sizes = sizes  # False: check that files exist, not their lengths (short files are only warnings)
+        self.memories = memories  # False: LDS and private files are not looked for (see check_manifest)
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
@@ -161,8 +162,9 @@ class ManifestChecker:
         numbers = [self.number_value(v, f"{here}[{i}]", minimum) for i, v in enumerate(value)]
         return None if None in numbers else tuple(numbers)  # type: ignore[return-value]
 
-    def file(self, obj: dict, key: str, path: str, needed: int | None) -> None:
-        """A file field: a safe relative path to an existing file, ideally `needed` bytes long."""
+    def file(self, obj: dict, key: str, path: str, needed: int | None, memory: bool = False) -> None:
+        """A file field: a safe relative path to an existing file, ideally `needed` bytes long
+        (`memory`: an LDS or private file, looked for only with self.memories)."""
         rel = self.field(obj, key, path)
         if rel is _MISSING:
             return
@@ -171,7 +173,7 @@ class ManifestChecker:
         if why is not None:
             self.report(here, why)
             return
-        if self.files is None:
+        if self.files is None or (memory and not self.memories):
             return
         if not self.sizes:
             if not self.files.exists(rel):
@@ -378,24 +380,93 @@ class ManifestChecker:
         if lanes is None or workgroup_size is None:
             return False
         try:
-            # one pass per field, in C where possible; a missing key or a non-object ends the bulk check
+            # one pass per field, in C where possible; a missing key, a non-object or an unhashable
+            # value ends the bulk check
             ids = list(map(_ID, workgroups))
             if any(wg.get("cluster") is not None for wg in workgroups):  # checked one by one below
                 return False
             wave_lists = list(map(_WAVES, workgroups))
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
                 return False
-            waves = [w for listed in wave_lists for w in listed]
+            waves = list(chain.from_iterable(wave_lists))
             if not _all_type(waves, dict):
                 return False
             wave_ids = list(map(_ID, waves))
             indexes = list(map(_INDEX, waves))
             registers = list(map(_REGISTERS, waves))
+            n = len(waves)
+            privates = list(map(dict.get, waves, repeat("private", n)))
+            if privates.count(None):
+                privates = [p for p in privates if p is not None]
+            # Waves with no other field than these have no valid_lanes, lane_pcs or return_addresses
+            # (counted, not looked up: the common case); others are looked at field by field.
+            if sum(map(len, waves)) != 3 * n + len(privates) and not self._plain_lane_fields(waves):
+                return False
+            if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
+                return False
+            if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
+                return False
+            if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
+                return False
+            unique_ids = set(wave_ids)
+            if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
+                return False
+            items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
+            if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
+                return False
+            lds = [wg.get("lds") for wg in workgroups]
+            lds = [x for x in lds if x is not None]
+            if not (_all_type(lds, dict) and _all_type(registers, dict) and _all_type(privates, dict)):
+                return False
+            lds_sizes, lds_files = list(map(_SIZE, lds)), list(map(_FILE, lds))
+            layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
+            private_layouts, private_sizes = list(map(_LAYOUT, privates)), list(map(_SIZE, privates))
+            private_files = list(map(_FILE, privates))
+            layout_names = set(layouts)
+            private_kinds = set(zip(private_layouts, private_sizes)) if len(set(private_layouts)) > 1 else \
+                {(kind, size) for kind in set(private_layouts) for size in set(private_sizes)}
+            sizes = lds_sizes + private_sizes
+            if not _all_type(sizes, int):
+                return False
+            sizes = list(set(sizes))
         except (KeyError, TypeError):
             return False
+        if not _all_type(list(layout_names), str) or "" in layout_names or not layout_names <= self.layout_sizes.keys():
+            return False
+        if not (_plain_numbers(sizes) and max(sizes, default=0) <= MAX_U64):
+            return False
+        if sum(map(len, privates)) != 3 * len(privates) and [p.get("base") for p in privates].count(None) != len(privates):
+            return False
+        for layout, size in private_kinds:
+            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
+                return False
+        rels = lds_files + register_files + private_files
+        if not all_plain_paths(rels):
+            return False
+        if self.files is not None:
+            if self.sizes:
+                needed: dict[Any, int] = {}  # file -> bytes it must hold
+                for layout, rel in zip(layouts, register_files):
+                    _need(needed, rel, self.layout_sizes[layout])
+                if self.memories:
+                    for size, rel in zip(lds_sizes + private_sizes, lds_files + private_files):
+                        _need(needed, rel, size)
+                for rel, size in needed.items():
+                    have = self.files.size(rel)
+                    if have is None or have < size:
+                        return False
+            elif self.files.missing(rels if self.memories else register_files):
+                return False
+        self.wave_ids.update(unique_ids)
+        return True
+
+    @staticmethod
+    def _plain_lane_fields(waves: list[dict]) -> bool:
+        """No wave has valid_lanes or lane_pcs, nor return_addresses unless it says lane_pcs: null (what it
+        names under lane_pcs wins, even None): those the walk checks wave by wave."""
         n = len(waves)
-        valid = list(map(dict.get, waves, repeat("valid_lanes", n)))
-        # a wave's lane PCs, else its call stacks (what it names under "lane_pcs" wins, even None)
+        if list(map(dict.get, waves, repeat("valid_lanes", n))).count(None) != n:
+            return False
         lane_pcs = list(map(dict.get, waves, repeat("lane_pcs", n), repeat(_MISSING, n)))
         if lane_pcs.count(None) + lane_pcs.count(_MISSING) != n:
             return False
@@ -403,69 +474,6 @@ class ManifestChecker:
             stacks = list(map(dict.get, waves, repeat("return_addresses", n)))
             if stacks.count(None) != n and any(s is not None for s, p in zip(stacks, lane_pcs) if p is _MISSING):
                 return False
-        lane_pcs = [None] * n
-        privates = list(map(dict.get, waves, repeat("private", n)))
-        if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
-            return False
-        if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
-            return False
-        if valid.count(None) != len(valid) or lane_pcs.count(None) != len(lane_pcs):
-            return False
-        if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
-            return False
-        unique_ids = set(wave_ids)
-        if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
-            return False
-        items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
-        if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
-            return False
-        needed: dict[Any, int] = {}  # file -> bytes it must hold, when sizes are checked
-        lds = [wg.get("lds") for wg in workgroups]
-        lds = [x for x in lds if x is not None]
-        if not _all_type(lds, dict):
-            return False
-        try:
-            lds_rows = list(map(_SIZE_FILE, lds))
-            if not _all_type(registers, dict):
-                return False
-            register_rows = list(map(_LAYOUT_FILE, registers))
-            privates = [p for p in privates if p is not None]
-            if not _all_type(privates, dict):
-                return False
-            private_rows = list(map(_PRIVATE_FIELDS, privates))
-        except (KeyError, TypeError):
-            return False
-        if not _all_type([row[0] for row in register_rows], str):
-            return False
-        layout_names = {row[0] for row in register_rows}
-        if "" in layout_names or not layout_names <= self.layout_sizes.keys():
-            return False
-        sizes = [row[0] for row in lds_rows] + [row[1] for row in private_rows]
-        if not (_all_type(sizes, int) and _plain_numbers(sizes) and max(sizes, default=0) <= MAX_U64):
-            return False
-        if [p.get("base") for p in privates].count(None) != len(privates):
-            return False
-        for layout, size in {(row[0], row[1]) for row in private_rows}:
-            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
-                return False
-        rels = [row[1] for row in lds_rows] + [row[1] for row in register_rows] + [row[2] for row in private_rows]
-        if not all_plain_paths(rels):
-            return False
-        if self.files is not None:
-            if self.sizes:
-                for size, rel in lds_rows:
-                    _need(needed, rel, size)
-                for layout, rel in register_rows:
-                    _need(needed, rel, self.layout_sizes[layout])
-                for _, size, rel in private_rows:
-                    _need(needed, rel, size)
-                for rel, size in needed.items():
-                    have = self.files.size(rel)
-                    if have is None or have < size:
-                        return False
-            elif self.files.missing(rels):
-                return False
-        self.wave_ids.update(unique_ids)
         return True
 
     def check_workgroup(self, workgroup: Any, here: str, workgroup_size, workgroup_ids: set) -> None:
@@ -481,7 +489,7 @@ class ManifestChecker:
         lds = self.field(workgroup, "lds", here, required=False)
         if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
             size = self.number(lds, "size", f"{here}.lds")
-            self.file(lds, "file", f"{here}.lds", size)
+            self.file(lds, "file", f"{here}.lds", size, memory=True)
         value = self.field(workgroup, "waves", here)
         waves = None if value is _MISSING else self.array(value, f"{here}.waves")
         for w, wave in enumerate(waves or []):
@@ -550,7 +558,7 @@ class ManifestChecker:
                 self.report(f"{here}.size", f"{size} is not a multiple of 4 * {lanes} lanes (swizzled)")
             elif layout == PER_LANE and size % lanes:
                 self.report(f"{here}.size", f"{size} is not a multiple of {lanes} lanes (per_lane)")
-        self.file(private, "file", here, size)
+        self.file(private, "file", here, size, memory=True)
 
     def check_focus_and_stop(self, manifest: dict) -> None:
         focus = self.field(manifest, "focus", "", required=False)
@@ -573,9 +581,9 @@ _ID = itemgetter("id")
 _WAVES = itemgetter("waves")
 _REGISTERS = itemgetter("registers")
 _INDEX = itemgetter("index_in_workgroup")
-_SIZE_FILE = itemgetter("size", "file")
-_LAYOUT_FILE = itemgetter("layout", "file")
-_PRIVATE_FIELDS = itemgetter("layout", "size", "file")
+_SIZE = itemgetter("size")
+_FILE = itemgetter("file")
+_LAYOUT = itemgetter("layout")
 
 
 def _all_type(values, kind: type) -> bool:
@@ -608,13 +616,15 @@ def error_message(exc: StateError) -> str:
 
 
 def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: RulesFor | None = None,
-                   require_registers: bool = True, sizes: bool = True) -> list[Problem]:
+                   require_registers: bool = True, sizes: bool = True, memories: bool = True) -> list[Problem]:
     """Problems of an already parsed manifest; with `files`, also checks the files it names (with
-    `sizes=False` only that they exist: the short-file warnings are left out). The register rules
+    `sizes=False` only that they exist: the short-file warnings are left out; with `memories=False`
+    the LDS and private files are not looked for: the reader checks each when it is first read, and
+    says the same "missing" with the same JSON path). The register rules
     (`rules_for`, else the registered ones) check each vendor's register sizes and, with
     `require_registers`, that every layout holds the registers the debugger needs to open a wave
     (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
-    return ManifestChecker(manifest, files, rules_for, require_registers, sizes).check()
+    return ManifestChecker(manifest, files, rules_for, require_registers, sizes, memories).check()
 
 
 def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:
