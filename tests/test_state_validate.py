@@ -61,6 +61,9 @@ BROKEN = {
     "missing lds file": (lambda m, p: os.remove(p / m["dispatches"][0]["workgroups"][0]["lds"]["file"]),
                          "dispatches[0].workgroups[0].lds.file"),
     "missing private file": (lambda m, p: os.remove(p / _wave(m)["private"]["file"]), f"{W}.private.file"),
+    "private path escaping": (lambda m, p: _wave(m)["private"].update(file="../x.bin"), f"{W}.private.file"),
+    "absolute lds path": (lambda m, p: m["dispatches"][0]["workgroups"][1]["lds"].update(file="/etc/passwd"),
+                          "dispatches[0].workgroups[1].lds.file"),
     "workgroups not a list": (lambda m, p: m["dispatches"][0].update(workgroups={}), "dispatches[0].workgroups"),
     "wave not an object": (lambda m, p: m["dispatches"][0]["workgroups"][0]["waves"].append(3),
                            "dispatches[0].workgroups[0].waves[2]"),
@@ -83,11 +86,13 @@ BROKEN = {
 }
 
 
-# Files that opening does not look for (a dump of 100,000 waves names 125,000 of them): the reader says
-# they are missing, with the same JSON path, when they are first read.
+# LDS and private files, whose paths opening does not look at (a dump of 100,000 waves names 125,000 of
+# them): the reader says what is wrong, with the same JSON path, when one is first read.
 FIRST_READ = {
     "missing lds file": lambda state: state.dispatches[0].workgroups[0].lds,
     "missing private file": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "private path escaping": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "absolute lds path": lambda state: state.dispatches[0].workgroups[1].lds,
 }
 
 

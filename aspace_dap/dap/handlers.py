@@ -26,7 +26,7 @@ from .errors import ArgumentError
 from .focus import change_focus, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
-from .refs import thread_id, wave_of_thread
+from .refs import thread_ids, wave_of_thread
 from .waves import group_body, lane_rows
 
 requests = HandlerTable()
@@ -109,8 +109,7 @@ def configuration_done(ctx, args):
 @requests.request("threads")
 def threads(ctx, args):
     s = state_of(ctx).need()
-    ids = s.wave_ids().tolist()
-    return {"threads": [{"id": thread_id(i), "name": name} for i, name in zip(ids, s.thread_names())]}
+    return {"threads": [{"id": i, "name": name} for i, name in zip(thread_ids(s.wave_ids()), s.thread_names())]}
 
 
 @requests.request("waveGroups", optional={"group": int})

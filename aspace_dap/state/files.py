@@ -11,6 +11,7 @@ import struct
 import threading
 import weakref
 import zipfile
+from collections import Counter
 from itertools import repeat
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
@@ -204,8 +205,10 @@ class FolderFiles(DumpFiles):
         self._asked: dict[str, int] = {}
         # What listing a folder found, by path from the dump's root (`regs/wave-7.bin`), so that a
         # manifest's paths are looked up as they are, without splitting each:
-        self._listed: set[str] = set()  # the folders listed
-        self._plain: dict[str, int] = {}  # their regular files, with the inode number the listing gave
+        self._listed: dict[str, int] = {}  # the folders listed, each with its place in that order
+        # their regular files, each with the inode number the listing gave and its folder's place:
+        # number << 16 | place (0 where there are too many folders to tell)
+        self._plain: dict[str, int] = {}
         self._other: set[str] = set()  # their other entries (symlinks, folders, ...)
         self._direct = True  # every listed folder is where its path says (no symlink on the way)
         self._lock = threading.Lock()
@@ -284,11 +287,16 @@ class FolderFiles(DumpFiles):
         except OSError:
             entries = []
         prefix = f"{folder}/" if folder else ""
-        plain = {prefix + entry.name: entry.inode() for entry in entries if entry.is_file(follow_symlinks=False)}
+        place = len(self._listed)
+        if place < 1 << 16:
+            plain = {prefix + entry.name: entry.inode() << 16 | place
+                     for entry in entries if entry.is_file(follow_symlinks=False)}
+        else:
+            plain = dict.fromkeys((prefix + entry.name for entry in entries if entry.is_file(follow_symlinks=False)), 0)
         if len(plain) != len(entries):
             self._other.update({prefix + entry.name for entry in entries} - plain.keys())
         self._plain.update(plain)
-        self._listed.add(folder)
+        self._listed[folder] = place
         if real != (f"{self._root}/{folder}" if folder else str(self._root)):
             self._direct = False
 
@@ -307,7 +315,7 @@ class FolderFiles(DumpFiles):
             # the folders of a sample of what is left to find; another round lists those of the rest
             folders = {rel.rpartition("/")[0] for rel in unsure[::max(1, len(unsure) // 64)] if type(rel) is str}
             listed = False
-            for folder in folders - self._listed:
+            for folder in folders - self._listed.keys():
                 if (folder == "" or is_plain_path(folder)) and (real := self._folder(folder)) is not None:
                     with self._lock:
                         if folder not in self._listed:
@@ -355,55 +363,56 @@ class FolderFiles(DumpFiles):
     def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
         # a regular file of a listed folder is opened by its path from the root, without a lookup
         plain = self._plain if self._direct else {}
+        keys = list(map(plain.get, rels))
+        out: list[bytes | None] = [None] * len(rels)
+        if len(set(keys)) * 2 <= len(rels):  # many names for few files: hard links
+            out = list(map(self._read_linked(rels, keys, offset, length).get, keys))
+            if not out.count(None):
+                return out  # type: ignore[return-value]
         root = f"{self._root}/"
-        inodes = list(map(plain.get, rels))
-        known: dict[int, bytes] = {}
-        if len(set(inodes)) * 2 <= len(rels):
-            known = self._read_linked(rels, inodes, root, offset, length)
-        out = []
-        append = out.append
         open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
-        for rel, inode in zip(rels, inodes):
-            data = known.get(inode)
-            if data is None:
-                full = self._file(rel) if inode is None else root + rel
-                if full is None:
-                    raise StateError("missing", rel)
-                try:
-                    fd = open_(full, flags)
-                    try:
-                        data = pread(fd, length, offset)
-                    finally:
-                        close(fd)
-                except OSError as exc:
-                    raise StateError(f"cannot read {full}: {exc}", rel) from exc
-            append(data)
-        return out
-
-    @staticmethod
-    def _read_linked(rels: list[str], inodes: list[int | None], root: str, offset: int,
-                     length: int) -> dict[int, bytes]:
-        """The range of each file that several of `rels` name (hard links: one inode number in the
-        listing), read once: {inode: bytes}. A file is taken for all its names only when opening it
-        confirms the number and it has at least that many links; others are read name by name."""
-        names: dict[int, list[int]] = {}  # inode -> [how many names, the first one]
-        for i, inode in enumerate(inodes):
-            if inode:  # (a file system that gives no numbers says 0)
-                seen = names.get(inode)
-                if seen is None:
-                    names[inode] = [1, i]
-                else:
-                    seen[0] += 1
-        known = {}
-        for inode, (count, first) in names.items():
-            if count < 2:
+        for i, (rel, key) in enumerate(zip(rels, keys)):
+            if out[i] is not None:
                 continue
+            full = self._file(rel) if key is None else root + rel
+            if full is None:
+                raise StateError("missing", rel)
             try:
-                fd = os.open(root + rels[first], os.O_RDONLY)
+                fd = open_(full, flags)
+                try:
+                    out[i] = pread(fd, length, offset)
+                finally:
+                    close(fd)
+            except OSError as exc:
+                raise StateError(f"cannot read {full}: {exc}", rel) from exc
+        return out  # type: ignore[return-value]
+
+    def _read_linked(self, rels: list[str], keys: list[int | None], offset: int, length: int) -> dict[int, bytes]:
+        """The range of each file that several of `rels` name (hard links: one inode number in a folder's
+        listing), read once: {key in _plain: bytes}. A file is taken for all its names only when opening it
+        confirms the number, on the device of its folder (a union file system whose layers number
+        their files apart gives them their layer's), with at least that many links; the others are
+        read name by name."""
+        counts = Counter(keys)
+        one_name = dict(zip(keys, rels))  # (the last name of each)
+        known = {}
+        devices: dict[int, int | None] = {}  # folder's place -> its device
+        for key, count in counts.items():
+            if count < 2 or not key:  # (0: a folder past the count that inode numbers are kept for)
+                continue
+            inode, place = key >> 16, key & 0xFFFF
+            if place not in devices:
+                try:
+                    devices[place] = os.stat(self._folder(list(self._listed)[place]) or "").st_dev
+                except OSError:
+                    devices[place] = None
+            try:
+                fd = os.open(self._file(one_name[key]) or "", os.O_RDONLY)
                 try:
                     info = os.fstat(fd)
-                    if info.st_ino == inode and info.st_nlink >= count and stat.S_ISREG(info.st_mode):
-                        known[inode] = os.pread(fd, length, offset)
+                    if info.st_ino == inode and info.st_dev == devices[place] and info.st_nlink >= count \
+                            and stat.S_ISREG(info.st_mode):
+                        known[key] = os.pread(fd, length, offset)
                 finally:
                     os.close(fd)
             except OSError:

@@ -381,7 +381,8 @@ class GpuState:
             return None
         if self._file_heads is None:
             # every wave names its pc and mask alike
-            names = (self.waves[0].pc_register, self.waves[0].exec_register) if self.waves else DEFAULT_REGISTER_NAMES
+            names = getattr(self.waves, "register_names", None) or (  # (waves made on demand know them)
+                (self.waves[0].pc_register, self.waves[0].exec_register) if self.waves else DEFAULT_REGISTER_NAMES)
             self._file_heads = self._read_heads(*names) \
                 if self._read_heads is not None else WaveHeads.of_waves(self.waves, range(len(self.waves)))
         heads = self._file_heads

@@ -7,7 +7,7 @@ import weakref
 import os
 from contextlib import contextmanager
 from functools import partial
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import StateError
 from .formats import is_core_file, load_core_file
-from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
+from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files, path_problem
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
                     Workgroup, mask_to_lanes)
@@ -24,7 +24,7 @@ from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_colu
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
-from .validate import check_manifest, error_message, read_manifest, register_rules_for
+from .validate import ManifestChecker, WaveColumns, error_message, read_manifest, register_rules_for
 
 
 def _little_endian(columns: np.ndarray) -> np.ndarray:
@@ -47,6 +47,9 @@ def _ints(values: list) -> list[int]:
 _ID = itemgetter("id")
 _INDEX = itemgetter("index_in_workgroup")
 _WAVES = itemgetter("waves")
+_REGISTERS = itemgetter("registers")
+_LAYOUT = itemgetter("layout")
+_FILE = itemgetter("file")
 
 
 def _num(value: Any, default: int | None = None) -> int | None:
@@ -58,9 +61,15 @@ def _apertures(entries: dict | None) -> dict[str, Aperture]:
 
 
 class _Builder:
-    def __init__(self, manifest: dict, files: DumpFiles):
+    def __init__(self, manifest: dict, files: DumpFiles, columns: dict[int, WaveColumns] | None = None):
         self.manifest = manifest
         self.files = files
+        self.columns = columns or {}  # what the bulk check read of a dispatch's waves (validate.WaveColumns)
+        # the same for all waves in GpuState.waves order (None: not read yet)
+        self.index_in_workgroup: list[int] | None = None
+        self.register_layouts: list[str] | None = None
+        self.register_files: list[str] | None = None
+        self.lane_fields = True  # a wave may have valid_lanes, lane_pcs or return_addresses
         self.spans: dict[str, FileSpan] = {}
         self.layouts: dict[str, list[tuple[str, int]]] = {}
         self.wave_entries: list[dict] = []  # every wave's manifest entry, in GpuState.waves order
@@ -81,9 +90,12 @@ class _Builder:
         return found
 
     def file_span(self, rel: str, where: str) -> FileSpan:
-        """The file that the field at JSON path `where` names. Opening looked only for the register
-        files (validate.check_manifest's `memories`): a missing LDS or private file is said here, as the
-        validator says it, when it is first read."""
+        """The file that the field at JSON path `where` names. Opening looked only at the register
+        files (validate.check_manifest's `memories`): a bad path or a missing file for an LDS or private
+        memory is said here, as the validator says it, when it is first read."""
+        why = path_problem(rel)
+        if why is not None:
+            raise StateError(why, where)
         try:
             return self.files.span(rel)
         except StateError as exc:
@@ -141,7 +153,9 @@ class _Builder:
                         for name, entries in self.manifest["register_layouts"].items()}
         result = []
         wave_counts: list[int] = []  # per workgroup, all dispatches in turn
-        for d, entry in enumerate(self.manifest["dispatches"]):
+        dispatches = self.manifest["dispatches"]
+        read = [self.columns.get(d) for d in range(len(dispatches))]
+        for d, entry in enumerate(dispatches):
             here = f"dispatches[{d}]"
             groups = entry["workgroups"]
             wave_lists = list(map(_WAVES, groups))
@@ -171,7 +185,15 @@ class _Builder:
         counts = np.array(wave_counts, np.int64)
         self.group_first = np.concatenate(([0], np.cumsum(counts)))  # each workgroup's first wave
         self.wave_group = np.repeat(np.arange(len(counts)), counts)  # each wave's workgroup
-        self.waves.set_ids(int_column(_ints(list(map(_ID, self.wave_entries)))))
+        if None not in read:  # the bulk check read every wave: take its columns
+            self.index_in_workgroup = list(chain.from_iterable(c.index_in_workgroup for c in read))
+            self.register_layouts = list(chain.from_iterable(c.layouts for c in read))
+            self.register_files = list(chain.from_iterable(c.register_files for c in read))
+            self.lane_fields = any(c.lane_fields for c in read)
+            ids = list(chain.from_iterable(c.ids for c in read))
+        else:
+            ids = _ints(list(map(_ID, self.wave_entries)))
+        self.waves.set_ids(int_column(ids))
         return result
 
     def workgroup(self, first_group: int, index: int) -> Workgroup:
@@ -206,14 +228,14 @@ class _Builder:
     def wave_table(self) -> WaveTable:
         n = len(self.wave_entries)
         groups = self.group_entries
-        group_ids = np.array(_ints([x for e in groups for x in _ID(e)]), np.int64).reshape(len(groups), 3) \
-            if groups else np.zeros((0, 3), np.int64)
+        group_ids = int_column(_ints([x for e in groups for x in _ID(e)])).reshape(len(groups), 3)
         clusters = None
         if any(e.get("cluster") is not None for e in groups):
             per_group = [None if e.get("cluster") is None else tuple(_int(x) for x in e["cluster"]) for e in groups]
             clusters = [per_group[g] for g in self.wave_group.tolist()]
         return WaveTable(self.waves, self.dispatch_list, self.waves.ids,
-                         int_column(_ints(list(map(_INDEX, self.wave_entries)))), np.full(n, self.lanes, np.int64),
+                         int_column(self.index_in_workgroup if self.index_in_workgroup is not None
+                                    else _ints(list(map(_INDEX, self.wave_entries)))), np.full(n, self.lanes, np.int64),
                          np.array(self.group_dispatch, np.int64)[self.wave_group] if n else np.zeros(0, np.int64),
                          group_ids[self.wave_group], clusters)
 
@@ -237,14 +259,22 @@ class _Builder:
             last = max((o + size for o, size in present), default=0)
             places[name] = (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
         limit, lane_bits = (1 << 64) - 1, (1 << lanes) - 1
+        layouts, register_files = self.register_layouts, self.register_files
+        if layouts is None or register_files is None:
+            registers = list(map(_REGISTERS, self.wave_entries))
+            layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
         by_layout: dict[str, list[int]] = {}
-        for i, entry in enumerate(self.wave_entries):
-            by_layout.setdefault(entry["registers"]["layout"], []).append(i)
+        if len(set(layouts)) == 1:
+            by_layout[layouts[0]] = list(range(n))
+        else:
+            for i, layout in enumerate(layouts):
+                by_layout.setdefault(layout, []).append(i)
         for layout, rows in by_layout.items():
             first, length, pc_at, exec_at = places[layout]
             if not length:
                 continue
-            chunks = self.files.read_ranges([self.wave_entries[i]["registers"]["file"] for i in rows], first, length)
+            chunks = self.files.read_ranges(register_files if len(rows) == n else [register_files[i] for i in rows],
+                                            first, length)
             table = np.zeros((len(rows), length), np.uint8)  # the bytes each file holds; short files leave zeros
             held = np.zeros(len(rows), np.int64)
             whole = b"".join(chunks)
@@ -264,13 +294,16 @@ class _Builder:
                 ok = held >= start + size
                 values[rows[ok]] = _little_endian(table[ok, start:start + size]) & np.uint64(bits)
                 known[rows[ok]] = True
-        masks = [entry.get("valid_lanes") for entry in self.wave_entries]
+        if not self.lane_fields:  # (no wave has valid_lanes or lane_pcs)
+            return heads
+        masks = list(map(dict.get, self.wave_entries, repeat("valid_lanes", n)))
         if masks.count(None) != n:
             for i, mask in enumerate(masks):
                 if mask is not None:
                     heads.valid[i] = parse_number(mask) & lane_bits
-        per_lane = [entry.get("lane_pcs") is not None for entry in self.wave_entries]
-        heads.lane_pcs[:] = per_lane
+        per_lane = list(map(dict.get, self.wave_entries, repeat("lane_pcs", n)))
+        if per_lane.count(None) != n:
+            heads.lane_pcs[:] = [pcs is not None for pcs in per_lane]
         return heads
 
     def build(self) -> GpuState:
@@ -338,10 +371,11 @@ def _load(files: DumpFiles) -> GpuState:
     # opening needs the register files (the waves table reads them) and the code objects and memories to
     # exist; their lengths only matter once read (short = unavailable tail); an LDS or private file is
     # looked for when first read
-    for problem in check_manifest(manifest, files, require_registers=False, sizes=False, memories=False):
+    checker = ManifestChecker(manifest, files, require_registers=False, sizes=False, memories=False)
+    for problem in checker.check():
         if problem.is_error:
             raise StateError(problem.message, problem.path)
-    state = _Builder(manifest, files).build()
+    state = _Builder(manifest, files, checker.wave_columns).build()
     rules = register_rules_for(state.target.vendor)
     if rules is not None:  # the vendor's names for the PC and execution-mask registers
         state.use_register_names(rules.pc_register, rules.exec_register)

@@ -11,7 +11,7 @@ import os
 from itertools import chain, repeat
 from operator import itemgetter
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from ..errors import StateError
 import numpy as np
@@ -62,6 +62,16 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+class WaveColumns(NamedTuple):
+    """What the bulk check read of one dispatch's waves, in order, for the reader to use again."""
+
+    ids: list[int]
+    index_in_workgroup: list[int]
+    layouts: list[str]  # of their register files
+    register_files: list[str]
+    lane_fields: bool  # some wave may have valid_lanes, lane_pcs or return_addresses
+
+
 class ManifestChecker:
     def __init__(self, manifest: Any, files: DumpFiles | None, rules_for: RulesFor | None = None,
                  require_registers: bool = True, sizes: bool = True, memories: bool = True):
@@ -70,7 +80,7 @@ class ManifestChecker:
         self.rules_for = rules_for if rules_for is not None else _registered_rules
         self.require_registers = require_registers
         self.sizes = sizes  # False: check that files exist, not their lengths (short files are only warnings)
-        self.memories = memories  # False: LDS and private files are not looked for (see check_manifest)
+        self.memories = memories  # False: LDS and private paths are not looked at (see check_manifest)
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
@@ -79,6 +89,7 @@ class ManifestChecker:
         self.layout_names: set[str] = set()
         self.code_object_ids: set[int] = set()
         self.wave_ids: set[int] = set()
+        self.wave_columns: dict[int, WaveColumns] = {}  # dispatch index -> its waves, where checked in bulk
 
     # ----- small checkers ------------------------------------------------------------------
 
@@ -164,16 +175,18 @@ class ManifestChecker:
 
     def file(self, obj: dict, key: str, path: str, needed: int | None, memory: bool = False) -> None:
         """A file field: a safe relative path to an existing file, ideally `needed` bytes long
-        (`memory`: an LDS or private file, looked for only with self.memories)."""
+        (`memory`: an LDS or private file, whose path is looked at only with self.memories)."""
         rel = self.field(obj, key, path)
         if rel is _MISSING:
+            return
+        if memory and not self.memories:
             return
         here = _join(path, key)
         why = path_problem(rel)
         if why is not None:
             self.report(here, why)
             return
-        if self.files is None or (memory and not self.memories):
+        if self.files is None:
             return
         if not self.sizes:
             if not self.files.exists(rel):
@@ -364,17 +377,17 @@ class ManifestChecker:
             value = self.field(dispatch, "workgroups", here)
             workgroups = None if value is _MISSING else self.array(value, f"{here}.workgroups")
             workgroup_ids: set[tuple] = set()
-            if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size):
+            if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size, d):
                 continue
             for g, workgroup in enumerate(workgroups or []):
                 self.check_workgroup(workgroup, f"{here}.workgroups[{g}]", workgroup_size, workgroup_ids)
 
-    def plain_workgroups(self, workgroups: list, workgroup_size) -> bool:
+    def plain_workgroups(self, workgroups: list, workgroup_size, dispatch: int | None = None) -> bool:
         """A dispatch's workgroups and waves checked in bulk, for dumps of many thousand waves.
 
         True when all of them are plainly well formed (plain numbers and paths, files present and
         long enough, nothing the walk below would report); False leaves it to that walk, which
-        names each problem. Nothing is reported here.
+        names each problem. Nothing is reported here; what was read is kept in wave_columns[dispatch].
         """
         lanes = self.lanes
         if lanes is None or workgroup_size is None:
@@ -383,7 +396,8 @@ class ManifestChecker:
             # one pass per field, in C where possible; a missing key, a non-object or an unhashable
             # value ends the bulk check
             ids = list(map(_ID, workgroups))
-            if any(wg.get("cluster") is not None for wg in workgroups):  # checked one by one below
+            m = len(workgroups)
+            if list(map(dict.get, workgroups, repeat("cluster", m))).count(None) != m:  # checked one by one below
                 return False
             wave_lists = list(map(_WAVES, workgroups))
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
@@ -400,9 +414,10 @@ class ManifestChecker:
                 privates = [p for p in privates if p is not None]
             # Waves with no other field than these have no valid_lanes, lane_pcs or return_addresses
             # (counted, not looked up: the common case); others are looked at field by field.
-            if sum(map(len, waves)) != 3 * n + len(privates) and not self._plain_lane_fields(waves):
+            lane_fields = sum(map(len, waves)) != 3 * n + len(privates)
+            if lane_fields and not self._plain_lane_fields(waves):
                 return False
-            if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
+            if set(map(len, ids)) != {3} or not _all_type(list(chain.from_iterable(ids)), int):
                 return False
             if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
                 return False
@@ -414,8 +429,9 @@ class ManifestChecker:
             items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
             if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
                 return False
-            lds = [wg.get("lds") for wg in workgroups]
-            lds = [x for x in lds if x is not None]
+            lds = list(map(dict.get, workgroups, repeat("lds", m)))
+            if lds.count(None):
+                lds = [x for x in lds if x is not None]
             if not (_all_type(lds, dict) and _all_type(registers, dict) and _all_type(privates, dict)):
                 return False
             lds_sizes, lds_files = list(map(_SIZE, lds)), list(map(_FILE, lds))
@@ -440,7 +456,7 @@ class ManifestChecker:
         for layout, size in private_kinds:
             if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
                 return False
-        rels = lds_files + register_files + private_files
+        rels = lds_files + register_files + private_files if self.memories else register_files
         if not all_plain_paths(rels):
             return False
         if self.files is not None:
@@ -455,9 +471,11 @@ class ManifestChecker:
                     have = self.files.size(rel)
                     if have is None or have < size:
                         return False
-            elif self.files.missing(rels if self.memories else register_files):
+            elif self.files.missing(rels):
                 return False
         self.wave_ids.update(unique_ids)
+        if dispatch is not None:
+            self.wave_columns[dispatch] = WaveColumns(wave_ids, indexes, layouts, register_files, lane_fields)
         return True
 
     @staticmethod
@@ -619,8 +637,8 @@ def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: Rul
                    require_registers: bool = True, sizes: bool = True, memories: bool = True) -> list[Problem]:
     """Problems of an already parsed manifest; with `files`, also checks the files it names (with
     `sizes=False` only that they exist: the short-file warnings are left out; with `memories=False`
-    the LDS and private files are not looked for: the reader checks each when it is first read, and
-    says the same "missing" with the same JSON path). The register rules
+    the LDS and private files' paths are not looked at: the reader checks each when it is first read,
+    and says the same problem with the same JSON path). The register rules
     (`rules_for`, else the registered ones) check each vendor's register sizes and, with
     `require_registers`, that every layout holds the registers the debugger needs to open a wave
     (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""

@@ -28,12 +28,12 @@ def int_column(values: list) -> np.ndarray:
 class WaveTable:
     """Per wave, in `GpuState.waves` order, what names it and places it, as arrays (no Wave objects
     needed): its id, index in the workgroup, lanes, dispatch (an index into `dispatches`, -1 for
-    none) and workgroup id (x, y, z; 0s for none), and the cluster of its workgroup (None for none;
-    `clusters` is None when no workgroup has one)."""
+    none) and workgroup id (x, y, z; 0s for none, where `has_workgroup` is False), and the cluster of
+    its workgroup (None for none; `clusters` is None when no workgroup has one)."""
 
     def __init__(self, waves: Sequence[Wave], dispatches: list[Dispatch], ids: np.ndarray,
                  index_in_workgroup: np.ndarray, lanes: np.ndarray, dispatch: np.ndarray,
-                 workgroup_ids: np.ndarray, clusters: list | None = None):
+                 workgroup_ids: np.ndarray, clusters: list | None = None, has_workgroup: np.ndarray | None = None):
         self.waves = waves
         self.dispatches = dispatches
         self.ids = ids
@@ -42,6 +42,7 @@ class WaveTable:
         self.dispatch = dispatch
         self.workgroup_ids = workgroup_ids
         self.clusters = clusters
+        self.has_workgroup = np.ones(len(ids), bool) if has_workgroup is None else has_workgroup
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -51,16 +52,25 @@ class WaveTable:
         """From wave objects (states a reader builds wave by wave, such as GPU core files)."""
         where = {id(d): i for i, d in enumerate(dispatches)}
         n = len(waves)
-        workgroup_ids = np.zeros((n, 3), np.int64)
-        clusters: list = [None] * n
-        for row, wave in enumerate(waves):
-            if wave.workgroup is not None:
-                workgroup_ids[row] = wave.workgroup.id
-                clusters[row] = wave.workgroup.cluster
+        groups = [w.workgroup for w in waves]
+        clusters = [None if g is None else g.cluster for g in groups]
         return cls(waves, dispatches, int_column([w.id for w in waves]),
-                   np.array([w.index_in_workgroup for w in waves], np.int64), np.array([w.lanes for w in waves], np.int64),
-                   np.array([where.get(id(w.dispatch), -1) for w in waves], np.int64), workgroup_ids,
-                   clusters if clusters.count(None) != n else None)
+                   int_column([w.index_in_workgroup for w in waves]), np.array([w.lanes for w in waves], np.int64),
+                   np.array([where.get(id(w.dispatch), -1) for w in waves], np.int64),
+                   int_column([x for g in groups for x in ((0, 0, 0) if g is None else g.id)]).reshape(n, 3),
+                   clusters if clusters.count(None) != n else None, np.array([g is not None for g in groups], bool))
+
+    def first_in_workgroup(self, dispatch_id: int, workgroup: tuple[int, int, int]) -> int | None:
+        """Where the first wave of that workgroup of the dispatch with that id is (dispatch 0 also
+        stands for none), or None."""
+        dispatches = [i for i, d in enumerate(self.dispatches) if d.id == dispatch_id] + ([-1] if dispatch_id == 0 else [])
+        if len(self.ids) == 0 or not dispatches:
+            return None
+        hit = np.isin(self.dispatch, dispatches) & self.has_workgroup
+        for axis, value in enumerate(workgroup):
+            hit &= self.workgroup_ids[:, axis] == value
+        found = np.flatnonzero(hit)
+        return int(found[0]) if len(found) else None
 
     def dispatch_ranges(self) -> list[tuple[Dispatch, int, int]]:
         """(dispatch, first, end) of each dispatch: its waves are waves[first:end]."""
