@@ -64,6 +64,9 @@ BROKEN = {
     "private path escaping": (lambda m, p: _wave(m)["private"].update(file="../x.bin"), f"{W}.private.file"),
     "absolute lds path": (lambda m, p: m["dispatches"][0]["workgroups"][1]["lds"].update(file="/etc/passwd"),
                           "dispatches[0].workgroups[1].lds.file"),
+    "lds without size": (lambda m, p: _del(m["dispatches"][0]["workgroups"][0]["lds"], "size"),
+                         "dispatches[0].workgroups[0].lds.size"),
+    "private not an object": (lambda m, p: _wave(m).update(private=["mem/private-3.bin"]), f"{W}.private"),
     "workgroups not a list": (lambda m, p: m["dispatches"][0].update(workgroups={}), "dispatches[0].workgroups"),
     "wave not an object": (lambda m, p: m["dispatches"][0]["workgroups"][0]["waves"].append(3),
                            "dispatches[0].workgroups[0].waves[2]"),
@@ -86,13 +89,18 @@ BROKEN = {
 }
 
 
-# LDS and private files, whose paths opening does not look at (a dump of 100,000 waves names 125,000 of
-# them): the reader says what is wrong, with the same JSON path, when one is first read.
+# LDS and private memories, whose entries and files opening does not look at (a dump of 100,000 waves
+# names 125,000 of them): the reader says what is wrong, with the same JSON path, when one is first read.
 FIRST_READ = {
     "missing lds file": lambda state: state.dispatches[0].workgroups[0].lds,
     "missing private file": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
     "private path escaping": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
     "absolute lds path": lambda state: state.dispatches[0].workgroups[1].lds,
+    "swizzled size": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "per_lane size": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "unknown private layout": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "lds without size": lambda state: state.dispatches[0].workgroups[0].lds,
+    "private not an object": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
 }
 
 

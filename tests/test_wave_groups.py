@@ -109,7 +109,8 @@ def _problems(manifest, files, bulk: bool, sizes: bool = True, memories: bool = 
 
 
 @pytest.mark.parametrize("breakage", ["none", "missing file", "duplicate id", "hex id", "short file", "bad layout",
-                                      "missing private file", "private path"])
+                                      "missing private file", "private path", "wave a list", "registers a string",
+                                      "private a list", "lds a number"])
 def test_bulk_validation_reports_what_the_full_walk_reports(small_dump, tmp_path, breakage):
     dump = tmp_path / "dump"
     shutil.copytree(small_dump, dump, copy_function=os.link)
@@ -132,6 +133,14 @@ def test_bulk_validation_reports_what_the_full_walk_reports(small_dump, tmp_path
         os.unlink(dump / waves[77]["private"]["file"])
     elif breakage == "private path":
         waves[78]["private"]["file"] = "../private-78.bin"
+    elif breakage == "wave a list":
+        manifest["dispatches"][0]["workgroups"][10]["waves"][2] = [1, 2]
+    elif breakage == "registers a string":
+        waves[41]["registers"] = "regs/wave-41.bin"
+    elif breakage == "private a list":
+        waves[42]["private"] = [waves[42]["private"]]
+    elif breakage == "lds a number":
+        manifest["dispatches"][0]["workgroups"][12]["lds"] = 7
     (dump / "manifest.json").unlink()  # a hard link to the shared dump's: write a new file
     (dump / "manifest.json").write_text(json.dumps(manifest))
     files = open_dump_files(dump)

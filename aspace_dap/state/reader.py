@@ -24,7 +24,7 @@ from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_colu
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
-from .validate import ManifestChecker, WaveColumns, error_message, read_manifest, register_rules_for
+from .validate import ManifestChecker, WaveColumns, error_message, memory_problem, read_manifest, register_rules_for
 
 
 def _little_endian(columns: np.ndarray) -> np.ndarray:
@@ -89,10 +89,16 @@ class _Builder:
             self.spans[rel] = found
         return found
 
+    def check_memory(self, entry: Any, path: str, lds: bool = False) -> None:
+        """A private memory (or LDS) entry, which opening left to its first read (validate.check_manifest's
+        `memories`): its first problem is raised as the validator says it."""
+        problem = memory_problem(entry, path, self.lanes, lds)
+        if problem is not None:
+            raise StateError(problem.message, problem.path)
+
     def file_span(self, rel: str, where: str) -> FileSpan:
-        """The file that the field at JSON path `where` names. Opening looked only at the register
-        files (validate.check_manifest's `memories`): a bad path or a missing file for an LDS or private
-        memory is said here, as the validator says it, when it is first read."""
+        """The file that the field at JSON path `where` names; a missing one is said as the validator says
+        it (opening looked for the register files, not for the LDS and private ones)."""
         why = path_problem(rel)
         if why is not None:
             raise StateError(why, where)
@@ -132,6 +138,7 @@ class _Builder:
         private = None
         if entry.get("private") is not None:
             p = entry["private"]
+            self.check_memory(p, f"{path}.private")
             size = parse_number(p["size"])
             view = SparseMemory([Region(0, size, p["file"], 0, span=self.file_span(p["file"], f"{path}.private.file"))],
                                 "private_wave", f"{path}.private")
@@ -142,6 +149,7 @@ class _Builder:
         return [registers, valid, private, lane_pcs]
 
     def lds(self, lds: dict, path: str) -> SparseMemory:
+        self.check_memory(lds, path, lds=True)
         size = parse_number(lds["size"])
         return SparseMemory([Region(0, size, lds["file"], 0, span=self.file_span(lds["file"], f"{path}.file"))],
                             "local", path)
@@ -369,8 +377,8 @@ def _load(files: DumpFiles) -> GpuState:
     if problem is not None:
         raise StateError(problem.message, problem.path)
     # opening needs the register files (the waves table reads them) and the code objects and memories to
-    # exist; their lengths only matter once read (short = unavailable tail); an LDS or private file is
-    # looked for when first read
+    # exist; their lengths only matter once read (short = unavailable tail); an LDS or private memory's
+    # entry and file are looked at when first read
     checker = ManifestChecker(manifest, files, require_registers=False, sizes=False, memories=False)
     for problem in checker.check():
         if problem.is_error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import contains, itemgetter
 import re
 from typing import Any, Callable, NamedTuple, Protocol
 
@@ -80,7 +80,7 @@ class ManifestChecker:
         self.rules_for = rules_for if rules_for is not None else _registered_rules
         self.require_registers = require_registers
         self.sizes = sizes  # False: check that files exist, not their lengths (short files are only warnings)
-        self.memories = memories  # False: LDS and private paths are not looked at (see check_manifest)
+        self.memories = memories  # False: LDS and private entries are left to their first read (check_manifest)
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
@@ -173,13 +173,10 @@ class ManifestChecker:
         numbers = [self.number_value(v, f"{here}[{i}]", minimum) for i, v in enumerate(value)]
         return None if None in numbers else tuple(numbers)  # type: ignore[return-value]
 
-    def file(self, obj: dict, key: str, path: str, needed: int | None, memory: bool = False) -> None:
-        """A file field: a safe relative path to an existing file, ideally `needed` bytes long
-        (`memory`: an LDS or private file, whose path is looked at only with self.memories)."""
+    def file(self, obj: dict, key: str, path: str, needed: int | None) -> None:
+        """A file field: a safe relative path to an existing file, ideally `needed` bytes long."""
         rel = self.field(obj, key, path)
         if rel is _MISSING:
-            return
-        if memory and not self.memories:
             return
         here = _join(path, key)
         why = path_problem(rel)
@@ -393,8 +390,9 @@ class ManifestChecker:
         if lanes is None or workgroup_size is None:
             return False
         try:
-            # one pass per field, in C where possible; a missing key, a non-object or an unhashable
-            # value ends the bulk check
+            # one pass per field, in C where possible; a missing key, a non-object (itemgetter and
+            # dict.get raise TypeError for anything else JSON makes) or an unhashable value ends the
+            # bulk check
             ids = list(map(_ID, workgroups))
             m = len(workgroups)
             if list(map(dict.get, workgroups, repeat("cluster", m))).count(None) != m:  # checked one by one below
@@ -403,23 +401,20 @@ class ManifestChecker:
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
                 return False
             waves = list(chain.from_iterable(wave_lists))
-            if not _all_type(waves, dict):
-                return False
             wave_ids = list(map(_ID, waves))
             indexes = list(map(_INDEX, waves))
             registers = list(map(_REGISTERS, waves))
             n = len(waves)
-            privates = list(map(dict.get, waves, repeat("private", n)))
-            if privates.count(None):
-                privates = [p for p in privates if p is not None]
             # Waves with no other field than these have no valid_lanes, lane_pcs or return_addresses
             # (counted, not looked up: the common case); others are looked at field by field.
-            lane_fields = sum(map(len, waves)) != 3 * n + len(privates)
+            with_private = sum(map(contains, waves, repeat("private", n)))
+            lane_fields = sum(map(len, waves)) != 3 * n + with_private
             if lane_fields and not self._plain_lane_fields(waves):
                 return False
-            if set(map(len, ids)) != {3} or not _all_type(list(chain.from_iterable(ids)), int):
+            flat = list(chain.from_iterable(ids))
+            if set(map(len, ids)) != {3} or not (_all_type(flat, int) and _plain_numbers(flat)):
                 return False
-            if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
+            if len(set(map(tuple, ids))) != len(ids):
                 return False
             if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
                 return False
@@ -429,44 +424,24 @@ class ManifestChecker:
             items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
             if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
                 return False
-            lds = list(map(dict.get, workgroups, repeat("lds", m)))
-            if lds.count(None):
-                lds = [x for x in lds if x is not None]
-            if not (_all_type(lds, dict) and _all_type(registers, dict) and _all_type(privates, dict)):
-                return False
-            lds_sizes, lds_files = list(map(_SIZE, lds)), list(map(_FILE, lds))
             layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
-            private_layouts, private_sizes = list(map(_LAYOUT, privates)), list(map(_SIZE, privates))
-            private_files = list(map(_FILE, privates))
             layout_names = set(layouts)
-            private_kinds = set(zip(private_layouts, private_sizes)) if len(set(private_layouts)) > 1 else \
-                {(kind, size) for kind in set(private_layouts) for size in set(private_sizes)}
-            sizes = lds_sizes + private_sizes
-            if not _all_type(sizes, int):
-                return False
-            sizes = list(set(sizes))
+            # (an LDS or private file: its entry, path and presence, unless opening leaves them to their first read)
+            memory_files = self._plain_memories(workgroups, waves) if self.memories else {}
         except (KeyError, TypeError):
+            return False
+        if memory_files is None:
             return False
         if not _all_type(list(layout_names), str) or "" in layout_names or not layout_names <= self.layout_sizes.keys():
             return False
-        if not (_plain_numbers(sizes) and max(sizes, default=0) <= MAX_U64):
-            return False
-        if sum(map(len, privates)) != 3 * len(privates) and [p.get("base") for p in privates].count(None) != len(privates):
-            return False
-        for layout, size in private_kinds:
-            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
-                return False
-        rels = lds_files + register_files + private_files if self.memories else register_files
+        rels = register_files + list(memory_files) if memory_files else register_files
         if not all_plain_paths(rels):
             return False
         if self.files is not None:
             if self.sizes:
-                needed: dict[Any, int] = {}  # file -> bytes it must hold
+                needed: dict[Any, int] = dict(memory_files)  # file -> bytes it must hold
                 for layout, rel in zip(layouts, register_files):
                     _need(needed, rel, self.layout_sizes[layout])
-                if self.memories:
-                    for size, rel in zip(lds_sizes + private_sizes, lds_files + private_files):
-                        _need(needed, rel, size)
                 for rel, size in needed.items():
                     have = self.files.size(rel)
                     if have is None or have < size:
@@ -477,6 +452,41 @@ class ManifestChecker:
         if dispatch is not None:
             self.wave_columns[dispatch] = WaveColumns(wave_ids, indexes, layouts, register_files, lane_fields)
         return True
+
+    def _plain_memories(self, workgroups: list, waves: list) -> dict[str, int] | None:
+        """The LDS and private files of plain workgroups and waves (in bulk, as plain_workgroups), each
+        with the bytes it must hold; None for anything the walk would look at (KeyError or TypeError
+        for a missing field or a non-object)."""
+        lanes = self.lanes or 1
+        lds = list(map(dict.get, workgroups, repeat("lds", len(workgroups))))
+        if lds.count(None):
+            lds = [x for x in lds if x is not None]
+        privates = list(map(dict.get, waves, repeat("private", len(waves))))
+        if privates.count(None):
+            privates = [p for p in privates if p is not None]
+        lds_sizes, lds_files = list(map(_SIZE, lds)), list(map(_FILE, lds))
+        private_layouts, private_sizes = list(map(_LAYOUT, privates)), list(map(_SIZE, privates))
+        private_files = list(map(_FILE, privates))
+        kinds = set(private_layouts)
+        private_kinds = set(zip(private_layouts, private_sizes)) if len(kinds) > 1 else \
+            {(kind, size) for kind in kinds for size in set(private_sizes)}
+        sizes = lds_sizes + private_sizes
+        if not _all_type(sizes, int):
+            return None
+        distinct = list(set(sizes))
+        if not (_plain_numbers(distinct) and max(distinct, default=0) <= MAX_U64):
+            return None
+        if sum(map(len, privates)) != 3 * len(privates) and [p.get("base") for p in privates].count(None) != len(privates):
+            return None
+        for layout, size in private_kinds:
+            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
+                return None
+        needed: dict[str, int] = {}
+        for rel, size in zip(lds_files + private_files, sizes):
+            if type(rel) is not str:
+                return None
+            _need(needed, rel, size)
+        return needed
 
     @staticmethod
     def _plain_lane_fields(waves: list[dict]) -> bool:
@@ -505,9 +515,8 @@ class ManifestChecker:
         if workgroup.get("cluster") is not None:
             self.triple(workgroup, "cluster", here)
         lds = self.field(workgroup, "lds", here, required=False)
-        if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
-            size = self.number(lds, "size", f"{here}.lds")
-            self.file(lds, "file", f"{here}.lds", size, memory=True)
+        if lds is not _MISSING and self.memories:
+            self.check_lds(lds, f"{here}.lds")
         value = self.field(workgroup, "waves", here)
         waves = None if value is _MISSING else self.array(value, f"{here}.waves")
         for w, wave in enumerate(waves or []):
@@ -545,7 +554,7 @@ class ManifestChecker:
             if mask is not None and lanes and mask >> lanes:
                 self.report(f"{here}.valid_lanes", f"mask {mask:#x} sets bits past lane {lanes - 1}")
         private = self.field(wave, "private", here, required=False)
-        if private is not _MISSING:
+        if private is not _MISSING and self.memories:
             self.check_private(private, f"{here}.private")
         lane_pcs = self.field(wave, "lane_pcs", here, required=False)
         if lane_pcs is not _MISSING and self.array(lane_pcs, f"{here}.lane_pcs") is not None:
@@ -562,6 +571,11 @@ class ManifestChecker:
                     for level, address in enumerate(stack):
                         self.number_value(address, f"{here}.return_addresses[{i}][{level}]")
 
+    def check_lds(self, lds: Any, here: str) -> None:
+        if self.obj(lds, here) is not None:
+            size = self.number(lds, "size", here)
+            self.file(lds, "file", here, size)
+
     def check_private(self, private: Any, here: str) -> None:
         if self.obj(private, here) is None:
             return
@@ -576,7 +590,7 @@ class ManifestChecker:
                 self.report(f"{here}.size", f"{size} is not a multiple of 4 * {lanes} lanes (swizzled)")
             elif layout == PER_LANE and size % lanes:
                 self.report(f"{here}.size", f"{size} is not a multiple of {lanes} lanes (per_lane)")
-        self.file(private, "file", here, size, memory=True)
+        self.file(private, "file", here, size)
 
     def check_focus_and_stop(self, manifest: dict) -> None:
         focus = self.field(manifest, "focus", "", required=False)
@@ -636,13 +650,23 @@ def error_message(exc: StateError) -> str:
 def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: RulesFor | None = None,
                    require_registers: bool = True, sizes: bool = True, memories: bool = True) -> list[Problem]:
     """Problems of an already parsed manifest; with `files`, also checks the files it names (with
-    `sizes=False` only that they exist: the short-file warnings are left out; with `memories=False`
-    the LDS and private files' paths are not looked at: the reader checks each when it is first read,
-    and says the same problem with the same JSON path). The register rules
+    `sizes=False` only that they exist: the short-file warnings are left out). With `memories=False`
+    the workgroups' LDS and the waves' private memory entries are not looked at: the reader checks
+    each when it is first read (memory_problem) and says the same problem with the same JSON path.
+    The register rules
     (`rules_for`, else the registered ones) check each vendor's register sizes and, with
     `require_registers`, that every layout holds the registers the debugger needs to open a wave
     (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
     return ManifestChecker(manifest, files, rules_for, require_registers, sizes, memories).check()
+
+
+def memory_problem(entry: Any, path: str, lanes: int, lds: bool = False) -> Problem | None:
+    """The first problem of a wave's private memory entry (with `lds`, a workgroup's LDS entry) at JSON
+    path `path`, as the validator says it; its file's presence is not looked at here."""
+    checker = ManifestChecker(None, None)
+    checker.lanes = lanes
+    (checker.check_lds if lds else checker.check_private)(entry, path)
+    return next((p for p in checker.problems if p.is_error), None)
 
 
 def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:
