@@ -27,6 +27,7 @@ from aspace_dap.state.wavetable import WaveTable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from dap_client import launched  # noqa: E402
 from gen_waves import write_waves_dump  # noqa: E402
 
 LANES = 32
@@ -156,14 +157,34 @@ def test_hard_linked_register_files_are_read_once_and_only_when_the_listing_is_c
     assert files.read_ranges(rels, 0, 16) == expected
 
 
-def test_a_missing_private_file_is_said_when_it_is_read(tmp_path):
+def test_missing_memory_files_are_said_when_read_and_the_rest_of_the_wave_is_shown(tmp_path):
     dump = tmp_path / "dump"
     shutil.copytree(write_waves_dump(tmp_path / "made", 100), dump, copy_function=os.link)
-    os.unlink(dump / "mem" / "private-7.bin")
+    os.unlink(dump / "mem" / "private-7.bin")  # wave 7: workgroup 1's fourth wave
+    os.unlink(dump / "mem" / "lds-1.bin")
     session = Session(load_state(dump))
     assert len(session.thread_names()) == 400
     wave = session.state.wave_by_id(7)
     with pytest.raises(StateError) as raised:
         wave.private
-    assert str(raised.value) == "dispatches[0].workgroups[1].waves[3].private.file: missing"
-    assert session.state.wave_by_id(6).private is not None
+    private_missing = "dispatches[0].workgroups[1].waves[3].private.file: missing"
+    assert str(raised.value) == private_missing
+    assert wave.registers.value("pc") == int.from_bytes((dump / "regs" / "wave-7.bin").read_bytes()[:8], "little")
+    assert session.state.wave_by_id(6).private is not None and session.state.wave_by_id(3).workgroup.lds is not None
+    assert not session.state.modified
+
+    c, _ = launched(str(dump))
+    try:
+        assert len(c.request("threads")["threads"]) == 400
+        frames = c.request("stackTrace", {"threadId": 8})["stackFrames"]  # (thread ids are wave ids + 1)
+        assert frames[0]["source"]["name"] == "lds_tiles.hip"
+        shown = {}
+        for scope in c.request("scopes", {"frameId": frames[0]["id"]})["scopes"]:
+            for var in c.request("variables", {"variablesReference": scope["variablesReference"]})["variables"]:
+                shown.setdefault(scope["name"], {})[var["name"]] = var["value"]
+        assert shown["Locals"]["row"] == f"<unavailable: {private_missing}>"  # (at -O0 locals live in scratch)
+        assert shown["Shared"]["tile"] == "<unavailable: dispatches[0].workgroups[1].lds.file: missing>"
+        assert shown["Registers"]["pc"].startswith("0x")
+        c.request("disconnect")
+    finally:
+        c.close()

@@ -68,6 +68,20 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(lanes, dtype=bool), bitorder="little").tobytes(), "little")
 
 
+class Unreadable:
+    """A part of a wave that the dump names but that cannot be read (its file is missing): the wave's
+    other parts stay usable, and using this one raises the error, with its JSON path."""
+
+    def __init__(self, message: str, path: str):
+        self.message, self.path = message, path
+
+
+def _readable(part):
+    if isinstance(part, Unreadable):
+        raise StateError(part.message, part.path)
+    return part
+
+
 DEFAULT_REGISTER_NAMES: tuple[str, str | None] = ("pc", "exec")
 LOAD_LOCK = threading.RLock()  # a lazily built part (or wave) is built once, even with two threads asking
 
@@ -146,7 +160,7 @@ class Wave:
 
     registers = property(lambda self: self._load()[0], lambda self, v: self._set(0, v))
     valid_lanes = property(lambda self: self._load()[1], lambda self, v: self._set(1, v))
-    private = property(lambda self: self._load()[2], lambda self, v: self._set(2, v))
+    private = property(lambda self: _readable(self._load()[2]), lambda self, v: self._set(2, v))
     lane_pcs = property(lambda self: self._load()[3], lambda self, v: self._set(3, v))
 
     def _set(self, index: int, value) -> None:
@@ -426,8 +440,10 @@ class GpuState:
         """True once any overlay write happened (memories, LDS, private, registers)."""
         spaces = list(self.memory.values()) + [m for d in self.dispatches for m in d.memory.values()]
         for _, wave in self.made_waves():  # a wave not built yet has no writes
-            if wave.loaded and (wave.registers.modified or (wave.private and wave.private.wave_view.modified)):
-                return True
+            if wave.loaded:
+                private = wave._load()[2]  # (an Unreadable one has no writes)
+                if wave.registers.modified or (isinstance(private, PrivateMemory) and private.wave_view.modified):
+                    return True
         for d in self.dispatches:
             made = d.workgroups.made() if hasattr(d.workgroups, "made") else d.workgroups
             spaces += [wg.lds for wg in made if wg.lds_loaded and wg.lds is not None]

@@ -18,7 +18,7 @@ from ..errors import StateError
 from .formats import is_core_file, load_core_file
 from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files, path_problem
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Unreadable, Wave, WaveHeads,
                     Workgroup, mask_to_lanes)
 from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_column
 from .numbers import parse_number
@@ -137,16 +137,21 @@ class _Builder:
         valid = np.ones(self.lanes, dtype=bool) if mask is None else mask_to_lanes(parse_number(mask), self.lanes)
         private = None
         if entry.get("private") is not None:
-            p = entry["private"]
-            self.check_memory(p, f"{path}.private")
-            size = parse_number(p["size"])
-            view = SparseMemory([Region(0, size, p["file"], 0, span=self.file_span(p["file"], f"{path}.private.file"))],
-                                "private_wave", f"{path}.private")
-            private = PrivateMemory(p["layout"], size, self.lanes, view, _num(p.get("base"), 0), f"{path}.private")
+            try:
+                private = self.private(entry["private"], f"{path}.private")
+            except StateError as exc:  # the registers stay usable; the private memory says why it is not
+                private = Unreadable(error_message(exc), exc.path)
         lane_pcs = None
         if entry.get("lane_pcs") is not None:
             lane_pcs = np.array([parse_number(pc) for pc in entry["lane_pcs"]], dtype=np.uint64)
         return [registers, valid, private, lane_pcs]
+
+    def private(self, p: Any, path: str) -> PrivateMemory:
+        self.check_memory(p, path)
+        size = parse_number(p["size"])
+        view = SparseMemory([Region(0, size, p["file"], 0, span=self.file_span(p["file"], f"{path}.file"))],
+                            "private_wave", path)
+        return PrivateMemory(p["layout"], size, self.lanes, view, _num(p.get("base"), 0), path)
 
     def lds(self, lds: dict, path: str) -> SparseMemory:
         self.check_memory(lds, path, lds=True)
