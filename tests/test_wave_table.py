@@ -1,5 +1,6 @@
 """The wave table of a dump folder: waves made only when asked for, their columns, ids looked up without
-a dict of every wave, thread names from the columns, and hard-linked register files read once.
+a dict of every wave (ids past int64 too), thread names from the columns, hard-linked register files
+read once, paths checked in bulk, and LDS and private files checked when first read.
 
 The dumps are written with StateWriter (and edited as JSON where the writer has no way to say it:
 ids as hex strings); what each wave is is known from how it was written, and the one-by-one answers
@@ -16,12 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aspace_dap.adapters import adapter_for
 from aspace_dap.errors import StateError
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
-from aspace_dap.state.files import FolderFiles
+from aspace_dap.state.files import FolderFiles, all_plain_paths, is_plain_path, path_problem
 from aspace_dap.state.wavetable import WaveTable
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,3 +191,28 @@ def test_missing_memory_files_are_said_when_read_and_the_rest_of_the_wave_is_sho
         c.request("disconnect")
     finally:
         c.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab./-_\n\\é 0", max_size=8), max_size=6))
+def test_paths_checked_in_bulk_are_the_paths_checked_one_by_one(rels):
+    assert all_plain_paths(rels) == all(is_plain_path(rel) for rel in rels)
+    if all_plain_paths(rels):  # (a plain path is an acceptable one)
+        assert all(path_problem(rel) is None for rel in rels)
+
+
+def test_ids_past_int64_are_kept_whole(tmp_path):
+    """Wave ids may be any 64-bit number: the table keeps them as Python ints."""
+    from aspace_dap.state.sample import sample_writer
+
+    path = sample_writer().write(tmp_path / "dump")
+    manifest = json.loads((path / "manifest.json").read_text())
+    big = (1 << 64) - 1
+    manifest["dispatches"][0]["workgroups"][1]["waves"][1]["id"] = hex(big)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    session = Session(load_state(path))
+    state = session.state
+    assert state.wave_table().ids.tolist() == [0, 1, 2, big] and state.wave_by_id(big).id == big
+    assert state.wave_index(3) is None and state.wave_index(big) == 3
+    names = session.thread_names()
+    assert names[3] == session.thread_name(state.wave_by_id(big)) and f":{big} " in names[3]

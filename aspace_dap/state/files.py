@@ -12,7 +12,6 @@ import threading
 import weakref
 import zipfile
 from collections import Counter
-from itertools import repeat
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
@@ -84,9 +83,8 @@ def all_plain_paths(rels) -> bool:
         return False
     if text.translate(None, _PLAIN_BYTES) != b"\n" * (len(rels) - 1):  # (a newline inside a path leaves one too many)
         return False
-    if text.startswith(b"/") or text.endswith(b"/") or text.startswith(b"\n") or text.endswith(b"\n"):
-        return False
-    return not (b"\n\n" in text or b"\n/" in text or b"/\n" in text or b"//" in text or b".." in text)
+    lines = b"\n" + text + b"\n"
+    return not (b"\n\n" in lines or b"\n/" in lines or b"/\n" in lines or b"//" in text or b".." in text)
 
 
 class FileSpan:

@@ -20,11 +20,11 @@ from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files, path_probl
 from .memory import Region, SparseMemory
 from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Unreadable, Wave, WaveHeads,
                     Workgroup, mask_to_lanes)
-from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_column
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
 from .validate import ManifestChecker, WaveColumns, error_message, memory_problem, read_manifest, register_rules_for
+from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_column
 
 
 def _little_endian(columns: np.ndarray) -> np.ndarray:
