@@ -422,7 +422,8 @@ class ManifestChecker:
             if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
                 return False
             items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
-            if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
+            if not (_all_type(indexes, int) and _plain_numbers(indexes)
+                    and (not indexes or max(indexes) * lanes < items)):
                 return False
             layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
             layout_names = set(layouts)
@@ -476,7 +477,8 @@ class ManifestChecker:
         distinct = list(set(sizes))
         if not (_plain_numbers(distinct) and max(distinct, default=0) <= MAX_U64):
             return None
-        if sum(map(len, privates)) != 3 * len(privates) and [p.get("base") for p in privates].count(None) != len(privates):
+        if sum(map(len, privates)) != 3 * len(privates) \
+                and [p.get("base") for p in privates].count(None) != len(privates):
             return None
         for layout, size in private_kinds:
             if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):

@@ -63,7 +63,9 @@ class WaveTable:
     def first_in_workgroup(self, dispatch_id: int, workgroup: tuple[int, int, int]) -> int | None:
         """Where the first wave of that workgroup of the dispatch with that id is (dispatch 0 also
         stands for none), or None."""
-        dispatches = [i for i, d in enumerate(self.dispatches) if d.id == dispatch_id] + ([-1] if dispatch_id == 0 else [])
+        dispatches = [i for i, d in enumerate(self.dispatches) if d.id == dispatch_id]
+        if dispatch_id == 0:
+            dispatches.append(-1)
         if len(self.ids) == 0 or not dispatches:
             return None
         hit = np.isin(self.dispatch, dispatches) & self.has_workgroup
