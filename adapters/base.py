@@ -158,6 +158,11 @@ class TargetAdapter(ABC):
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
 
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        """thread_name of every wave of a state's wave table (state/wavetable.py), in its order; an
+        adapter names them from the table's columns, without building the waves."""
+        return [self.thread_name(w, a, t) for w, a, t in zip(table.waves, active, total)]
+
     # --- what the languages and the vendor's debugger name -----------------------------
 
     def coordinate_global(self, var, index) -> tuple[str, str | None] | None:

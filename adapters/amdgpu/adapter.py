@@ -279,6 +279,13 @@ class AmdgpuAdapter(TargetAdapter):
         return (f"AMDGPU Wave 0:0:{dispatch}:{wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
                 f" [{active}/{total} active]")
 
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        dispatch = [d.id for d in table.dispatches] + [0]  # (index -1: no dispatch)
+        x, y, z = table.workgroup_ids.T.tolist()
+        return [f"AMDGPU Wave 0:0:{dispatch[d]}:{i} ({a},{b},{c})/{k} [{n}/{t} active]"
+                for d, i, a, b, c, k, n, t in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z,
+                                                  table.index_in_workgroup.tolist(), active, total)]
+
     def wave_target(self, state, wave, dialect):
         return AmdgpuWaveTarget(self, state, wave, dialect)
 

@@ -404,6 +404,12 @@ class IntelAdapter(TargetAdapter):
         return (f"Intel GPU thread {wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
                 f" SIMD{wave.lanes} [{active}/{total} active]")
 
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        x, y, z = table.workgroup_ids.T.tolist()
+        return [f"Intel GPU thread {i} ({a},{b},{c})/{k} SIMD{w} [{n}/{t} active]"
+                for i, a, b, c, k, w, n, t in zip(table.ids.tolist(), x, y, z, table.index_in_workgroup.tolist(),
+                                                  table.lanes.tolist(), active, total)]
+
     def wave_target(self, state, wave, dialect):
         if state is not None:
             self.use_dump(state.target.processor, getattr(wave, "registers", None))

@@ -376,6 +376,25 @@ class NvptxAdapter(TargetAdapter):
         return (f"CUDA warp {wave.index_in_workgroup} {cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) "
                 f"thread ({first[0]},{first[1]},{first[2]}){on} [{active}/{total} active]")
 
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        dispatches = table.dispatches
+        if table.ids.dtype == object or any(max(d.workgroup_size) >= 1 << 31 for d in dispatches):
+            return super().thread_names(table, active, total)
+        on = [f" device {d.device}" if getattr(d, "device", None) is not None else "" for d in dispatches] + [""]
+        # each warp's first thread: lane 0's local id, x fastest (Wave.local_id); none without a dispatch
+        size = np.array([[max(v, 1) for v in d.workgroup_size] for d in dispatches] + [[1, 1, 1]], np.int64)
+        size = size[table.dispatch]
+        flat = table.index_in_workgroup * table.lanes
+        first = np.stack([flat % size[:, 0], flat // size[:, 0] % size[:, 1], flat // (size[:, 0] * size[:, 1])])
+        first[:, table.dispatch < 0] = 0
+        clusters = [None] * len(table) if table.clusters is None else table.clusters
+        cluster_text = ["" if c is None else f"cluster ({c[0]},{c[1]},{c[2]}) " for c in clusters]
+        x, y, z = table.workgroup_ids.T.tolist()
+        tx, ty, tz = first.tolist()
+        return [f"CUDA warp {k} {c}block ({a},{b},{e}) thread ({i},{j},{m}){on[d]} [{n}/{t} active]"
+                for k, c, a, b, e, i, j, m, d, n, t in zip(table.index_in_workgroup.tolist(), cluster_text, x, y, z,
+                                                         tx, ty, tz, table.dispatch.tolist(), active, total)]
+
     def wave_target(self, state, wave, dialect):
         return NvptxWaveTarget(self, state, wave, dialect)
 

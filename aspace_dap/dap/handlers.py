@@ -27,7 +27,7 @@ from .errors import ArgumentError
 from .focus import change_focus, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
-from .refs import thread_id, wave_of_thread
+from .refs import thread_ids, wave_of_thread
 from .waves import group_body, lane_rows
 
 requests = HandlerTable()
@@ -112,7 +112,7 @@ def configuration_done(ctx, args):
 @requests.request("threads")
 def threads(ctx, args):
     s = state_of(ctx).need()
-    return {"threads": [{"id": thread_id(w.id), "name": name} for w, name in zip(s.state.waves, s.thread_names())]}
+    return {"threads": [{"id": i, "name": name} for i, name in zip(thread_ids(s.wave_ids()), s.thread_names())]}
 
 
 @requests.request("waveGroups", optional={"group": int})
