@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aspace_dap.codeobj.sections import Section, section_table
 from aspace_dap.errors import CodeObjectError
 
 EM_AMDGPU = 224
@@ -90,26 +91,6 @@ def relocation_name(rtype: int) -> str:
     return f"{name} ({rtype})" if name else f"unknown AMDGPU relocation type {rtype}"
 
 
-@dataclass(frozen=True)
-class _Section:
-    index: int
-    name: str
-    type: int
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    align: int
-    entsize: int
-    header_at: int
-
-    @property
-    def is_dwarf(self) -> bool:
-        return self.name.startswith(".debug_")
-
-
 def is_relocatable_amdgpu(data: bytes) -> bool:
     """An ELF64 little-endian AMDGPU object of type ET_REL."""
     if len(data) < 20 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -118,34 +99,7 @@ def is_relocatable_amdgpu(data: bytes) -> bool:
     return e_type == ET_REL and e_machine == EM_AMDGPU
 
 
-def _sections(data: bytes, label: str) -> list[_Section]:
-    if len(data) < 64:
-        raise CodeObjectError(f"{label}: ELF header is truncated")
-    shoff, = struct.unpack_from("<Q", data, 40)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
-    if shnum and (shentsize != 64 or shoff + shnum * 64 > len(data)):
-        raise CodeObjectError(f"{label}: section header table lies outside the file")
-    raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * 64) for i in range(shnum)]
-    if not 0 <= shstrndx < shnum:
-        raise CodeObjectError(f"{label}: bad section name table index {shstrndx}")
-    names = _body(data, raw[shstrndx][4], raw[shstrndx][5], label, "the section name table")
-    out = []
-    for i, (name, stype, flags, addr, off, size, link, info, align, entsize) in enumerate(raw):
-        if stype != SHT_NOBITS:
-            _body(data, off, size, label, f"section {i}")
-        end = names.find(b"\0", name)
-        text = names[name:end if end >= 0 else len(names)].decode("latin-1") if name < len(names) else ""
-        out.append(_Section(i, text, stype, flags, addr, off, size, link, info, align, entsize, shoff + i * 64))
-    return out
-
-
-def _body(data: bytes, offset: int, size: int, label: str, what: str) -> bytes:
-    if offset + size > len(data):
-        raise CodeObjectError(f"{label}: {what} runs past the end of the {len(data)}-byte file")
-    return data[offset:offset + size]
-
-
-def layout(sections: list[_Section]) -> dict[int, int]:
+def layout(sections: list[Section]) -> dict[int, int]:
     """Addresses of the allocated sections: code first from 0 in section order, then data, each aligned."""
     alloc = [s for s in sections if s.flags & SHF_ALLOC and s.size]
     order = ([s for s in alloc if s.flags & SHF_EXECINSTR]
@@ -169,7 +123,7 @@ def relocate_object(data: bytes, label: str = "object") -> bytes:
     data = bytes(data)
     if not is_relocatable_amdgpu(data):
         raise CodeObjectError(f"{label}: not a relocatable AMDGPU ELF64 object")
-    sections = _sections(data, label)
+    sections = section_table(data, label)
     out = bytearray(data)
     laid_out = any(s.addr for s in sections if s.flags & SHF_ALLOC)
     if laid_out:  # our own earlier result
@@ -202,7 +156,7 @@ class _SymbolValues:
     unknown: np.ndarray  # bool: defined in a section this reader cannot name (extended section index)
 
 
-def _symbols(symtab: _Section, data: bytes, out: bytearray, addresses: dict[int, int], label: str,
+def _symbols(symtab: Section, data: bytes, out: bytearray, addresses: dict[int, int], label: str,
              move: bool) -> _SymbolValues:
     if symtab.entsize != _SYM.itemsize or symtab.size % _SYM.itemsize:
         raise CodeObjectError(f"{label}: symbol table {symtab.name} has entries of {symtab.entsize} bytes")
@@ -229,7 +183,7 @@ def _symbols(symtab: _Section, data: bytes, out: bytearray, addresses: dict[int,
     return _SymbolValues(value, defined, unknown)
 
 
-def _apply(rela: _Section, target: _Section, out: bytearray, symbols: _SymbolValues, addresses: dict[int, int],
+def _apply(rela: Section, target: Section, out: bytearray, symbols: _SymbolValues, addresses: dict[int, int],
            label: str) -> None:
     if rela.entsize not in (0, _RELA.itemsize) or rela.size % _RELA.itemsize:
         raise CodeObjectError(f"{label}: {rela.name} has entries of {rela.entsize} bytes")
@@ -287,7 +241,7 @@ def _apply(rela: _Section, target: _Section, out: bytearray, symbols: _SymbolVal
 
 
 def _write_absolute(addend: np.ndarray, s: np.ndarray, rtype: np.ndarray, offsets: np.ndarray, apply: np.ndarray,
-                    target: _Section, out: bytearray, rela: _Section, label: str) -> None:
+                    target: Section, out: bytearray, rela: Section, label: str) -> None:
     """The DWARF's records, all at once (a big object has hundreds of thousands): S + A, its halves, or
     S + A checked to fit 32 bits."""
     total = s + addend.view(np.uint64)  # S + A modulo 2**64

@@ -84,21 +84,16 @@ class WaveTable:
         return out
 
 
-class LazyWaves(Sequence):
-    """`count` waves, each made by `make(index)` the first time it is asked for (then kept)."""
+class _MadeOnDemand(Sequence):
+    """`count` items, each made by `make(index)` the first time it is asked for (then kept); the
+    lock makes two readers of one index get one object."""
 
-    def __init__(self, count: int, make: Callable[[int], Wave], ids: np.ndarray):
+    _what = "item"
+
+    def __init__(self, count: int, make: Callable[[int], object]):
         self._count = count
         self._make = make
-        self._made: dict[int, Wave] = {}
-        self.ids = ids
-        self._lookup: Callable[[int], int | None] | None = None
-        # the registers holding each wave's pc and execution mask (GpuState.use_register_names)
-        self.register_names: tuple[str, str | None] = DEFAULT_REGISTER_NAMES
-
-    def set_ids(self, ids: np.ndarray) -> None:
-        """The ids of all the waves (their count too), once the reader has them."""
-        self.ids, self._count, self._lookup = ids, len(ids), None
+        self._made: dict[int, object] = {}
 
     def __len__(self) -> int:
         return self._count
@@ -110,17 +105,34 @@ class LazyWaves(Sequence):
         if i < 0:
             i += self._count
         if not 0 <= i < self._count:
-            raise IndexError(f"wave index {index} out of range ({self._count} waves)")
-        wave = self._made.get(i)
-        if wave is None:
+            raise IndexError(f"{self._what} index {index} out of range ({self._count} {self._what}s)")
+        item = self._made.get(i)
+        if item is None:
             with LOAD_LOCK:
-                wave = self._made.get(i)
-                if wave is None:
-                    wave = self._made[i] = self._make(i)
-        return wave
+                item = self._made.get(i)
+                if item is None:
+                    item = self._made[i] = self._make(i)
+        return item
 
     def __iter__(self):
         return map(self.__getitem__, range(self._count))
+
+
+class LazyWaves(_MadeOnDemand):
+    """`count` waves, each made by `make(index)` the first time it is asked for (then kept)."""
+
+    _what = "wave"
+
+    def __init__(self, count: int, make: Callable[[int], Wave], ids: np.ndarray):
+        super().__init__(count, make)
+        self.ids = ids
+        self._lookup: Callable[[int], int | None] | None = None
+        # the registers holding each wave's pc and execution mask (GpuState.use_register_names)
+        self.register_names: tuple[str, str | None] = DEFAULT_REGISTER_NAMES
+
+    def set_ids(self, ids: np.ndarray) -> None:
+        """The ids of all the waves (their count too), once the reader has them."""
+        self.ids, self._count, self._lookup = ids, len(ids), None
 
     def __repr__(self) -> str:
         return f"LazyWaves({self._count} waves, {len(self._made)} made)"
@@ -185,37 +197,15 @@ class WaveSlice(Sequence):
         return f"WaveSlice({self._start}:{self._end} of {self._waves!r})"
 
 
-class LazyWorkgroups(Sequence):
+class LazyWorkgroups(_MadeOnDemand):
     """A dispatch's `count` workgroups, each made by `make(index)` when first asked for; `waves` are
     all of the dispatch's waves."""
 
+    _what = "workgroup"
+
     def __init__(self, count: int, make: Callable[[int], Workgroup], waves: WaveSlice):
-        self._count = count
-        self._make = make
-        self._made: dict[int, Workgroup] = {}
+        super().__init__(count, make)
         self.waves = waves
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._count))]
-        i = operator.index(index)
-        if i < 0:
-            i += self._count
-        if not 0 <= i < self._count:
-            raise IndexError(f"workgroup index {index} out of range ({self._count} workgroups)")
-        workgroup = self._made.get(i)
-        if workgroup is None:
-            with LOAD_LOCK:
-                workgroup = self._made.get(i)
-                if workgroup is None:
-                    workgroup = self._made[i] = self._make(i)
-        return workgroup
-
-    def __iter__(self):
-        return map(self.__getitem__, range(self._count))
 
     def made(self) -> list[Workgroup]:
         return [self._made[i] for i in sorted(self._made)]
