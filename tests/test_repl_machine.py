@@ -182,6 +182,16 @@ def test_help_lists_the_machine_commands(amd):
         assert command in text
 
 
+def test_help_names_builtins_that_evaluate(amd):
+    """Every coordinate name the help offers answers in the Debug Console of a HIP dump."""
+    text = repl_in(amd, "help")
+    for name in ("threadIdx.x", "blockIdx", "blockDim", "gridDim", "warpSize", "get_local_id(0)", "$_lane",
+                 "$_dispatch_pos", "$_workitem_global_id"):
+        assert name in text
+        assert repl_in(amd, name.replace("(n)", "(0)")) != ""
+    assert repl_in(amd, "threadIdx.x") == repl_in(amd, "get_local_id(0)")
+
+
 @pytest.mark.parametrize("dump, vendor", [("cuda/dumps/divergent_call.sm_90.G", "nvidia"),
                                           ("opencl/dumps/lds_tiles.pvc", "intel")])
 def test_x_i_for_nvidia_and_intel(dump, vendor):

@@ -60,6 +60,9 @@ HELP = """aspace-dap REPL commands:
                       vector registers with every lane's element (inactive lanes named)
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
+                      the lane's coordinates in any expression: threadIdx.x, blockIdx, blockDim, gridDim,
+                      warpSize (CUDA, HIP); get_local_id(0), get_group_id(n), get_global_id(n) (OpenCL);
+                      $_lane, $_dispatch_pos, $_workitem_global_id (ROCgdb's, gdb-oneapi's)
   print/x EXPRESSION  the same in hex, every element and member (also p/x; print EXPRESSION, p EXPRESSION;
                       where the frame has a variable p, `p + 1` is that expression: write print)
   aspace help         this list (also `-help`, for clients whose REPL keeps `help` for itself)
