@@ -8,9 +8,10 @@ resolved once and then:
   look regular and may block or be consumed by a read): FIFOs, devices and
   sockets are refused before anything opens them (a stat first, then an
   O_NONBLOCK open whose descriptor is checked again), and never past a size limit;
-- for source files, read only under the roots a session allows: the dump, the
-  code objects and the source folders the debug info names, after the
-  client's sourceMap (`PathPolicy`);
+- for source files, read only under what the user opened: the dump, the code
+  object named at launch, and (for files the debug info names) the working
+  directory; a name in the debug info or a sourceMap entry opens nothing
+  (`PathPolicy`);
 - written only inside a save folder the caller chose, through a temporary
   sibling renamed into place (`writing_folder`); the names inside are made by
   the writer, never taken from input.
@@ -168,27 +169,38 @@ def check_client_file(path: str, what: str, magics: tuple[bytes, ...]) -> str:
 class PathPolicy:
     """The folders and files one session may read source text from.
 
-    Roots are compared after resolving symlinks, so a link inside an allowed
+    Read roots: every file below may be read (the dump, the code object the user named). Named roots:
+    only files the debug info names may be read below (the working directory); the caller says which
+    kind of read it is. Roots are compared after resolving symlinks, so a link inside an allowed
     folder cannot lead out of it.
     """
 
     def __init__(self) -> None:
         self._roots: set[str] = set()
+        self._named_roots: set[str] = set()
         self._files: set[str] = set()
         self._lock = threading.Lock()
 
-    def allow_read_root(self, folder: str | os.PathLike) -> None:
+    def _add_root(self, roots: set[str], folder: str | os.PathLike) -> None:
         real = os.path.realpath(folder)
         if is_pseudo_file_system(real) or real == "/":
             return  # never a source root, whatever a file or a map says
         with self._lock:
-            self._roots.add(real)
+            roots.add(real)
+
+    def allow_read_root(self, folder: str | os.PathLike) -> None:
+        self._add_root(self._roots, folder)
+
+    def allow_named_root(self, folder: str | os.PathLike) -> None:
+        """Below `folder`, files the debug info names may be read (`allows(..., named=True)`)."""
+        self._add_root(self._named_roots, folder)
 
     def allow_read_file(self, path: str | os.PathLike) -> None:
         with self._lock:
             self._files.add(os.path.realpath(path))
 
-    def allows(self, path: str | os.PathLike) -> bool:
+    def allows(self, path: str | os.PathLike, named: bool = False) -> bool:
+        """Whether `path` may be read; `named`: the debug info names it (the named roots count too)."""
         try:
             real = os.path.realpath(path)
         except (OSError, ValueError):
@@ -196,16 +208,18 @@ class PathPolicy:
         if is_pseudo_file_system(real):
             return False
         with self._lock:
-            return real in self._files or any(_within(real, root) for root in self._roots)
+            roots = self._roots | self._named_roots if named else self._roots
+            return real in self._files or any(_within(real, root) for root in roots)
 
-    def check_read(self, path: str | os.PathLike, what: str = "file") -> str:
+    def check_read(self, path: str | os.PathLike, what: str = "file", named: bool = False) -> str:
         """The resolved path if the policy allows reading it; the uniform refusal otherwise."""
-        if not isinstance(path, (str, os.PathLike)) or "\0" in os.fspath(path) or not self.allows(path):
+        if not isinstance(path, (str, os.PathLike)) or "\0" in os.fspath(path) or not self.allows(path, named):
             raise _cannot_open(what, path)
         return os.path.realpath(path)
 
-    def read_text(self, path: str | os.PathLike, what: str, max_bytes: int, limit_name: str) -> str:
-        real = self.check_read(path, what)
+    def read_text(self, path: str | os.PathLike, what: str, max_bytes: int, limit_name: str,
+                  named: bool = False) -> str:
+        real = self.check_read(path, what, named)
         return read_regular(real, what, max_bytes, limit_name).decode("utf-8", errors="replace")
 
 

@@ -1,12 +1,13 @@
 """The path policy against a hostile client, over the real servers (stdio and TCP).
 
-A client may only read what the dump, its code objects and the debug info's
-source folders hold, may only write inside the save folder it names, and
+A client may only read what the user opened (the dump, the launch's code object,
+the working directory), may only write inside the save folder it names, and
 cannot tell a missing path from an unreadable one.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -90,15 +91,85 @@ def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
     assert "__shared__" in client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
 
 
-def test_a_folder_map_reads_only_below_the_mapped_folder(connect, tmp_path):
-    (tmp_path / "exception_ptr.h").write_text("// mapped copy\n")
+def test_a_folder_map_reads_only_what_was_opened(connect, tmp_path):
+    """A sourceMap only says where to look: the mapped file is read when it lies inside what the user
+    opened (here the dump's folder), never because the map points somewhere."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    (dump / "include").mkdir()
+    (dump / "include" / "exception_ptr.h").write_text("// mapped copy\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "exception_ptr.h").write_text("// not opened\n")
     (tmp_path / "secret.txt").write_text("not for clients\n")
     client = connect()
-    assert launch(client, state=str(DUMP), sourceMap={"/usr/include/c++/12/bits": str(tmp_path)})["success"]
-    mapped = str(tmp_path / "exception_ptr.h")
+    assert launch(client, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(dump / "include")})["success"]
+    mapped = str(dump / "include" / "exception_ptr.h")
     assert client.request("source", {"source": {"path": mapped}}, timeout=TIMEOUT)["content"] == "// mapped copy\n"
     response = client.request_raw("source", {"source": {"path": str(tmp_path / "secret.txt")}}, timeout=TIMEOUT)
     assert_refused(response, "not for clients")
+    other = connect()
+    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)})["success"]
+    response = other.request_raw("source", {"source": {"path": str(outside / "exception_ptr.h")}}, timeout=TIMEOUT)
+    assert_refused(response, "not opened")
+
+
+def code_object_naming(path: str) -> bytes:
+    """A small gfx90a code object (benchmarks/gen_big_code_object.py) whose line table names `path`."""
+    from test_codeobj_generated import load_generator
+
+    stem = "s" * 200
+    image, _, _ = load_generator().write_code_object(20, 1, stem)
+    old = (stem + "_00000.hip").encode()
+    assert len(path.encode()) < len(old) and old in image
+    return image.replace(old, path.encode().ljust(len(old), b"\0"))
+
+
+def test_a_code_object_the_client_wrote_does_not_open_the_files_it_names(connect, tmp_path):
+    """writeMemory puts a code object naming a secret into the dump's memory, saveDump writes it as a
+    file, a new launch names that file as its code object: the secret is still not a source."""
+    secret = tmp_path / "private" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("not for clients\n")
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    (dump / "mem" / "scratchpad.bin").write_bytes(bytes(16 << 10))
+    manifest["memory"].append({"space": "global", "address": "0x7f0001000000", "size": 16 << 10,
+                               "file": "mem/scratchpad.bin", "file_offset": 0})
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = connect()
+    assert launch(client, state=str(dump))["success"]
+    for named in (str(secret), "/etc/passwd"):
+        image = code_object_naming(named)
+        client.request("writeMemory", {"memoryReference": "global#0x7f0001000000",
+                                       "data": base64.b64encode(image).decode()}, timeout=TIMEOUT)
+        saved = Path(client.request("saveDump", {"path": str(tmp_path / f"saved-{len(named)}")}, timeout=60)["path"])
+        written = next(p for p in (saved / "mem").iterdir() if p.read_bytes().startswith(b"\x7fELF"))
+        other = connect()
+        assert launch(other, state=str(saved), codeObject=str(written))["success"]
+        names = [s["path"] for s in other.request("loadedSources", timeout=TIMEOUT)["sources"]]
+        assert named in names  # the code object does name it
+        response = other.request_raw("source", {"source": {"path": named}}, timeout=TIMEOUT)
+        assert_refused(response, "not for clients", "root:")
+
+
+def test_a_symlink_in_the_dump_does_not_lead_a_source_out_of_it(connect, tmp_path):
+    """The debug info names examples/lds_tiles/lds_tiles.hip; the dump's code/lds_tiles.hip (nearest
+    to the code object, so looked at first) is a link to /etc/passwd: it is passed over."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    link = dump / "code" / "lds_tiles.hip"
+    link.symlink_to("/etc/passwd")
+    first_line = Path("/etc/passwd").read_text().splitlines()[0]
+    client = connect()
+    assert launch(client, state=str(dump))["success"]
+    kernel = next(s for s in client.request("loadedSources", timeout=TIMEOUT)["sources"]
+                  if s["name"] == "lds_tiles.hip")
+    assert kernel["path"] != str(link)
+    content = client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
+    assert "__shared__" in content and first_line not in content
+    assert_refused(client.request_raw("source", {"source": {"path": str(link)}}, timeout=TIMEOUT), first_line)
 
 
 # ---- a save writes only inside its folder, with names the writer makes ----
