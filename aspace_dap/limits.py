@@ -17,7 +17,7 @@ _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_CODE_OBJECT_BYTES": (512 << 20, "bytes of one code object file read from disk"),
     "MAX_MANIFEST_BYTES": (64 << 20, "bytes of a dump's manifest.json"),
-    "MAX_ZIP_EXTRACT_BYTES": (4 << 30, "bytes of compressed zip members or of a gzip-compressed core unpacked for one dump (to a temporary folder)"),
+    "MAX_DECOMPRESSED_BYTES": (4 << 30, "bytes one input may inflate to: a dump's compressed zip members or a gzip-compressed core together (on disk); a code object's compressed entries together (in memory, also within MAX_CODE_OBJECT_BYTES)"),
     "MAX_SOURCE_BYTES": (16 << 20, "bytes of one source file sent to a client"),
     "MAX_REQUEST_BYTES": (16 << 20, "bytes of one DAP or LSP message from a client"),
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
@@ -64,7 +64,7 @@ def limit_hint(name: str) -> str:
 
 MAX_CODE_OBJECT_BYTES = _load("MAX_CODE_OBJECT_BYTES")
 MAX_MANIFEST_BYTES = _load("MAX_MANIFEST_BYTES")
-MAX_ZIP_EXTRACT_BYTES = _load("MAX_ZIP_EXTRACT_BYTES")
+MAX_DECOMPRESSED_BYTES = _load("MAX_DECOMPRESSED_BYTES")
 MAX_SOURCE_BYTES = _load("MAX_SOURCE_BYTES")
 MAX_REQUEST_BYTES = _load("MAX_REQUEST_BYTES")
 MAX_EXPRESSION_CHARS = _load("MAX_EXPRESSION_CHARS")

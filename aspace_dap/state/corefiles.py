@@ -41,25 +41,20 @@ class CoreFiles(DumpFiles):
         return target
 
     def inflate(self, path: Path) -> Path:
-        """A gzip-compressed core inflated into the temporary folder (removed with the state), up to
-        MAX_ZIP_EXTRACT_BYTES; the compressed file is only read."""
+        """A gzip-compressed core inflated into the temporary folder (removed with the state), within
+        MAX_DECOMPRESSED_BYTES (aspace_dap.inflate); the compressed file is only read."""
         import gzip
         import zlib
 
-        from .. import limits
+        from ..inflate import copy_inflated, dump_budget
 
         if self._tempdir[0] is None:
             self._tempdir[0] = make_temp_dir(self._temp_prefix)
         target = Path(self._tempdir[0]) / "inflated.core"
-        written = 0
         try:
             with gzip.open(path, "rb") as src, open(target, "wb") as out:
-                while chunk := src.read(16 << 20):
-                    written += len(chunk)
-                    if written > limits.MAX_ZIP_EXTRACT_BYTES:
-                        raise StateError(f"inflates to more than {limits.MAX_ZIP_EXTRACT_BYTES} bytes "
-                                         + limits.limit_hint("MAX_ZIP_EXTRACT_BYTES"), str(path))
-                    out.write(chunk)
+                copy_inflated(src.read, out, "the gzip-compressed core", dump_budget(),
+                              lambda message: StateError(message, str(path)))
         except (OSError, EOFError, zlib.error) as exc:
             raise StateError(f"{self._kind} compressed with gzip cannot be inflated: {exc}", str(path)) from exc
         return target
