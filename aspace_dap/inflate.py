@@ -15,7 +15,7 @@ is a code object held in memory.
 from __future__ import annotations
 
 import zlib
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, ContextManager
 
 from . import limits
 from .errors import AspaceError, CodeObjectError
@@ -102,16 +102,18 @@ def inflate_zlib(payload: bytes, what: str, budget: Budget, expected: int | None
 
 
 def copy_inflated(read: Callable[[int], bytes], out: BinaryIO, what: str, budget: Budget,
-                  error: ErrorType, each: Callable[[], None] | None = None) -> int:
+                  error: ErrorType, gate: Callable[[], ContextManager] | None = None) -> int:
     """Write what `read(n)` (a gzip or zip member stream) yields to `out`, within `budget`; bytes written.
-    `each` runs before every chunk (a writer's check that it may go on)."""
+    Each write happens inside `gate()` (tempfiles.writing: SIGTERM waits for it, then stops the next)."""
     written = 0
     while True:
         chunk = read(CHUNK)
         if not chunk:
             return written
         budget.take(len(chunk), what, error)
-        if each is not None:
-            each()
-        out.write(chunk)
+        if gate is None:
+            out.write(chunk)
+        else:
+            with gate():
+                out.write(chunk)
         written += len(chunk)

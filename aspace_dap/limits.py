@@ -22,11 +22,13 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_REQUEST_BYTES": (16 << 20, "bytes of one DAP or LSP message from a client"),
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
     "MAX_EVAL_SECONDS": (10, "seconds one expression may take to evaluate"),
+    "MAX_SAVE_SECONDS": (300, "seconds one save (saveDump, the REPL's save) may take"),
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
     "MAX_QUEUED_REQUESTS": (64, "requests of one client waiting to run"),
     "MAX_SESSIONS": (64, "clients a TCP server serves at once"),
     "MAX_SERVER_BUFFER_BYTES": (256 << 20, "bytes of requests and answers all clients of a TCP server hold together"),
-    "MAX_STALL_SECONDS": (60, "seconds a TCP client may take none of its answers, or stop mid-message"),
+    "MAX_STALL_SECONDS": (60, "seconds a socket client may take none of its answers, or stop mid-message"),
+    "MAX_INITIALIZE_SECONDS": (10, "seconds a socket client may take to complete initialize (and present the TCP server's secret)"),
     "STDIN_CLOSED_GRACE_SECONDS": (30, "seconds queued requests may still run after stdin closed"),
     "MAX_GLOB_FILES": (1000, "code objects one language-server glob may match"),
     "MAX_GLOB_ENTRIES": (200_000, "directory entries one language-server glob may visit"),
@@ -69,11 +71,13 @@ MAX_SOURCE_BYTES = _load("MAX_SOURCE_BYTES")
 MAX_REQUEST_BYTES = _load("MAX_REQUEST_BYTES")
 MAX_EXPRESSION_CHARS = _load("MAX_EXPRESSION_CHARS")
 MAX_EVAL_SECONDS = _load("MAX_EVAL_SECONDS")
+MAX_SAVE_SECONDS = _load("MAX_SAVE_SECONDS")
 MAX_PENDING_OUTPUT_BYTES = _load("MAX_PENDING_OUTPUT_BYTES")
 MAX_QUEUED_REQUESTS = _load("MAX_QUEUED_REQUESTS")
 MAX_SESSIONS = _load("MAX_SESSIONS")
 MAX_SERVER_BUFFER_BYTES = _load("MAX_SERVER_BUFFER_BYTES")
 MAX_STALL_SECONDS = _load("MAX_STALL_SECONDS")
+MAX_INITIALIZE_SECONDS = _load("MAX_INITIALIZE_SECONDS")
 STDIN_CLOSED_GRACE_SECONDS = _load("STDIN_CLOSED_GRACE_SECONDS")
 MAX_GLOB_FILES = _load("MAX_GLOB_FILES")
 MAX_GLOB_ENTRIES = _load("MAX_GLOB_ENTRIES")

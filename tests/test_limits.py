@@ -540,14 +540,18 @@ def test_an_overstated_content_length_does_not_swallow_what_follows(launched_std
 
 # ---- saves are atomic, temporary folders go with SIGTERM ------------------------------
 
-def big_sparse_dump(tmp_path: Path) -> Path:
-    """The example dump with 3 GiB more global memory in a sparse file: slow to save, cheap to make."""
+def big_sparse_dump(tmp_path: Path, size: int = 3 * GiB) -> Path:
+    """The example dump with `size` more global memory in a sparse file that holds a byte in every 16 MiB
+    (a save's piece): slow to save (every piece is read and scanned), cheap to make and to save."""
     dump = tmp_path / "big"
     shutil.copytree(DUMP, dump)
     manifest = json.loads((dump / "manifest.json").read_text())
     with open(dump / "mem" / "big.bin", "wb") as f:
-        f.truncate(3 * GiB)
-    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": 3 * GiB,
+        f.truncate(size)
+        for at in range(0, size, 16 << 20):
+            f.seek(at)
+            f.write(b"\1")
+    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": size,
                                "file": "mem/big.bin", "file_offset": 0})
     (dump / "manifest.json").write_text(json.dumps(manifest))
     return dump
@@ -596,6 +600,148 @@ def test_sigterm_removes_the_zip_extraction_folder(tmp_path, monkeypatch):
     finally:
         client.close()
     assert not list(scratch.iterdir())
+
+
+def partial_saves(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if ".aspace-partial-" in p.name]
+
+
+def saving(client, dump: Path, target: Path) -> int:
+    """Launch `dump`, start saving it to `target` and return the request's seq once the save has begun
+    writing (its partial folder exists)."""
+    assert launch(client, state=str(dump))["success"]
+    seq = client.send("saveDump", {"path": str(target)})
+    deadline = time.monotonic() + TIMEOUT
+    while not (target.parent.exists() and partial_saves(target.parent)):
+        assert time.monotonic() < deadline, "the save never began"
+        time.sleep(0.005)
+    return seq
+
+
+def test_a_cancelled_save_stops_and_leaves_nothing(tmp_path):
+    dump = big_sparse_dump(tmp_path)
+    target = tmp_path / "new" / "deeper" / "saved"
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        seq = saving(client, dump, target)
+        client.request("cancel", {"requestId": seq}, timeout=TIMEOUT)
+        answer = client.wait_response(seq, timeout=TIMEOUT)
+        assert not answer["success"] and answer["message"] == "cancelled", answer
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["big"], "the save left something behind"
+        assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    finally:
+        client.close()
+
+
+def test_a_save_over_its_time_budget_is_refused_by_name_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASPACE_MAX_SAVE_SECONDS", "1")
+    dump = big_sparse_dump(tmp_path)
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        for request in (("saveDump", {"path": str(tmp_path / "new" / "saved")}),
+                        ("evaluate", {"expression": f"save {tmp_path / 'new' / 'again'}", "context": "repl"})):
+            answer = client.request_raw(*request, timeout=TIMEOUT)
+            assert_clear_error(answer, "MAX_SAVE_SECONDS")
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["big"], "the save left something behind"
+    finally:
+        client.close()
+
+
+def test_a_save_of_a_huge_sparse_region_keeps_its_holes(tmp_path, monkeypatch):
+    """64 GiB of global memory that is one sparse hole: nothing of it is read or written."""
+    monkeypatch.setenv("ASPACE_MAX_SAVE_SECONDS", "60")
+    dump = tmp_path / "huge"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    with open(dump / "mem" / "huge.bin", "wb") as f:
+        f.truncate(64 * GiB)
+    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": 64 * GiB,
+                               "file": "mem/huge.bin", "file_offset": 0})
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        saved = Path(client.request("saveDump", {"path": str(tmp_path / "saved")}, timeout=90)["path"])
+    finally:
+        client.close()
+    on_disk = sum(p.stat().st_blocks * 512 for p in saved.rglob("*") if p.is_file())
+    assert on_disk < 1 << 20, on_disk
+    region = next(r for r in json.loads((saved / "manifest.json").read_text())["memory"]
+                  if r["address"] == "0x100000000000")
+    assert region["size"] == 64 * GiB and (saved / region["file"]).stat().st_size == 64 * GiB
+
+
+def many_waves_dump(tmp_path: Path, workgroups: int) -> Path:
+    """The example's workgroup repeated (benchmarks/gen_waves.py): a save writes two files per wave."""
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_waves.py"), str(tmp_path / "waves"),
+                    "--workgroups", str(workgroups)], check=True, stdout=subprocess.DEVNULL, env=_server_env())
+    return tmp_path / "waves"
+
+
+def test_sigterm_during_a_save_leaves_no_partial_folder(tmp_path):
+    """Eleven times: SIGTERM at another moment of a save that is writing thousands of files (while the
+    removal runs, a writer that is not stopped first makes new ones); no partial folder stays."""
+    import random
+
+    dump = many_waves_dump(tmp_path, 1000)
+    rng = random.Random(11)
+    for trial in range(11):
+        out = tmp_path / f"out-{trial}"
+        client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        try:
+            saving(client, dump, out / "saved")
+            time.sleep(rng.uniform(0, 0.5))
+            client.process.send_signal(signal.SIGTERM)
+            assert client.process.wait(TIMEOUT) == 128 + signal.SIGTERM
+        finally:
+            client.close()
+        left = sorted(p.name for p in out.iterdir())
+        assert left in ([], ["saved"]), f"trial {trial}: {left}"
+
+
+def test_a_killed_servers_temporary_folders_are_removed_by_the_next_one(tmp_path, monkeypatch):
+    """A server killed with SIGKILL removes nothing; the next one to make a temporary folder removes every
+    folder of a server that is gone (and none of one that lives)."""
+    from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
+    from aspace_dap.state import load_state
+
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    with load_state(DUMP) as state:
+        core = write_rocm_core(state, tmp_path / "gpucore.4242")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    dump = tmp_path / "dump.zip"
+    with zipfile.ZipFile(dump, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in DUMP.rglob("*"):
+            if path.is_file():
+                archive.write(path, str(path.relative_to(DUMP)))
+    unrelated = scratch / "aspace-not-ours"  # a folder of that name without a lock file is left alone
+    unrelated.mkdir()
+    for state_path, kind in ((core, "rocmcore"), (dump, "state")):
+        client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        assert launch(client, state=str(state_path))["success"]
+        client.process.kill()
+        client.close()
+        # what the server killed before it left was removed when this one made its folder
+        leftovers = sorted(p.name for p in scratch.iterdir() if p != unrelated)
+        assert [name.split("-")[1] for name in leftovers] == [kind], leftovers
+    living = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(living, state=str(dump))["success"]
+        now = sorted(p.name for p in scratch.iterdir() if p != unrelated)
+        assert len(now) == 1 and now[0] not in leftovers, (leftovers, now)
+        other = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        try:  # a second server sweeps too, and leaves the living server's folder
+            assert launch(other, state=str(core))["success"]
+            assert set(now) < {p.name for p in scratch.iterdir()}
+        finally:
+            other.process.send_signal(signal.SIGTERM)
+            other.close()
+    finally:
+        living.process.send_signal(signal.SIGTERM)
+        living.close()
+    assert [p.name for p in scratch.iterdir()] == ["aspace-not-ours"]
 
 
 # ---- the language server ---------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import StateError
-from ..paths import make_temp_dir, remove_temp_dir
+from ..tempfiles import make_temp_dir, remove_temp_dir, writing
 from .files import DumpFiles, FileSpan
 
 
@@ -37,7 +37,8 @@ class CoreFiles(DumpFiles):
         # the name may come from the core (a link map entry): keep a plain file name of it
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)[:100].lstrip(".") or "image"
         target = Path(self._tempdir[0]) / safe
-        target.write_bytes(data)
+        with writing():
+            target.write_bytes(data)
         return target
 
     def inflate(self, path: Path) -> Path:
@@ -54,7 +55,7 @@ class CoreFiles(DumpFiles):
         try:
             with gzip.open(path, "rb") as src, open(target, "wb") as out:
                 copy_inflated(src.read, out, "the gzip-compressed core", dump_budget(),
-                              lambda message: StateError(message, str(path)))
+                              lambda message: StateError(message, str(path)), writing)
         except (OSError, EOFError, zlib.error) as exc:
             raise StateError(f"{self._kind} compressed with gzip cannot be inflated: {exc}", str(path)) from exc
         return target
@@ -78,6 +79,8 @@ class CoreFiles(DumpFiles):
 class BytesSpan(FileSpan):
     """Bytes built in memory (registers transposed to the model's order, a record split over
     segments) behind the FileSpan interface."""
+
+    sparse_aware = False  # no file behind it
 
     def __init__(self, data: bytes):
         super().__init__(lambda: (Path(os.devnull), 0), len(data))

@@ -19,7 +19,8 @@ import numpy as np
 from .. import limits
 from ..errors import StateError
 from ..inflate import copy_inflated, dump_budget
-from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
+from ..paths import PathRefused, read_regular
+from ..tempfiles import make_temp_dir, remove_temp_dir, writing
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
@@ -76,6 +77,8 @@ def all_plain_paths(rels) -> bool:
 
 class FileSpan:
     """`length` bytes at `offset` of a file on disk, mapped (or read) on first use."""
+
+    sparse_aware = True  # its bytes are a file's: a hole in that file reads as zeros (save keeps it a hole)
 
     def __init__(self, locate: Callable[[], tuple[Path, int]], length: int):
         self._locate = locate
@@ -429,7 +432,7 @@ class ZipFiles(DumpFiles):
                 with self._zip.open(info) as src, open(target, "wb") as dst:
                     # the zip module stops at the member's declared size; count anyway
                     written = copy_inflated(src.read, dst, info.filename, self._budget,
-                                            lambda message: StateError(message, info.filename))
+                                            lambda message: StateError(message, info.filename), writing)
                     if written > info.file_size:
                         raise StateError("zip member is longer than its declared size", info.filename)
             except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
