@@ -8,8 +8,10 @@ server process, for end-to-end tests of the transport.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,6 +47,7 @@ class DapTestClient:
         self._write_lock = threading.Lock()
         self._changed = threading.Condition()
         self.eof = False
+        self.secret: str | None = None  # a TCP server's: presented with initialize (see send)
         self._reader = threading.Thread(target=self._read_all, daemon=True)
         self._reader.start()
 
@@ -129,6 +132,8 @@ class DapTestClient:
             seq = self._next_seq
             self._next_seq += 1
             message: dict[str, Any] = {"seq": seq, "type": "request", "command": command}
+            if command == "initialize" and self.secret is not None and "secret" not in (arguments or {}):
+                arguments = {**(arguments or {}), "secret": self.secret}
             if arguments is not None:
                 message["arguments"] = arguments
             self._stream.write_json(message)
@@ -256,22 +261,43 @@ def launch_answer(client: DapTestClient, timeout: float = WAIT_SECONDS, **argume
     return client.wait_response(seq, timeout=timeout)
 
 
-def start_tcp_server_subprocess(args: list[str]) -> tuple[subprocess.Popen, _StderrCollector, int]:
-    """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed)."""
+SECRETS: dict[int, str] = {}  # port -> the secret its TCP server printed
+
+
+def start_tcp_server_subprocess(args: list[str], env: dict[str, str] | None = None
+                                ) -> tuple[subprocess.Popen, _StderrCollector, int]:
+    """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed). The secret
+    it printed is kept in SECRETS (connect_tcp presents it); its HOME is a fresh folder, so its secret
+    file never lands in the user's."""
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="aspace-test-home-")
+    atexit.register(shutil.rmtree, home, True)
     process = subprocess.Popen(
         [sys.executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+        stderr=subprocess.PIPE, cwd=REPO_ROOT, env={**_server_env(), "HOME": home, **(env or {})},
     )
     stderr = _StderrCollector(process.stderr)
     line = stderr.wait_for_line("aspace-dap: listening on ")
     port = int(line.strip().rsplit(":", 1)[1])
+    if "--insecure-tcp" not in args:
+        said = stderr.wait_for_line("aspace-dap: clients present the secret ")
+        SECRETS[port] = said.split("the secret ", 1)[1].split()[0]
     return process, stderr, port
 
 
-def connect_tcp(port: int, host: str = "127.0.0.1") -> DapTestClient:
+def tcp_secret(port: int) -> str | None:
+    return SECRETS.get(port)
+
+
+def connect_tcp(port: int, host: str = "127.0.0.1", secret: str | None = "server's") -> DapTestClient:
+    """A client of the TCP server on `port`; it presents the server's secret with initialize (or `secret`;
+    None: none)."""
     sock = socket.create_connection((host, port), timeout=WAIT_SECONDS)
     stream = JsonIOStream.from_socket(sock, name="server")
-    return DapTestClient(stream, sock.sendall, stream.close)
+    client = DapTestClient(stream, sock.sendall, stream.close)
+    client.secret = SECRETS.get(port) if secret == "server's" else secret
+    return client
 
 
 # ---- a minimal server for end-to-end tests --------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, launch_answer, start_server_subprocess, \
-    start_tcp_server_subprocess
+    start_tcp_server_subprocess, tcp_secret
 
 ROOT = Path(REPO_ROOT)
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -63,6 +63,9 @@ def tcp_server():
 
 
 def raw_request(sock: socket.socket, seq: int, command: str, arguments: dict | None = None, **extra) -> None:
+    """A request as bytes on `sock`; an initialize presents the secret of the TCP server it is connected to."""
+    if command == "initialize" and tcp_secret(sock.getpeername()[1]) is not None:
+        arguments = {**(arguments or {}), "secret": tcp_secret(sock.getpeername()[1])}
     message = {"seq": seq, "type": "request", "command": command, **extra}
     if arguments is not None:
         message["arguments"] = arguments
@@ -123,11 +126,12 @@ def test_limits_come_from_the_environment(monkeypatch):
 
 def test_a_tcp_server_at_its_session_limit_answers_the_next_client_with_an_error(monkeypatch):
     monkeypatch.setenv("ASPACE_MAX_SESSIONS", "2")
+    monkeypatch.setenv("ASPACE_MAX_INITIALIZE_SECONDS", "2")  # the next client waits twice that for a place
     process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
     try:
         first, second = initialized(connect_tcp(port)), initialized(connect_tcp(port))
         third = connect_tcp(port)
-        assert_clear_error(third.request_raw("initialize", {"adapterID": "x"}, timeout=10), "MAX_SESSIONS")
+        assert_clear_error(third.request_raw("initialize", {"adapterID": "x"}, timeout=TIMEOUT), "MAX_SESSIONS")
         third.wait_closed()
         first.request_raw("disconnect", timeout=10)
         first.close()
@@ -1045,7 +1049,7 @@ def tcp_server_1m_output(monkeypatch):
 
 HOSTILE_CLIENTS = r"""
 import json, socket, sys, threading, time
-port, fifo, dump = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, fifo, dump, secret = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 
 def frame(message):
     body = json.dumps(message).encode()
@@ -1057,14 +1061,16 @@ def connect():
 socks = []
 for _ in range(27):  # FIFO code objects, then silence
     s = connect()
-    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize",
+                     "arguments": {"adapterID": "x", "secret": secret}})
               + frame({"seq": 2, "type": "request", "command": "launch",
                        "arguments": {"state": dump, "codeObject": fifo}}))
     socks.append(s)
 readers = []
 for _ in range(13):  # never read their answers
     s = connect()
-    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize",
+                     "arguments": {"adapterID": "x", "secret": secret}})
               + frame({"seq": 2, "type": "request", "command": "launch", "arguments": {"state": dump}})
               + frame({"seq": 3, "type": "request", "command": "configurationDone"}))
     socks.append(s)
@@ -1110,7 +1116,7 @@ def test_fifty_hostile_clients_leave_a_new_client_answered_within_a_second(tcp_s
     os.mkfifo(fifo)
     started = time.monotonic()
     # the hostile clients run in a process of their own, so their threads do not slow the measuring client
-    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP)],
+    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP), tcp_secret(port)],
                                stdout=subprocess.PIPE, text=True)
     try:
         assert hostile.stdout.readline().strip() == "flooding"
