@@ -80,6 +80,24 @@ def test_a_tcp_server_serves_only_clients_that_present_its_secret():
             assert not answer["success"] and "wrong secret" in answer["message"], answer
             client.wait_closed()
             client.close()
+        # requests that follow a refused one (nvim-dap sends its configuration right behind launch) are not
+        # read: no internal error, whenever they come
+        for attempt in range(20):
+            with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+                sock.sendall(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {}})
+                             + frame({"seq": 2, "type": "request", "command": "launch", "arguments": {}}))
+                received = b""
+                while b'"request_seq": 2' not in received and b'"request_seq":2' not in received:
+                    chunk = sock.recv(1 << 16)
+                    if not chunk:
+                        break
+                    received += chunk
+                try:
+                    for seq in range(3, 3 + attempt):
+                        sock.sendall(frame({"seq": seq, "type": "request", "command": "threads"}))
+                except OSError:
+                    pass
+                assert closed_by_server(sock, TIMEOUT)
         # the secret as a launch argument (VS Code, nvim-dap, dape) or with initialize
         client = connect_tcp(port, secret=None)
         client.request("initialize", {"adapterID": "x"}, timeout=TIMEOUT)
@@ -93,6 +111,8 @@ def test_a_tcp_server_serves_only_clients_that_present_its_secret():
     finally:
         stop(process)
     assert not secret_file.exists(), "the secret file outlived its server"
+    stderr.finish()
+    assert "internal error" not in stderr.text, stderr.text
 
 
 def _home_of(pid: int) -> str:
@@ -260,3 +280,19 @@ def test_a_client_that_leaves_frees_its_place_at_once(tmp_path, monkeypatch):
         assert not (tmp_path / "saved-0").exists() and not (tmp_path / "saved-1").exists()
     finally:
         stop(process)
+
+
+def test_the_readme_configurations_read_the_secret_where_the_server_writes_it():
+    """nvim-dap's enrich_config, dape's :secret and the extension read ~/.aspace-dap/port-4711.secret for a
+    server on port 4711; the socket adapters start or reach `aspace-dap --socket`."""
+    import re
+
+    from aspace_dap.dap.secret import default_secret_file
+
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r'"(~/\.aspace-dap/port-4711\.secret)"', readme))
+    assert named == {"~/.aspace-dap/port-4711.secret"}
+    assert default_secret_file(4711) == Path(os.path.expanduser("~/.aspace-dap/port-4711.secret"))
+    assert 'args = { "--socket", "${pipe}" }' in readme and 'host "127.0.0.1" port 4711' in readme
+    extension = (ROOT / "vscode-extension" / "src" / "serverSecret.ts").read_text()
+    assert "'.aspace-dap', `port-${port}.secret`" in extension

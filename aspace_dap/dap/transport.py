@@ -109,9 +109,12 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                             data = b""
                         held_before = dispatcher.connection.buffered_bytes
                         items = dispatcher.receive_bytes(data)
-                        for item in items:
-                            backlog.add_work()
-                            work_send.send_nowait(item)
+                        try:
+                            for item in items:
+                                work_send.send_nowait(item)
+                                backlog.add_work()
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            break  # the worker has ended the session (disconnect, a wrong secret): read no more
                         backlog.add_input(held_before + len(data) - dispatcher.connection.buffered_bytes, bool(items))
                         if not data:
                             break
