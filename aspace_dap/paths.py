@@ -36,7 +36,6 @@ from .errors import AspaceError
 from .limits import limit_hint
 # temporary folders and what is removed at exit live in tempfiles.py
 from .tempfiles import forget_at_exit, remove_at_exit, writing
-from .tempfiles import remove_temp_dirs_on_sigterm  # noqa: F401  (the language server's import)
 
 MAX_PATH_BYTES = 4096  # Linux's PATH_MAX
 MAX_NAME_BYTES = 255  # NAME_MAX of every common file system

@@ -10,8 +10,9 @@ writer makes a file (or recreates a folder) behind the removal.
 
 A killed server (SIGKILL, a crash, the machine's OOM killer) removes nothing. Every temporary
 folder of ours is therefore named `aspace-*` in the system's temporary folder and holds a lock
-file that its server keeps locked (flock) as long as it lives; the next server or command to make
-a temporary folder removes every such folder of this user whose lock nobody holds.
+file that its server keeps locked (flock) as long as it lives; the next server to start (DAP or
+language server), or command to make a temporary folder, removes every such folder of this user
+whose lock nobody holds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import signal
 import stat
 import tempfile
 import threading
+import time
 
 TEMP_PREFIX = "aspace-"  # every temporary folder's name starts so (see sweep_dead_leftovers)
 LOCK_NAME = ".aspace-lock"
@@ -66,8 +68,12 @@ def make_temp_dir(prefix: str) -> str:
     remove_temp_dir; a dead server's are removed by the next one (sweep_dead_leftovers)."""
     sweep_dead_leftovers()
     path = tempfile.mkdtemp(prefix=prefix)
-    fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    # the lock file is locked before it has the name a sweeper looks for: a folder without it is passed
+    # over, and a sweeper never finds the lock of a living server free
+    making = os.path.join(path, LOCK_NAME + ".new")
+    fd = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(making, os.path.join(path, LOCK_NAME))
     with _lock:
         _locks[path] = fd
         _exit_paths.add(path)
@@ -103,7 +109,7 @@ def sweep_dead_leftovers(folder: str | None = None, *, force: bool = False) -> l
             info = entry.stat(follow_symlinks=False)
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
                 continue
-            fd = os.open(os.path.join(entry.path, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = _open_lock(entry.path)
         except OSError:
             continue  # not ours, or not one with a lock (another program's, or being made right now)
         try:
@@ -120,6 +126,24 @@ def sweep_dead_leftovers(folder: str | None = None, *, force: bool = False) -> l
         finally:
             os.close(fd)
     return removed
+
+
+MAKING_GRACE_SECONDS = 60
+
+
+def _open_lock(folder: str) -> int:
+    """The lock file of one of our temporary folders, opened; OSError when it has none. A lock file
+    still under its first name is one whose server died making it, once it is a minute old."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(os.path.join(folder, LOCK_NAME), flags)
+    except FileNotFoundError:
+        making = os.path.join(folder, LOCK_NAME + ".new")
+        fd = os.open(making, flags)
+        if time.time() - os.fstat(fd).st_mtime < MAKING_GRACE_SECONDS:
+            os.close(fd)
+            raise
+        return fd
 
 
 def remove_all_at_exit() -> None:

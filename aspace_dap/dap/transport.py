@@ -21,7 +21,7 @@ from typing import Callable
 import trio
 
 from .. import limits
-from ..tempfiles import remove_temp_dirs_on_sigterm
+from ..tempfiles import remove_temp_dirs_on_sigterm, sweep_dead_leftovers
 from .allocator import keep_freed_buffers
 from .backlog import RECEIVE_SIZE, Backlog, ServerBudget
 from .dispatch import Dispatcher, WorkItem
@@ -237,6 +237,7 @@ def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None
         secret = None if insecure_tcp else new_secret()
         serve, arguments = partial(serve_tcp, secret=secret, secret_file=secret_file), (dispatcher_factory, port, host)
     remove_temp_dirs_on_sigterm()
+    sweep_dead_leftovers()  # what a killed server left in the temporary folder
     keep_freed_buffers()
     # Handler threads compute while the event loop thread accepts and reads: hand the GIL over
     # more often than Python's 5 ms, so a new client is answered at once while others keep it busy.
