@@ -228,6 +228,77 @@ def test_save_to_a_kernel_interface_or_an_impossible_name_is_a_clear_error(conne
         assert not os.path.lexists(target)
 
 
+def test_a_lone_surrogate_in_a_path_is_a_clear_error(connect, tmp_path):
+    """JSON's "\\ud800" is a string no file name can hold: refused by name (it was a UnicodeEncodeError),
+    for saveDump, the REPL's save and launch alike."""
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    target = str(tmp_path / "saved-\ud800")
+    for command, arguments in (("saveDump", {"path": target}),
+                               ("evaluate", {"expression": f"save {target}", "context": "repl"})):
+        response = client.request_raw(command, arguments, timeout=TIMEOUT)
+        assert_refused(response)
+        assert "surrogate" in response["message"], response
+    assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    other = connect()
+    other.request_raw("configurationDone", timeout=TIMEOUT)
+    for arguments in ({"state": target}, {"state": str(DUMP), "codeObject": target}):
+        response = other.request_raw("launch", arguments, timeout=TIMEOUT)
+        assert_refused(response)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("length", [230, 231, 240, 255])
+def test_saves_to_names_up_to_the_longest_a_file_system_allows(connect, tmp_path, length):
+    """A name of 231 to 255 bytes is a valid name, yet `.NAME.aspace-partial-XXXXXXXX` beside it would be
+    over 255: the hidden partial folder takes a shortened name, and the save works."""
+    name = ("é" * length)[: length // 2] + "n" * (length - 2 * (length // 2))  # two bytes a character
+    assert len(name.encode()) == length
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    saved = client.request("saveDump", {"path": str(tmp_path / name)}, timeout=60)["path"]
+    assert Path(saved) == tmp_path / name and (tmp_path / name / "manifest.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_a_name_over_the_longest_a_file_system_allows_is_refused_by_name(connect, tmp_path):
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    response = client.request_raw("saveDump", {"path": str(tmp_path / ("n" * 256))}, timeout=TIMEOUT)
+    assert_refused(response)
+    assert "longer than 255 bytes" in response["message"], response
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_register_declared_a_terabyte_long_is_a_clear_error(connect, tmp_path):
+    """A layout may end in a register longer than its file (the rest unknown): one declared 2^40 bytes
+    long was a MemoryError when saved; it is refused by name, and the session goes on."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    for layout in manifest["register_layouts"].values():
+        layout.append(["huge", 1 << 40])
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = connect()
+    answer = launch(client, state=str(dump))
+    if not answer["success"]:
+        assert_refused(answer)
+        assert "huge" in answer["message"], answer
+        return
+    thread = client.request("threads", timeout=TIMEOUT)["threads"][0]["id"]
+    frame = client.request("stackTrace", {"threadId": thread}, timeout=TIMEOUT)["stackFrames"][0]["id"]
+    scopes = {s["name"]: s for s in client.request("scopes", {"frameId": frame}, timeout=TIMEOUT)["scopes"]}
+    response = client.request_raw("variables", {"variablesReference": scopes["Registers"]["variablesReference"]},
+                                  timeout=TIMEOUT)
+    text = json.dumps(response)
+    assert "internal error" not in text and "Traceback" not in text, text
+    response = client.request_raw("saveDump", {"path": str(tmp_path / "saved")}, timeout=60)
+    assert_refused(response)
+    assert "huge" in response["message"] and "bytes" in response["message"], response
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump"]
+    assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+
+
 @pytest.fixture
 def save_places():
     """Folders a server may not write to, and one it may, in a fresh world-readable folder.
