@@ -246,7 +246,8 @@ def types_unit(types: list[tuple[str, int | None]], global_types: list[int]) -> 
                  "typedef": lambda: uleb(4) + cstr("t") + ref,
                  "struct": lambda: uleb(5) + cstr("s") + bytes([8]) + uleb(6) + cstr("m") + ref + bytes([0, 0])}[kind]()
     for i, index in enumerate(global_types):
-        body += uleb(7) + cstr(f"g{i}") + struct.pack("<I", offsets[index]) + exprloc(bytes([0x03]) + struct.pack("<Q", 0x1000 + 8 * i))
+        address = exprloc(bytes([0x03]) + struct.pack("<Q", 0x1000 + 8 * i))  # DW_OP_addr
+        body += uleb(7) + cstr(f"g{i}") + struct.pack("<I", offsets[index]) + address
     body += b"\0"
     info = struct.pack("<IHBBI", len(body) + 8, 5, 1, 8, 0) + body
     return {".debug_info": info, ".debug_abbrev": abbrev_table(abbrevs)}

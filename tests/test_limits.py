@@ -1132,8 +1132,8 @@ def test_fifty_hostile_clients_leave_a_new_client_answered_within_a_second(tcp_s
     os.mkfifo(fifo)
     started = time.monotonic()
     # the hostile clients run in a process of their own, so their threads do not slow the measuring client
-    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP), tcp_secret(port)],
-                               stdout=subprocess.PIPE, text=True)
+    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP),
+                                tcp_secret(port)], stdout=subprocess.PIPE, text=True)
     try:
         assert hostile.stdout.readline().strip() == "flooding"
         time.sleep(0.5)  # the flood is under way

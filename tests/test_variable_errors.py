@@ -102,7 +102,8 @@ def _hostile_code_object(kind: str) -> bytes:
     generator.build_dwarf = hostile_dwarf
     try:
         units = 2 if kind == "call4" else 1
-        image, _, _ = generator.write_code_object(units * (generator.DIES_PER_CU_FIXED + generator.DIES_PER_FUNCTION), 1)
+        dies = units * (generator.DIES_PER_CU_FIXED + generator.DIES_PER_FUNCTION)
+        image, _, _ = generator.write_code_object(dies, 1)
     finally:
         generator.build_dwarf = build_dwarf
     return image

@@ -226,7 +226,8 @@ class DispatchBuilder:
 
 class StateWriter:
     def __init__(self, target_vendor: str, processor: str, lanes: int,
-                 apertures: "dict[str, tuple[int, int] | Aperture] | None" = None, producer: str = "aspace-dap StateWriter",
+                 apertures: "dict[str, tuple[int, int] | Aperture] | None" = None,
+                 producer: str = "aspace-dap StateWriter",
                  into: "str | os.PathLike | None" = None):
         self.target: dict = {"vendor": target_vendor, "processor": processor, "lanes": int(lanes)}
         if apertures:
@@ -291,8 +292,8 @@ class StateWriter:
     def _region(self, space: str, address: int, data, size: int | None, bank: int | None, prefix: str = "") -> dict:
         blob = Blob.of(data)
         rel = self.add_file(f"mem/{prefix}{file_stem(space, 'region')}-{len(self._sizes)}.bin", blob)
-        entry = {"space": space, "address": hex_number(address), "size": int(self.file_size(rel) if size is None else size),
-                 "file": rel, "file_offset": 0}
+        entry = {"space": space, "address": hex_number(address),
+                 "size": int(self.file_size(rel) if size is None else size), "file": rel, "file_offset": 0}
         if bank is not None:
             entry["bank"] = int(bank)
         return entry
