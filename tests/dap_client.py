@@ -213,12 +213,84 @@ class _StderrCollector:
             return "".join(self.lines)
 
 
-def start_server_subprocess(args: list[str], launcher: list[str] | tuple = ()) -> DapTestClient:
-    """Run `python *args` as a stdio DAP server and talk to it through its pipes
-    (`launcher` goes before python, e.g. setpriv to run it as another user)."""
+def machine_slowdown(sample_seconds: float = 0.25) -> float:
+    """How much slower than a quiet machine this one runs now: wall-clock seconds per second of CPU this
+    process gets while it computes (1.0 alone on a core; about 2 beside two busy processes on two cores).
+    A test's timing bound is its quiet-machine bound times this, so it holds on a loaded machine and still
+    fails a server that is slow by itself."""
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    while time.perf_counter() - start_wall < sample_seconds:
+        sum(range(1000))
+    wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    return max(1.0, wall / max(cpu, 1e-3))
+
+
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")  # a launcher: run as `nobody`
+
+
+def python_for(launcher: list[str] | tuple, *imports: str, env: dict[str, str] | None = None) -> str:
+    """A Python 3 of this one's version that the launcher's user can run and import `imports` with (in
+    `env`): this checkout's own may sit in a folder only its owner can read (/root, a 0700 folder), and
+    so may the interpreter it was made from. Skips the test, saying why, when there is none."""
+    import pytest
+
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [os.path.realpath(getattr(sys, "_base_executable", sys.executable)), shutil.which(version),
+                  f"/usr/bin/{version}", f"/usr/local/bin/{version}"]
+    check = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}; " + \
+        "".join(f"import {name}; " for name in imports)
+    tried = []
+    for python in dict.fromkeys(c for c in candidates if c):
+        try:
+            result = subprocess.run([*launcher, python, "-c", check], capture_output=True, text=True, cwd="/",
+                                    env=env, timeout=WAIT_SECONDS)
+        except OSError as exc:
+            tried.append(f"{python}: {exc}")
+            continue
+        if result.returncode == 0:
+            return python
+        tried.append(f"{python}: {(result.stderr.strip().splitlines() or ['exit ' + str(result.returncode)])[-1]}")
+    pytest.skip(f"no {version} that {' '.join(launcher)} can run with {', '.join(imports) or 'nothing'} "
+                f"({'; '.join(tried)})")
+
+
+def server_copy(launcher: list[str] | tuple, folder: str) -> tuple[str, dict[str, str]]:
+    """(python, environment) that run `python -m aspace_dap` as the launcher's user from copies in `folder`
+    (made readable by every user) of the package and the packages it needs: run as another user, a server
+    cannot import this checkout where only its owner can read it. Files are hard links where the file
+    system allows (no copying), else copies. Skips the test, saying why, when no Python can run it."""
+    import sysconfig
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    ignore = shutil.ignore_patterns("__pycache__", "__editable__*", "*.pth")
+    os.chmod(folder, 0o755)
+    source = os.path.join(folder, "src")
+    shutil.copytree(os.path.join(REPO_ROOT, "aspace_dap"), os.path.join(source, "aspace_dap"), ignore=ignore,
+                    copy_function=link)
+    shutil.copytree(os.path.join(REPO_ROOT, "adapters"), os.path.join(source, "aspace_dap", "adapters"),
+                    ignore=ignore, copy_function=link)
+    packages = os.path.join(folder, "site-packages")
+    shutil.copytree(sysconfig.get_paths()["purelib"], packages, ignore=ignore, copy_function=link)
+    for root, folders, files in os.walk(folder):
+        for name in folders:
+            os.chmod(os.path.join(root, name), 0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=os.pathsep.join([source, packages]), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    return python_for(launcher, "aspace_dap.dap.transport", "numpy", "elftools", "trio", env=env), env
+
+
+def start_server_subprocess(args: list[str], launcher: list[str] | tuple = (), python: str = sys.executable,
+                            env: dict[str, str] | None = None) -> DapTestClient:
+    """Run `python *args` as a stdio DAP server and talk to it through its pipes (`launcher` goes before
+    python, e.g. setpriv to run it as another user; `env` replaces this checkout's, see server_copy)."""
     process = subprocess.Popen(
-        [*launcher, sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+        [*launcher, python, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd="/" if env is not None else REPO_ROOT, env=env or _server_env(),
     )
     stderr = _StderrCollector(process.stderr)
     stream = JsonIOStream.from_process(process, name="server")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import (REPO_ROOT, SECRETS, DapTestClient, _server_env, connect_tcp, frame, launch_answer,
-                        start_tcp_server_subprocess)
+from dap_client import (NOBODY, REPO_ROOT, SECRETS, DapTestClient, _server_env, connect_tcp, frame, launch_answer,
+                        python_for, start_tcp_server_subprocess)
 from debugpy.common.messaging import JsonIOStream
 
 ROOT = Path(REPO_ROOT)
@@ -168,8 +168,12 @@ def connect_unix(path: Path) -> DapTestClient:
     return DapTestClient(stream, sock.sendall, stream.close)
 
 
-def test_a_unix_socket_is_served_to_its_user_only(tmp_path):
-    path = tmp_path / "aspace.sock"
+def test_a_unix_socket_is_served_to_its_user_only():
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="aspace-socket-test-"))
+    folder.chmod(0o755)  # every user may reach the socket: only its own mode keeps them out
+    path = folder / "aspace.sock"
     process = start_socket_server(path)
     try:
         assert stat.S_ISSOCK(path.stat().st_mode) and stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -179,9 +183,8 @@ def test_a_unix_socket_is_served_to_its_user_only(tmp_path):
         assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
         client.close()
         if os.geteuid() == 0 and shutil.which("setpriv"):  # another user is refused by the file's mode
-            tmp_path.chmod(0o755)
-            other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
-                                    "-S", "-c", f"import socket; socket.socket(socket.AF_UNIX).connect({str(path)!r})"],
+            other = subprocess.run([*NOBODY, python_for(NOBODY), "-S", "-c",
+                                    f"import socket; socket.socket(socket.AF_UNIX).connect({str(path)!r})"],
                                    capture_output=True, text=True, timeout=TIMEOUT)
             assert other.returncode != 0 and "PermissionError" in other.stderr, other.stderr
         # a second server does not take a live socket over
@@ -191,6 +194,7 @@ def test_a_unix_socket_is_served_to_its_user_only(tmp_path):
     finally:
         stop(process)
     assert not path.exists(), "the socket outlived its server"
+    folder.rmdir()
 
 
 def test_a_stale_socket_is_taken_over_and_anything_else_is_left_alone(tmp_path):

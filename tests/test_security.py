@@ -21,7 +21,8 @@ import pytest
 
 from aspace_dap.paths import PathPolicy, PathRefused, save_target
 from aspace_dap.state.writer import StateWriter
-from dap_client import connect_tcp, launch_answer, start_server_subprocess, start_tcp_server_subprocess
+from dap_client import NOBODY, connect_tcp, launch_answer, server_copy, start_server_subprocess, \
+    start_tcp_server_subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -318,29 +319,49 @@ def save_places():
     sealed.chmod(0o700 if os.geteuid() == 0 else 0o000)
     open_.chmod(0o777)
     (open_ / "full").chmod(0o777)
-    launcher = []
-    if os.geteuid() == 0:
-        if not shutil.which("setpriv"):
-            pytest.skip("running as root without setpriv: every folder is writable")
-        launcher = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    launcher, python, env, dump = [], sys.executable, None, DUMP
+    runtime = Path(tempfile.mkdtemp(prefix="aspace-server-copy-"))
     try:
-        yield base, launcher
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root without setpriv: every folder is writable")
+            launcher = list(NOBODY)
+            # nobody may not read this checkout (a clone in /root, or in any 0700 folder): the server and the
+            # dump it opens run from copies nobody can read
+            python, env = server_copy(launcher, str(runtime))
+            dump = runtime / "dump"
+            shutil.copytree(DUMP, dump)
+            for folder in [dump, *(p for p in dump.rglob("*") if p.is_dir())]:
+                folder.chmod(0o755)
+        yield base, (lambda: start_server_subprocess(["-m", "aspace_dap"], launcher, python, env)), dump
     finally:
         for folder in (locked, locked / "full", sealed):
             folder.chmod(0o755)
         shutil.rmtree(base)
+        shutil.rmtree(runtime)
+
+
+def start_server_subprocess_checked(start_server):
+    """An initialized client of the server `start_server` starts; what it said on stderr if it could not
+    answer (an import error, say), instead of only that it closed the stream."""
+    client = start_server()
+    try:
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+    except AssertionError as exc:
+        client.process.wait(TIMEOUT)
+        raise AssertionError(f"{exc}; the server said: {client.stderr.text[-2000:]}") from None
+    return client
 
 
 def test_save_refusals_where_the_server_cannot_write_do_not_tell_what_is_there(save_places):
-    base, launcher = save_places
+    base, start_server, dump = save_places
     names = ["locked/full", "locked/empty", "locked/file", "locked/missing", "locked/missing/deeper",
              "locked/file/below", "locked/full/below", "locked/to-proc/x", "sealed/inside", "sealed/nothing",
              "sealed/inside/x"]
     listing = sorted(str(p) for p in base.rglob("*") if "sealed" not in str(p))
-    client = start_server_subprocess(["-m", "aspace_dap"], launcher)
+    client = start_server_subprocess_checked(start_server)
     try:
-        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
-        assert launch(client, state=str(DUMP))["success"]
+        assert launch(client, state=str(dump))["success"]
         messages = {}
         for name in names:
             response = client.request_raw("saveDump", {"path": str(base / name)}, timeout=TIMEOUT)
