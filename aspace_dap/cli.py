@@ -9,16 +9,30 @@ import sys
 
 def _server(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="aspace-dap", description="Post-mortem GPU debugger (Debug Adapter Protocol). "
-                                "Without a port, speaks DAP on stdin/stdout.")
-    p.add_argument("--port", type=int, help="listen on TCP instead of stdio (0 picks a free port)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+                                "Without --socket or --port, speaks DAP on stdin/stdout.")
+    p.add_argument("--socket", metavar="PATH", help="listen on a Unix-domain socket that only you can connect "
+                   "to (VS Code's DebugAdapterNamedPipeServer, nvim-dap's pipe adapter)")
+    p.add_argument("--port", type=int, help="listen on TCP (0 picks a free port); clients must present the secret "
+                   "the server prints and writes to --secret-file")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on with --port (default 127.0.0.1)")
+    p.add_argument("--secret-file", metavar="PATH", help="where --port keeps its secret, readable by you only "
+                   "(default ~/.aspace-dap/port-PORT.secret)")
+    p.add_argument("--insecure-tcp", action="store_true", help="with --port: serve every client without a secret "
+                   "(anyone who can connect, every user of this machine included, acts as you)")
     args = p.parse_args(argv)
+    if args.socket is not None and args.port is not None:
+        p.error("--socket and --port are two ways to listen: choose one")
+    if args.port is None and (args.insecure_tcp or args.secret_file is not None):
+        p.error("--insecure-tcp and --secret-file go with --port")
+    if args.insecure_tcp and args.secret_file is not None:
+        p.error("--insecure-tcp has no secret to write to --secret-file")
     # The server makes no BLAS calls, but numpy's OpenBLAS starts a thread per core on import that
     # spins for a while: on a busy machine they take CPU from the server's own start (~0.05 s).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .dap.server import dispatcher_factory
     from .dap.transport import run_server
-    return run_server(dispatcher_factory, port=args.port, host=args.host)
+    return run_server(dispatcher_factory, port=args.port, host=args.host, socket_path=args.socket,
+                      insecure_tcp=args.insecure_tcp, secret_file=args.secret_file)
 
 
 def main(argv: list[str] | None = None) -> int:

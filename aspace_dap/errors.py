@@ -21,6 +21,10 @@ class LimitExceeded(EvaluationError):
     """Evaluation ran past a safety limit (steps, stack depth, piece size, call depth)."""
 
 
+class Cancelled(AspaceError):
+    """The client cancelled the request (DAP `cancel`) or left; the work stopped at a check."""
+
+
 class UnavailableError(EvaluationError):
     """Something the expression needs is not in the dump (register, memory, caller state)."""
 

@@ -27,7 +27,7 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
                 raise
             except AspaceError as exc:  # one bad variable must not hide the frame's others
                 value, where = f"<unavailable: {exc}>", "?"
-            variables.append({"name": var.name, "kind": var.kind, "type": var.type.display_name() if var.type else "?",
+            variables.append({"name": var.name, "kind": var.kind, "type": var.type_name("?"),
                               "value": value, "location": where})
         frames.append({"index": frame.index, "function": frame.name, "file": frame.file, "line": frame.line,
                        "pc": f"0x{frame.runtime_pc:x}", "inlined": bool(frame.info and frame.info.is_inlined),

@@ -17,17 +17,23 @@ _SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_CODE_OBJECT_BYTES": (512 << 20, "bytes of one code object file read from disk"),
     "MAX_MANIFEST_BYTES": (64 << 20, "bytes of a dump's manifest.json"),
-    "MAX_ZIP_EXTRACT_BYTES": (4 << 30, "bytes of compressed zip members or of a gzip-compressed core unpacked for one dump (to a temporary folder)"),
+    "MAX_DECOMPRESSED_BYTES": (4 << 30, "bytes one input may inflate to: a dump's compressed zip members or a "
+                               "gzip-compressed core together (on disk); a code object's compressed entries "
+                               "together (in memory, also within MAX_CODE_OBJECT_BYTES)"),
     "MAX_SOURCE_BYTES": (16 << 20, "bytes of one source file sent to a client"),
     "MAX_REQUEST_BYTES": (16 << 20, "bytes of one DAP or LSP message from a client"),
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
     "MAX_EVAL_SECONDS": (10, "seconds one expression may take to evaluate"),
-    "MAX_DISASSEMBLER_SECONDS": (60, "seconds one run of a vendor's disassembler (llvm-objdump, nvdisasm, iga64) may take"),
+    "MAX_SAVE_SECONDS": (300, "seconds one save (saveDump, the REPL's save) may take"),
+    "MAX_DISASSEMBLER_SECONDS": (60, "seconds one run of a vendor's disassembler (llvm-objdump, nvdisasm, iga64) "
+                                     "may take"),
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
     "MAX_QUEUED_REQUESTS": (64, "requests of one client waiting to run"),
     "MAX_SESSIONS": (64, "clients a TCP server serves at once"),
     "MAX_SERVER_BUFFER_BYTES": (256 << 20, "bytes of requests and answers all clients of a TCP server hold together"),
-    "MAX_STALL_SECONDS": (60, "seconds a TCP client may take none of its answers, or stop mid-message"),
+    "MAX_STALL_SECONDS": (60, "seconds a socket client may take none of its answers, or stop mid-message"),
+    "MAX_INITIALIZE_SECONDS": (10, "seconds a socket client may take to complete initialize (and present the "
+                                   "TCP server's secret)"),
     "STDIN_CLOSED_GRACE_SECONDS": (30, "seconds queued requests may still run after stdin closed"),
     "MAX_GLOB_FILES": (1000, "code objects one language-server glob may match"),
     "MAX_GLOB_ENTRIES": (200_000, "directory entries one language-server glob may visit"),
@@ -65,17 +71,19 @@ def limit_hint(name: str) -> str:
 
 MAX_CODE_OBJECT_BYTES = _load("MAX_CODE_OBJECT_BYTES")
 MAX_MANIFEST_BYTES = _load("MAX_MANIFEST_BYTES")
-MAX_ZIP_EXTRACT_BYTES = _load("MAX_ZIP_EXTRACT_BYTES")
+MAX_DECOMPRESSED_BYTES = _load("MAX_DECOMPRESSED_BYTES")
 MAX_SOURCE_BYTES = _load("MAX_SOURCE_BYTES")
 MAX_REQUEST_BYTES = _load("MAX_REQUEST_BYTES")
 MAX_EXPRESSION_CHARS = _load("MAX_EXPRESSION_CHARS")
 MAX_EVAL_SECONDS = _load("MAX_EVAL_SECONDS")
+MAX_SAVE_SECONDS = _load("MAX_SAVE_SECONDS")
 MAX_DISASSEMBLER_SECONDS = _load("MAX_DISASSEMBLER_SECONDS")
 MAX_PENDING_OUTPUT_BYTES = _load("MAX_PENDING_OUTPUT_BYTES")
 MAX_QUEUED_REQUESTS = _load("MAX_QUEUED_REQUESTS")
 MAX_SESSIONS = _load("MAX_SESSIONS")
 MAX_SERVER_BUFFER_BYTES = _load("MAX_SERVER_BUFFER_BYTES")
 MAX_STALL_SECONDS = _load("MAX_STALL_SECONDS")
+MAX_INITIALIZE_SECONDS = _load("MAX_INITIALIZE_SECONDS")
 STDIN_CLOSED_GRACE_SECONDS = _load("STDIN_CLOSED_GRACE_SECONDS")
 MAX_GLOB_FILES = _load("MAX_GLOB_FILES")
 MAX_GLOB_ENTRIES = _load("MAX_GLOB_ENTRIES")

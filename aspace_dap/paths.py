@@ -8,9 +8,10 @@ resolved once and then:
   look regular and may block or be consumed by a read): FIFOs, devices and
   sockets are refused before anything opens them (a stat first, then an
   O_NONBLOCK open whose descriptor is checked again), and never past a size limit;
-- for source files, read only under the roots a session allows: the dump, the
-  code objects and the source folders the debug info names, after the
-  client's sourceMap (`PathPolicy`);
+- for source files, read only under what the user opened: the dump, the code
+  object named at launch, and (for files the debug info names) the working
+  directory; a name in the debug info or a sourceMap entry opens nothing
+  (`PathPolicy`);
 - written only inside a save folder the caller chose, through a temporary
   sibling renamed into place (`writing_folder`); the names inside are made by
   the writer, never taken from input.
@@ -21,11 +22,10 @@ unreadable or special, so a remote client cannot probe which files exist.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import hashlib
 import os
 import shutil
-import signal
 import stat
 import tempfile
 import threading
@@ -34,6 +34,8 @@ from typing import Iterator
 
 from .errors import AspaceError
 from .limits import limit_hint
+# temporary folders and what is removed at exit live in tempfiles.py
+from .tempfiles import forget_at_exit, remove_at_exit, writing
 
 MAX_PATH_BYTES = 4096  # Linux's PATH_MAX
 MAX_NAME_BYTES = 255  # NAME_MAX of every common file system
@@ -56,6 +58,11 @@ def client_path(value: object, what: str) -> str:
         raise PathRefused(f"{what} must be a non-empty path")
     if "\0" in value:
         raise PathRefused(f"{what} contains a NUL byte")
+    try:
+        os.fsencode(value)
+    except UnicodeError:  # a lone surrogate ("\ud800") names no file on any system
+        raise PathRefused(f"{what} contains a character that cannot be in a file name (a lone UTF-16 "
+                          "surrogate)") from None
     encoded = value.encode("utf-8", "surrogatepass")
     if len(encoded) > MAX_PATH_BYTES:
         raise PathRefused(f"{what} is longer than {MAX_PATH_BYTES} bytes")
@@ -168,27 +175,38 @@ def check_client_file(path: str, what: str, magics: tuple[bytes, ...]) -> str:
 class PathPolicy:
     """The folders and files one session may read source text from.
 
-    Roots are compared after resolving symlinks, so a link inside an allowed
+    Read roots: every file below may be read (the dump, the code object the user named). Named roots:
+    only files the debug info names may be read below (the working directory); the caller says which
+    kind of read it is. Roots are compared after resolving symlinks, so a link inside an allowed
     folder cannot lead out of it.
     """
 
     def __init__(self) -> None:
         self._roots: set[str] = set()
+        self._named_roots: set[str] = set()
         self._files: set[str] = set()
         self._lock = threading.Lock()
 
-    def allow_read_root(self, folder: str | os.PathLike) -> None:
+    def _add_root(self, roots: set[str], folder: str | os.PathLike) -> None:
         real = os.path.realpath(folder)
         if is_pseudo_file_system(real) or real == "/":
             return  # never a source root, whatever a file or a map says
         with self._lock:
-            self._roots.add(real)
+            roots.add(real)
+
+    def allow_read_root(self, folder: str | os.PathLike) -> None:
+        self._add_root(self._roots, folder)
+
+    def allow_named_root(self, folder: str | os.PathLike) -> None:
+        """Below `folder`, files the debug info names may be read (`allows(..., named=True)`)."""
+        self._add_root(self._named_roots, folder)
 
     def allow_read_file(self, path: str | os.PathLike) -> None:
         with self._lock:
             self._files.add(os.path.realpath(path))
 
-    def allows(self, path: str | os.PathLike) -> bool:
+    def allows(self, path: str | os.PathLike, named: bool = False) -> bool:
+        """Whether `path` may be read; `named`: the debug info names it (the named roots count too)."""
         try:
             real = os.path.realpath(path)
         except (OSError, ValueError):
@@ -196,16 +214,18 @@ class PathPolicy:
         if is_pseudo_file_system(real):
             return False
         with self._lock:
-            return real in self._files or any(_within(real, root) for root in self._roots)
+            roots = self._roots | self._named_roots if named else self._roots
+            return real in self._files or any(_within(real, root) for root in roots)
 
-    def check_read(self, path: str | os.PathLike, what: str = "file") -> str:
+    def check_read(self, path: str | os.PathLike, what: str = "file", named: bool = False) -> str:
         """The resolved path if the policy allows reading it; the uniform refusal otherwise."""
-        if not isinstance(path, (str, os.PathLike)) or "\0" in os.fspath(path) or not self.allows(path):
+        if not isinstance(path, (str, os.PathLike)) or "\0" in os.fspath(path) or not self.allows(path, named):
             raise _cannot_open(what, path)
         return os.path.realpath(path)
 
-    def read_text(self, path: str | os.PathLike, what: str, max_bytes: int, limit_name: str) -> str:
-        real = self.check_read(path, what)
+    def read_text(self, path: str | os.PathLike, what: str, max_bytes: int, limit_name: str,
+                  named: bool = False) -> str:
+        real = self.check_read(path, what, named)
         return read_regular(real, what, max_bytes, limit_name).decode("utf-8", errors="replace")
 
 
@@ -257,8 +277,41 @@ def check_save_place(target: Path, path: object) -> None:
             raise PathRefused(f"{shown(path)} exists and is not an empty folder; the original dump is never overwritten")
 
 
+@contextlib.contextmanager
+def save_place(target: Path, path: object) -> Iterator[None]:
+    """check_save_place, then the body (the save); if the body fails or is cancelled, the parent folders
+    the check created (as `mkdir -p` would) are removed again, so nothing of the save is left."""
+    created = []
+    for folder in [target.parent, *target.parent.parents]:
+        if os.path.lexists(folder):
+            break
+        created.append(folder)
+    check_save_place(target, path)
+    try:
+        yield
+    except BaseException:
+        for folder in created:  # the deepest first; one that is not empty (someone else's) stops it
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+
+
 def _partial_prefix(target: Path) -> str:
-    return f".{target.name}.aspace-partial-"
+    """`.NAME.aspace-partial-`, the hidden sibling a save is written into; for a long NAME (its random
+    tail included, the sibling's name must stay within NAME_MAX) the start of NAME and a hash of it."""
+    name = target.name
+    tail = ".aspace-partial-"
+    room = MAX_NAME_BYTES - len(tail) - 1 - _PARTIAL_RANDOM
+    if len(name.encode("utf-8", "surrogateescape")) > room:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        keep = name.encode("utf-8", "surrogateescape")[:room - 17].decode("utf-8", "ignore")
+        name = f"{keep}~{digest}"
+    return f".{name}{tail}"
+
+
+_PARTIAL_RANDOM = 8  # characters tempfile.mkdtemp adds
 
 
 def _is_leftover(folder: Path) -> bool:
@@ -287,7 +340,8 @@ def writing_folder(target: Path) -> Iterator[Path]:
 
     An interrupted save leaves only a hidden sibling (`.NAME.aspace-partial-*`), which the
     next save to the same place recognises and removes; `target` itself is either absent
-    or complete.
+    or complete. A save that fails or is cancelled leaves nothing, and neither does SIGTERM
+    (the writer puts every piece through tempfiles.writing()).
     """
     parent = target.parent
     try:
@@ -298,67 +352,20 @@ def writing_folder(target: Path) -> Iterator[Path]:
         if _is_leftover(entry):
             shutil.rmtree(entry, ignore_errors=True)
     try:
-        partial = Path(tempfile.mkdtemp(prefix=_partial_prefix(target), dir=parent))
+        with writing():
+            partial = Path(tempfile.mkdtemp(prefix=_partial_prefix(target), dir=parent))
+            remove_at_exit(str(partial))
     except OSError:
         raise _cannot_save(target) from None  # e.g. a read-only file system, even for root
-    _register_temp(str(partial))
     try:
         (partial / PARTIAL_MARK).write_text(str(os.getpid()))
         yield partial
-        (partial / PARTIAL_MARK).unlink()
-        os.rename(partial, target)  # replaces an empty folder; fails on a non-empty one
+        with writing():
+            (partial / PARTIAL_MARK).unlink()
+            os.rename(partial, target)  # replaces an empty folder; fails on a non-empty one
+            forget_at_exit(str(partial))
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
-        _forget_temp(str(partial))
-
-
-# ---- temporary folders ----------------------------------------------------------------------------
-
-_temp_dirs: set[str] = set()
-_temp_lock = threading.Lock()
-
-
-def _register_temp(path: str) -> None:
-    with _temp_lock:
-        _temp_dirs.add(path)
-
-
-def _forget_temp(path: str) -> None:
-    with _temp_lock:
-        _temp_dirs.discard(path)
-
-
-def make_temp_dir(prefix: str) -> str:
-    """A temporary folder removed at exit, on SIGTERM (see remove_temp_dirs_on_sigterm) or by remove_temp_dir."""
-    path = tempfile.mkdtemp(prefix=prefix)
-    _register_temp(path)
-    return path
-
-
-def remove_temp_dir(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-    _forget_temp(path)
-
-
-def remove_all_temp_dirs() -> None:
-    with _temp_lock:
-        paths = list(_temp_dirs)
-        _temp_dirs.clear()
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-atexit.register(remove_all_temp_dirs)
-
-
-def remove_temp_dirs_on_sigterm() -> None:
-    """SIGTERM ends the process at once, after removing its temporary folders (zip extraction, saves)."""
-
-    def on_sigterm(signum, frame) -> None:
-        remove_all_temp_dirs()
-        os._exit(128 + signal.SIGTERM)
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_sigterm)
+        forget_at_exit(str(partial))

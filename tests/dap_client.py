@@ -8,8 +8,10 @@ server process, for end-to-end tests of the transport.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,6 +47,7 @@ class DapTestClient:
         self._write_lock = threading.Lock()
         self._changed = threading.Condition()
         self.eof = False
+        self.secret: str | None = None  # a TCP server's: presented with initialize (see send)
         self._reader = threading.Thread(target=self._read_all, daemon=True)
         self._reader.start()
 
@@ -129,6 +132,8 @@ class DapTestClient:
             seq = self._next_seq
             self._next_seq += 1
             message: dict[str, Any] = {"seq": seq, "type": "request", "command": command}
+            if command == "initialize" and self.secret is not None and "secret" not in (arguments or {}):
+                arguments = {**(arguments or {}), "secret": self.secret}
             if arguments is not None:
                 message["arguments"] = arguments
             self._stream.write_json(message)
@@ -208,12 +213,84 @@ class _StderrCollector:
             return "".join(self.lines)
 
 
-def start_server_subprocess(args: list[str], launcher: list[str] | tuple = ()) -> DapTestClient:
-    """Run `python *args` as a stdio DAP server and talk to it through its pipes
-    (`launcher` goes before python, e.g. setpriv to run it as another user)."""
+def machine_slowdown(sample_seconds: float = 0.25) -> float:
+    """How much slower than a quiet machine this one runs now: wall-clock seconds per second of CPU this
+    process gets while it computes (1.0 alone on a core; about 2 beside two busy processes on two cores).
+    A test's timing bound is its quiet-machine bound times this, so it holds on a loaded machine and still
+    fails a server that is slow by itself."""
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    while time.perf_counter() - start_wall < sample_seconds:
+        sum(range(1000))
+    wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    return max(1.0, wall / max(cpu, 1e-3))
+
+
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")  # a launcher: run as `nobody`
+
+
+def python_for(launcher: list[str] | tuple, *imports: str, env: dict[str, str] | None = None) -> str:
+    """A Python 3 of this one's version that the launcher's user can run and import `imports` with (in
+    `env`): this checkout's own may sit in a folder only its owner can read (/root, a 0700 folder), and
+    so may the interpreter it was made from. Skips the test, saying why, when there is none."""
+    import pytest
+
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [os.path.realpath(getattr(sys, "_base_executable", sys.executable)), shutil.which(version),
+                  f"/usr/bin/{version}", f"/usr/local/bin/{version}"]
+    check = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}; " + \
+        "".join(f"import {name}; " for name in imports)
+    tried = []
+    for python in dict.fromkeys(c for c in candidates if c):
+        try:
+            result = subprocess.run([*launcher, python, "-c", check], capture_output=True, text=True, cwd="/",
+                                    env=env, timeout=WAIT_SECONDS)
+        except OSError as exc:
+            tried.append(f"{python}: {exc}")
+            continue
+        if result.returncode == 0:
+            return python
+        tried.append(f"{python}: {(result.stderr.strip().splitlines() or ['exit ' + str(result.returncode)])[-1]}")
+    pytest.skip(f"no {version} that {' '.join(launcher)} can run with {', '.join(imports) or 'nothing'} "
+                f"({'; '.join(tried)})")
+
+
+def server_copy(launcher: list[str] | tuple, folder: str) -> tuple[str, dict[str, str]]:
+    """(python, environment) that run `python -m aspace_dap` as the launcher's user from copies in `folder`
+    (made readable by every user) of the package and the packages it needs: run as another user, a server
+    cannot import this checkout where only its owner can read it. Files are hard links where the file
+    system allows (no copying), else copies. Skips the test, saying why, when no Python can run it."""
+    import sysconfig
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    ignore = shutil.ignore_patterns("__pycache__", "__editable__*", "*.pth")
+    os.chmod(folder, 0o755)
+    source = os.path.join(folder, "src")
+    shutil.copytree(os.path.join(REPO_ROOT, "aspace_dap"), os.path.join(source, "aspace_dap"), ignore=ignore,
+                    copy_function=link)
+    shutil.copytree(os.path.join(REPO_ROOT, "adapters"), os.path.join(source, "aspace_dap", "adapters"),
+                    ignore=ignore, copy_function=link)
+    packages = os.path.join(folder, "site-packages")
+    shutil.copytree(sysconfig.get_paths()["purelib"], packages, ignore=ignore, copy_function=link)
+    for root, folders, files in os.walk(folder):
+        for name in folders:
+            os.chmod(os.path.join(root, name), 0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=os.pathsep.join([source, packages]), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    return python_for(launcher, "aspace_dap.dap.transport", "numpy", "elftools", "trio", env=env), env
+
+
+def start_server_subprocess(args: list[str], launcher: list[str] | tuple = (), python: str = sys.executable,
+                            env: dict[str, str] | None = None) -> DapTestClient:
+    """Run `python *args` as a stdio DAP server and talk to it through its pipes (`launcher` goes before
+    python, e.g. setpriv to run it as another user; `env` replaces this checkout's, see server_copy)."""
     process = subprocess.Popen(
-        [*launcher, sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+        [*launcher, python, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd="/" if env is not None else REPO_ROOT, env=env or _server_env(),
     )
     stderr = _StderrCollector(process.stderr)
     stream = JsonIOStream.from_process(process, name="server")
@@ -256,22 +333,43 @@ def launch_answer(client: DapTestClient, timeout: float = WAIT_SECONDS, **argume
     return client.wait_response(seq, timeout=timeout)
 
 
-def start_tcp_server_subprocess(args: list[str]) -> tuple[subprocess.Popen, _StderrCollector, int]:
-    """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed)."""
+SECRETS: dict[int, str] = {}  # port -> the secret its TCP server printed
+
+
+def start_tcp_server_subprocess(args: list[str], env: dict[str, str] | None = None
+                                ) -> tuple[subprocess.Popen, _StderrCollector, int]:
+    """Run `python *args` as a TCP server; returns (process, its stderr, the port it printed). The secret
+    it printed is kept in SECRETS (connect_tcp presents it); its HOME is a fresh folder, so its secret
+    file never lands in the user's."""
+    import tempfile
+
+    home = tempfile.mkdtemp(prefix="aspace-test-home-")
+    atexit.register(shutil.rmtree, home, True)
     process = subprocess.Popen(
         [sys.executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, cwd=REPO_ROOT, env=_server_env(),
+        stderr=subprocess.PIPE, cwd=REPO_ROOT, env={**_server_env(), "HOME": home, **(env or {})},
     )
     stderr = _StderrCollector(process.stderr)
     line = stderr.wait_for_line("aspace-dap: listening on ")
     port = int(line.strip().rsplit(":", 1)[1])
+    if "--insecure-tcp" not in args:
+        said = stderr.wait_for_line("aspace-dap: clients present the secret ")
+        SECRETS[port] = said.split("the secret ", 1)[1].split()[0]
     return process, stderr, port
 
 
-def connect_tcp(port: int, host: str = "127.0.0.1") -> DapTestClient:
+def tcp_secret(port: int) -> str | None:
+    return SECRETS.get(port)
+
+
+def connect_tcp(port: int, host: str = "127.0.0.1", secret: str | None = "server's") -> DapTestClient:
+    """A client of the TCP server on `port`; it presents the server's secret with initialize (or `secret`;
+    None: none)."""
     sock = socket.create_connection((host, port), timeout=WAIT_SECONDS)
     stream = JsonIOStream.from_socket(sock, name="server")
-    return DapTestClient(stream, sock.sendall, stream.close)
+    client = DapTestClient(stream, sock.sendall, stream.close)
+    client.secret = SECRETS.get(port) if secret == "server's" else secret
+    return client
 
 
 # ---- a minimal server for end-to-end tests --------------------------------

@@ -18,6 +18,8 @@ from aspace_dap.codeobj.elfflags import decode_device_target
 from aspace_dap.codeobj.metadata import decode_metadata, kernels_from_metadata, parse_notes
 from aspace_dap.errors import CodeObjectError
 
+import bombs
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL_CO = (EXAMPLES / "lds_tiles/lds_tiles.gfx1030.O2.co").read_bytes()
 PLAIN_O0 = (EXAMPLES / "lds_tiles/lds_tiles.gfx90a.O0.co").read_bytes()
@@ -240,3 +242,71 @@ def test_fuzz_bundle_headers(mutations, compressed):
         load_code_objects(bytes(data))
     except CodeObjectError:
         pass
+
+
+# Decompression bombs: whatever a header declares, what comes out is counted as it streams and stops
+# at the code object's budget (aspace_dap.inflate), with a refusal that names the limit.
+
+BOMBS = {
+    "fatbin-zstd": lambda inflated, declared=None: bombs.fatbin_bomb(inflated, declared),
+    "bundle-zstd-v3": lambda inflated, declared=None: bombs.bundle_bomb(inflated, declared, 1, 3),
+    "bundle-zlib-v3": lambda inflated, declared=None: bombs.bundle_bomb(inflated, declared, 0, 3),
+    "bundle-zstd-v2": lambda inflated, declared=None: bombs.bundle_bomb(inflated, declared, 1, 2),
+}
+
+
+def _peak_while(action) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        action()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("kind", BOMBS)
+def test_decompression_bombs_stop_at_the_code_object_limit(monkeypatch, kind):
+    from aspace_dap import limits
+
+    monkeypatch.setattr(limits, "MAX_CODE_OBJECT_BYTES", 8 << 20)
+    data = BOMBS[kind](256 << 20)
+    assert len(data) < 2 << 20  # a quarter gigabyte in at most a megabyte or so
+
+    def load() -> None:
+        with pytest.raises(CodeObjectError, match="MAX_CODE_OBJECT_BYTES") as raised:
+            load_code_objects(data)
+        assert "inflates to more than 8388608 bytes" in str(raised.value)
+
+    assert _peak_while(load) < 24 << 20  # the budget and one chunk, not the quarter gigabyte
+
+
+def test_decompression_bombs_with_any_declared_size_load_or_fail_cleanly(monkeypatch):
+    """Fixed seed: bombs of every kind that tell the truth, understate or overstate their size."""
+    import random
+
+    from aspace_dap import limits
+
+    monkeypatch.setattr(limits, "MAX_CODE_OBJECT_BYTES", 4 << 20)
+    rng = random.Random(2211)
+    for round_ in range(24):
+        kind = rng.choice(sorted(BOMBS))
+        inflated = rng.choice([200, 4096, 1 << 20, (4 << 20) - 1, 4 << 20, (4 << 20) + 1, 48 << 20])
+        declared = rng.choice([None, 0, 1, inflated - 1, inflated + 1, 2**32 - 1, 2**63, 2**64 - 1])
+        if kind.endswith("v2") and declared is not None:
+            declared = min(declared, 2**32 - 1)
+        data = BOMBS[kind](inflated, declared)
+
+        def load() -> None:
+            try:
+                load_code_objects(data)
+            except CodeObjectError:
+                pass
+            except Exception as exc:  # pragma: no cover - the message is the point
+                raise AssertionError(f"round {round_} ({kind}, {inflated} declared {declared}): "
+                                     f"{type(exc).__name__}: {exc}") from exc
+
+        peak = _peak_while(load)
+        assert peak < 16 << 20, (round_, kind, inflated, declared, peak)

@@ -101,6 +101,21 @@ def test_bodies_that_are_not_messages(client):
     skipped_with_output(client, frame(b'{"seq": 7, "type": "gossip"}'), "unknown message type")
 
 
+@pytest.mark.parametrize("depth", [1000, 5000, 200_000])
+def test_requests_nested_too_deep_to_read_are_answered(client, depth):
+    """Nested past the JSON reader's depth, a request is still answered (with an error), or its client
+    would wait forever; so is a request whose body breaks off after its seq and command."""
+    ready(client)
+    deep = b"[" * depth + b"]" * depth
+    client.send_raw(frame(b'{"seq": 901, "type": "request", "command": "evaluate", "arguments": {"x": ' + deep + b"}}"))
+    answer = client.wait_response(901)
+    assert not answer["success"] and "nested too deeply" in answer["message"], answer
+    client.send_raw(frame(b'{"seq": 902, "type": "request", "command": "threads", "arguments": {"a": [1,}'))
+    answer = client.wait_response(902)
+    assert not answer["success"] and "not JSON" in answer["message"], answer
+    still_works(client)
+
+
 def test_ill_typed_arguments_get_error_responses(client):
     ready(client)
     client.send_raw(frame({"seq": 901, "type": "request", "command": "threads", "arguments": [1]}))
@@ -142,12 +157,19 @@ def test_handler_crash_keeps_the_session(client):
 
 
 def test_json_values_that_python_would_accept(client):
+    """NaN is not JSON, and a request is read only as deep as the JSON reader goes: both are refused,
+    each with an error response since their seq and command can be read."""
     ready(client)
-    skipped_with_output(client, frame(b'{"seq": 5, "type": "request", "command": "threads", "x": NaN}'),
-                        "not JSON")
-    deep = b'{"seq": 6, "type": "request", "command": "threads", "arguments": {"a": ' + b"[" * 50_000 \
+    client.send_raw(frame(b'{"seq": 905, "type": "request", "command": "threads", "x": NaN}'))
+    answer = client.wait_response(905)
+    assert not answer["success"] and "not JSON" in answer["message"], answer
+    deep = b'{"seq": 906, "type": "request", "command": "threads", "arguments": {"a": ' + b"[" * 50_000 \
         + b"]" * 50_000 + b"}}"
-    skipped_with_output(client, frame(deep), "not JSON")
+    client.send_raw(frame(deep))
+    answer = client.wait_response(906)
+    assert not answer["success"] and "nested too deeply" in answer["message"], answer
+    skipped_with_output(client, frame(b'[' * 50_000 + b']' * 50_000), "nested too deeply")
+    still_works(client)
 
 
 # ---- the product's server (`python -m aspace_dap`) on a real dump ---------------------------

@@ -10,7 +10,7 @@ from elftools.elf.elffile import ELFFile
 
 from aspace_dap.dwarf.asm import encode_uleb as uleb
 from aspace_dap.dwarf.index import DwarfIndex
-from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType
+from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType, StructType
 from aspace_dap.errors import AspaceError, CodeObjectError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -209,3 +209,115 @@ def test_garbage_bytes_raise_only_our_errors():
             exercise(idx)
         except AspaceError:
             pass
+
+
+# --- type chains ------------------------------------------------------------------------------
+
+TAG_POINTER, TAG_TYPEDEF, TAG_STRUCT, TAG_MEMBER, TAG_VARIABLE = 0x0F, 0x16, 0x13, 0x0D, 0x34
+
+
+def types_unit(types: list[tuple[str, int | None]], global_types: list[int]) -> dict[str, bytes]:
+    """A DWARF 5 unit holding `types`, each ("base" | "pointer" | "typedef" | "struct", index of the
+    type it refers to or None), and one global variable per entry of `global_types` (type indexes).
+    A struct gets one member of the type it refers to."""
+    abbrevs = [
+        (1, 0x11, True, [(0x25, DW_FORM_STRING), (0x03, DW_FORM_STRING)]),
+        (2, 0x24, False, [(0x03, DW_FORM_STRING), (0x0B, DW_FORM_DATA1), (0x3E, DW_FORM_DATA1)]),
+        (3, TAG_POINTER, False, [(0x49, DW_FORM_REF4)]),
+        (4, TAG_TYPEDEF, False, [(0x03, DW_FORM_STRING), (0x49, DW_FORM_REF4)]),
+        (5, TAG_STRUCT, True, [(0x03, DW_FORM_STRING), (0x0B, DW_FORM_DATA1)]),
+        (6, TAG_MEMBER, False, [(0x03, DW_FORM_STRING), (0x49, DW_FORM_REF4), (0x38, DW_FORM_DATA1)]),
+        (7, TAG_VARIABLE, False, [(0x03, DW_FORM_STRING), (0x49, DW_FORM_REF4), (0x02, DW_FORM_EXPRLOC),
+                                  (0x3F, 0x19)]),
+    ]
+    cu = uleb(1) + cstr("clang") + cstr("chain.c")
+    sizes = {"base": len(uleb(2) + cstr("float")) + 2, "pointer": len(uleb(3)) + 4,
+             "typedef": len(uleb(4) + cstr("t")) + 4,
+             "struct": len(uleb(5) + cstr("s")) + 1 + len(uleb(6) + cstr("m")) + 5 + 1}
+    offsets, at = [], 12 + len(cu)
+    for kind, _ in types:
+        offsets.append(at)
+        at += sizes[kind]
+    body = cu
+    for kind, target in types:
+        ref = struct.pack("<I", offsets[target]) if target is not None else b""
+        body += {"base": lambda: uleb(2) + cstr("float") + bytes([4, 0x04]),
+                 "pointer": lambda: uleb(3) + ref,
+                 "typedef": lambda: uleb(4) + cstr("t") + ref,
+                 "struct": lambda: uleb(5) + cstr("s") + bytes([8]) + uleb(6) + cstr("m") + ref + bytes([0, 0])}[kind]()
+    for i, index in enumerate(global_types):
+        address = exprloc(bytes([0x03]) + struct.pack("<Q", 0x1000 + 8 * i))  # DW_OP_addr
+        body += uleb(7) + cstr(f"g{i}") + struct.pack("<I", offsets[index]) + address
+    body += b"\0"
+    info = struct.pack("<IHBBI", len(body) + 8, 5, 1, 8, 0) + body
+    return {".debug_info": info, ".debug_abbrev": abbrev_table(abbrevs)}
+
+
+def pointer_chain(length: int) -> list[tuple[str, int | None]]:
+    """float, then `length` pointers, each to the one before."""
+    return [("base", None)] + [("pointer", i) for i in range(length)]
+
+
+def pointer_depth(t) -> tuple[int, str]:
+    """How many pointers lead to the type at the end of a chain, and that type's name."""
+    depth = 0
+    while isinstance(t, PointerType):
+        depth, t = depth + 1, t.target
+    return depth, t.display_name()
+
+
+def test_a_type_chain_longer_than_any_compiler_writes_is_a_clear_error():
+    from aspace_dap.dwarf.typebuild import MAX_TYPE_DEPTH
+
+    fits = pointer_chain(MAX_TYPE_DEPTH - 1)
+    idx = DwarfIndex(FakeElf(types_unit(fits, [len(fits) - 1])), e_machine=224)
+    (g,) = idx.globals()
+    assert pointer_depth(g.type) == (MAX_TYPE_DEPTH - 1, "float")
+    for length in (MAX_TYPE_DEPTH, 5000, 50_000):
+        chain = pointer_chain(length)
+        idx = DwarfIndex(FakeElf(types_unit(chain, [len(chain) - 1, 0])), e_machine=224)
+        deep, shallow = idx.globals()
+        with pytest.raises(CodeObjectError, match=f"nested more than {MAX_TYPE_DEPTH} types deep"):
+            deep.type
+        with pytest.raises(CodeObjectError, match="nested more than"):
+            deep.type  # nothing of the failed build was kept
+        assert shallow.type.display_name() == "float"
+
+
+def test_a_long_chain_cannot_be_built_a_piece_at_a_time():
+    """Globals typed by every 50th link of a 5,000-pointer chain, shallowest first: each build stops
+    at the cached link below it, yet no type deeper than the limit is ever made (stripping or naming
+    it would recurse through every link)."""
+    chain = pointer_chain(5000)
+    idx = DwarfIndex(FakeElf(types_unit(chain, list(range(50, len(chain), 50)))), e_machine=224)
+    built = failed = 0
+    for g in idx.globals():
+        try:
+            depth, name = pointer_depth(g.type)
+        except CodeObjectError as exc:
+            assert "nested more than" in str(exc)
+            failed += 1
+        else:
+            built += 1
+            assert depth == 50 and name == "float"
+    assert built == 1 and failed == 99
+
+
+@pytest.mark.parametrize("kind", ["pointer", "typedef"])
+def test_a_type_that_contains_itself_without_a_struct_is_a_clear_error(kind):
+    types = [("base", None), (kind, 2), (kind, 1)]  # two that refer to each other
+    idx = DwarfIndex(FakeElf(types_unit(types, [1, 2, 0])), e_machine=224)
+    first, second, plain = idx.globals()
+    for g in (first, second, first):
+        with pytest.raises(CodeObjectError, match="contains itself"):
+            g.type
+    assert plain.type.display_name() == "float"
+
+
+def test_a_struct_may_point_to_itself():
+    types = [("struct", 1), ("pointer", 0), ("typedef", 0)]  # struct s { s *m; }; typedef s t;
+    idx = DwarfIndex(FakeElf(types_unit(types, [2, 1])), e_machine=224)
+    node, pointer = idx.globals()
+    s = node.type.strip()
+    assert isinstance(s, StructType) and s.members[0].type.target is s
+    assert pointer.type.display_name() == "s *"

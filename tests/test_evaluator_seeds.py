@@ -286,3 +286,21 @@ def test_intel_mid_expression_stack_value_reads_back_only_in_that_dialect():
     assert int.from_bytes(bytes(data[0]), "little") == 0x2345
     res = evaluate(assemble(text, AMD), t, AMD, np.array([3]))
     assert 3 in res.errors and "expected a value" in str(res.errors[3])
+
+
+def test_call2_call4_and_typed_operations_name_dies_in_their_unit():
+    """DWARF 5 (2.5.1.5, 2.5.1.6): DW_OP_call2/call4 and the typed operations take a DIE's offset from the
+    start of the current unit, DW_OP_call_ref its offset in .debug_info. In a second unit at 0x1000,
+    `DW_OP_call4 0x40` is the DIE at 0x1040 (0x40 is a DIE of the first unit)."""
+    unit = 0x1000
+    procs = {unit + 0x40: "DW_OP_lit7", 0x40: "DW_OP_lit1"}
+    types = {unit + 0x30: (8, 0x07), 0x30: (2, 0x05)}
+    frame = FrameContext(unit_offset=unit, procedure=lambda die: assemble(procs[die], AMD) if die in procs else None,
+                         base_type=lambda die: types[die])
+    t = FakeTarget()
+    for text, value in (("DW_OP_call4 0x40", 7), ("DW_OP_call2 0x40", 7), ("DW_OP_call_ref 0x40", 1),
+                        ("DW_OP_const_type 0x30 8 0xffffffffffffffff", 2**64 - 1)):
+        v = one(text, t, kind="value", frame=frame)
+        assert int(v.bits[0]) == value, text
+        if "type" in text:
+            assert v.type.size == 8

@@ -135,3 +135,50 @@ def test_random_lsp_messages_leave_every_request_answered(seed, tmp_path):
         assert server.answer("last", timeout=TIMEOUT)["result"] == []
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("seed", [2211])
+def test_random_decompression_bombs_are_refused_by_name_and_the_server_stays_small(seed, tmp_path, monkeypatch):
+    """Fat binaries, compressed bundles and gzip cores that inflate past their limits, declaring any size:
+    each launch is answered (a clear error naming the limit, or a load), memory stays bounded, and the
+    server keeps serving."""
+    import bombs
+    from aspace_dap.adapters.nvidia.core_writer import write_core
+    from aspace_dap.state import load_state
+    from test_limits import peak_rss
+
+    monkeypatch.setenv("ASPACE_MAX_CODE_OBJECT_BYTES", "8M")
+    monkeypatch.setenv("ASPACE_MAX_DECOMPRESSED_BYTES", "16M")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    rng = random.Random(seed)
+    with load_state(ROOT / "examples" / "cuda" / "dumps" / "lds_tiles.sm_90.G") as state:
+        core = write_core(state, tmp_path / "core.cudbg").read_bytes()
+    kinds = {"fatbin": lambda n, d: bombs.fatbin_bomb(n, d),
+             "bundle-zstd": lambda n, d: bombs.bundle_bomb(n, d, 1, 3),
+             "bundle-zlib": lambda n, d: bombs.bundle_bomb(min(n, 48 << 20), d, 0, 3),
+             "gzip-core": lambda n, d: bombs.gzip_core_bomb(core, min(n, 48 << 20))}
+    client = start_server_subprocess(["-m", "aspace_dap"])
+    try:
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+        client.request("configurationDone", timeout=TIMEOUT)  # launches are answered at once from now on
+        for round_ in range(10):
+            kind = rng.choice(sorted(kinds))
+            inflated = rng.choice([1 << 20, 32 << 20, 256 << 20])
+            declared = rng.choice([None, 0, inflated - 1, 2**32 - 1, 2**64 - 1])
+            path = tmp_path / f"bomb-{round_}.{kind}"
+            path.write_bytes(kinds[kind](inflated, declared))
+            arguments = {"state": str(path)} if kind == "gzip-core" else {"state": str(DUMP), "codeObject": str(path)}
+            answer = client.request_raw("launch", arguments, timeout=TIMEOUT)
+            said = json.dumps(answer) + json.dumps(client.events("output"))
+            assert "internal error" not in said and "Traceback" not in said, (round_, kind, said[-800:])
+            if inflated >= 32 << 20 and kind != "gzip-core":  # over the limit, or caught in a lie about its size
+                assert "MAX_CODE_OBJECT_BYTES" in said or "header says" in said, (round_, kind, declared, said[-800:])
+                if declared is None or declared >= 8 << 20:
+                    assert "MAX_CODE_OBJECT_BYTES" in said, (round_, kind, inflated, declared, said[-800:])
+            if inflated >= 32 << 20 and kind == "gzip-core":
+                assert not answer["success"] and "MAX_DECOMPRESSED_BYTES" in answer["message"], (round_, answer)
+        assert peak_rss(client.process.pid) < 400 << 20, peak_rss(client.process.pid)
+        assert client.request_raw("launch", {"state": str(DUMP)}, timeout=TIMEOUT)["success"]
+        assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    finally:
+        client.close()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, launch_answer, start_server_subprocess, \
-    start_tcp_server_subprocess
+from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, launch_answer, machine_slowdown, \
+    start_server_subprocess, start_tcp_server_subprocess, tcp_secret
 
 ROOT = Path(REPO_ROOT)
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -63,6 +63,9 @@ def tcp_server():
 
 
 def raw_request(sock: socket.socket, seq: int, command: str, arguments: dict | None = None, **extra) -> None:
+    """A request as bytes on `sock`; an initialize presents the secret of the TCP server it is connected to."""
+    if command == "initialize" and tcp_secret(sock.getpeername()[1]) is not None:
+        arguments = {**(arguments or {}), "secret": tcp_secret(sock.getpeername()[1])}
     message = {"seq": seq, "type": "request", "command": command, **extra}
     if arguments is not None:
         message["arguments"] = arguments
@@ -123,11 +126,12 @@ def test_limits_come_from_the_environment(monkeypatch):
 
 def test_a_tcp_server_at_its_session_limit_answers_the_next_client_with_an_error(monkeypatch):
     monkeypatch.setenv("ASPACE_MAX_SESSIONS", "2")
+    monkeypatch.setenv("ASPACE_MAX_INITIALIZE_SECONDS", "2")  # the next client waits twice that for a place
     process, stderr, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"])
     try:
         first, second = initialized(connect_tcp(port)), initialized(connect_tcp(port))
         third = connect_tcp(port)
-        assert_clear_error(third.request_raw("initialize", {"adapterID": "x"}, timeout=10), "MAX_SESSIONS")
+        assert_clear_error(third.request_raw("initialize", {"adapterID": "x"}, timeout=TIMEOUT), "MAX_SESSIONS")
         third.wait_closed()
         first.request_raw("disconnect", timeout=10)
         first.close()
@@ -187,7 +191,7 @@ def test_fifo_code_objects_do_not_freeze_the_tcp_server(tcp_server, tmp_path):
     hostile = [hostile_fifo_client(port, fifo) for _ in range(40)]  # they stay, silent
     try:
         time.sleep(0.5)
-        assert answered_within(port) < 1.0
+        assert answered_within(port) < 1.0 * machine_slowdown()
     finally:
         for sock in hostile:
             sock.close()
@@ -316,7 +320,7 @@ def test_a_client_that_never_reads_is_no_longer_read(tcp_server):
     try:
         assert blocked, f"the server read all {sent} requests of a client that reads nothing"
         assert peak_rss(process.pid) < GiB
-        assert answered_within(port) < 1.0
+        assert answered_within(port) < 1.0 * machine_slowdown()
     finally:
         sock.close()
 
@@ -540,14 +544,18 @@ def test_an_overstated_content_length_does_not_swallow_what_follows(launched_std
 
 # ---- saves are atomic, temporary folders go with SIGTERM ------------------------------
 
-def big_sparse_dump(tmp_path: Path) -> Path:
-    """The example dump with 3 GiB more global memory in a sparse file: slow to save, cheap to make."""
+def big_sparse_dump(tmp_path: Path, size: int = 3 * GiB) -> Path:
+    """The example dump with `size` more global memory in a sparse file that holds a byte in every 16 MiB
+    (a save's piece): slow to save (every piece is read and scanned), cheap to make and to save."""
     dump = tmp_path / "big"
     shutil.copytree(DUMP, dump)
     manifest = json.loads((dump / "manifest.json").read_text())
     with open(dump / "mem" / "big.bin", "wb") as f:
-        f.truncate(3 * GiB)
-    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": 3 * GiB,
+        f.truncate(size)
+        for at in range(0, size, 16 << 20):
+            f.seek(at)
+            f.write(b"\1")
+    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": size,
                                "file": "mem/big.bin", "file_offset": 0})
     (dump / "manifest.json").write_text(json.dumps(manifest))
     return dump
@@ -596,6 +604,164 @@ def test_sigterm_removes_the_zip_extraction_folder(tmp_path, monkeypatch):
     finally:
         client.close()
     assert not list(scratch.iterdir())
+
+
+def partial_saves(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if ".aspace-partial-" in p.name]
+
+
+def saving(client, dump: Path, target: Path) -> int:
+    """Launch `dump`, start saving it to `target` and return the request's seq once the save has begun
+    writing (its partial folder exists)."""
+    assert launch(client, state=str(dump))["success"]
+    seq = client.send("saveDump", {"path": str(target)})
+    deadline = time.monotonic() + TIMEOUT
+    while not (target.parent.exists() and partial_saves(target.parent)):
+        assert time.monotonic() < deadline, "the save never began"
+        time.sleep(0.005)
+    return seq
+
+
+def test_a_cancelled_save_stops_and_leaves_nothing(tmp_path):
+    dump = big_sparse_dump(tmp_path)
+    target = tmp_path / "new" / "deeper" / "saved"
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        seq = saving(client, dump, target)
+        client.request("cancel", {"requestId": seq}, timeout=TIMEOUT)
+        answer = client.wait_response(seq, timeout=TIMEOUT)
+        assert not answer["success"] and answer["message"] == "cancelled", answer
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["big"], "the save left something behind"
+        assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    finally:
+        client.close()
+
+
+def test_a_save_over_its_time_budget_is_refused_by_name_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASPACE_MAX_SAVE_SECONDS", "1")
+    dump = big_sparse_dump(tmp_path)
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        for request in (("saveDump", {"path": str(tmp_path / "new" / "saved")}),
+                        ("evaluate", {"expression": f"save {tmp_path / 'new' / 'again'}", "context": "repl"})):
+            answer = client.request_raw(*request, timeout=TIMEOUT)
+            assert_clear_error(answer, "MAX_SAVE_SECONDS")
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["big"], "the save left something behind"
+    finally:
+        client.close()
+
+
+def test_a_save_of_a_huge_sparse_region_keeps_its_holes(tmp_path, monkeypatch):
+    """64 GiB of global memory that is one sparse hole: nothing of it is read or written."""
+    monkeypatch.setenv("ASPACE_MAX_SAVE_SECONDS", "60")
+    dump = tmp_path / "huge"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    with open(dump / "mem" / "huge.bin", "wb") as f:
+        f.truncate(64 * GiB)
+    manifest["memory"].append({"space": "global", "address": "0x100000000000", "size": 64 * GiB,
+                               "file": "mem/huge.bin", "file_offset": 0})
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(client, state=str(dump))["success"]
+        saved = Path(client.request("saveDump", {"path": str(tmp_path / "saved")}, timeout=90)["path"])
+    finally:
+        client.close()
+    on_disk = sum(p.stat().st_blocks * 512 for p in saved.rglob("*") if p.is_file())
+    assert on_disk < 1 << 20, on_disk
+    region = next(r for r in json.loads((saved / "manifest.json").read_text())["memory"]
+                  if r["address"] == "0x100000000000")
+    assert region["size"] == 64 * GiB and (saved / region["file"]).stat().st_size == 64 * GiB
+
+
+def many_waves_dump(tmp_path: Path, workgroups: int) -> Path:
+    """The example's workgroup repeated (benchmarks/gen_waves.py): a save writes two files per wave."""
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_waves.py"), str(tmp_path / "waves"),
+                    "--workgroups", str(workgroups)], check=True, stdout=subprocess.DEVNULL, env=_server_env())
+    return tmp_path / "waves"
+
+
+def test_sigterm_during_a_save_leaves_no_partial_folder(tmp_path):
+    """Twenty times: SIGTERM at another moment of a save that is writing thousands of files (while the
+    removal runs, a writer that is not stopped first makes new ones); no partial folder stays (one did
+    in 10 of 11 trials)."""
+    import random
+
+    dump = many_waves_dump(tmp_path, 1000)
+    rng = random.Random(11)
+    for trial in range(20):
+        out = tmp_path / f"out-{trial}"
+        client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        try:
+            saving(client, dump, out / "saved")
+            time.sleep(rng.uniform(0, 0.5))
+            client.process.send_signal(signal.SIGTERM)
+            assert client.process.wait(TIMEOUT) == 128 + signal.SIGTERM
+        finally:
+            client.close()
+        left = sorted(p.name for p in out.iterdir())
+        assert left in ([], ["saved"]), f"trial {trial}: {left}"
+
+
+def test_a_killed_servers_temporary_folders_are_removed_by_the_next_one(tmp_path, monkeypatch):
+    """A server killed with SIGKILL removes nothing; the next one to start, or to make a temporary folder,
+    removes every folder of a server that is gone (and none of one that lives)."""
+    from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
+    from aspace_dap.state import load_state
+
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    with load_state(DUMP) as state:
+        core = write_rocm_core(state, tmp_path / "gpucore.4242")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    dump = tmp_path / "dump.zip"
+    with zipfile.ZipFile(dump, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in DUMP.rglob("*"):
+            if path.is_file():
+                archive.write(path, str(path.relative_to(DUMP)))
+    unrelated = scratch / "aspace-not-ours"  # a folder of that name without a lock file is left alone
+    unrelated.mkdir()
+    # the next server to start removes them, even one that makes no temporary folder of its own
+    for server in (["-m", "aspace_dap"], ["-m", "aspace_dap", "lsp"]):
+        client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        assert launch(client, state=str(core))["success"]
+        assert [p.name.split("-")[1] for p in scratch.iterdir() if p != unrelated] == ["rocmcore"]
+        client.process.kill()
+        client.close()
+        starting = subprocess.Popen([sys.executable, *server], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, cwd=ROOT, env=_server_env())
+        deadline = time.monotonic() + TIMEOUT
+        while [p for p in scratch.iterdir() if p != unrelated]:
+            assert time.monotonic() < deadline and starting.poll() is None, (server, list(scratch.iterdir()))
+            time.sleep(0.05)
+        starting.stdin.close()
+        starting.wait(TIMEOUT)
+    for state_path, kind in ((core, "rocmcore"), (dump, "state")):
+        client = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        assert launch(client, state=str(state_path))["success"]
+        client.process.kill()
+        client.close()
+        # what the server killed before it left was removed when this one made its folder
+        leftovers = sorted(p.name for p in scratch.iterdir() if p != unrelated)
+        assert [name.split("-")[1] for name in leftovers] == [kind], leftovers
+    living = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+    try:
+        assert launch(living, state=str(dump))["success"]
+        now = sorted(p.name for p in scratch.iterdir() if p != unrelated)
+        assert len(now) == 1 and now[0] not in leftovers, (leftovers, now)
+        other = initialized(start_server_subprocess(["-m", "aspace_dap"]))
+        try:  # a second server sweeps too, and leaves the living server's folder
+            assert launch(other, state=str(core))["success"]
+            assert set(now) < {p.name for p in scratch.iterdir()}
+        finally:
+            other.process.send_signal(signal.SIGTERM)
+            other.close()
+    finally:
+        living.process.send_signal(signal.SIGTERM)
+        living.close()
+    assert [p.name for p in scratch.iterdir()] == ["aspace-not-ours"]
 
 
 # ---- the language server ---------------------------------------------------------------
@@ -790,6 +956,7 @@ def test_what_all_clients_hold_together_is_bounded_and_new_clients_are_answered(
         time.sleep(3)  # what the server would read of 230 MiB on loopback, it has read by now
         grown = peak_rss(process.pid) - baseline
         waited = answered_within(port)
+        slowdown = machine_slowdown()
         # a message bigger than a client's share still gets its turn
         big = initialized(connect_tcp(port))
         assert launch(big, state=str(DUMP))["success"]
@@ -802,7 +969,7 @@ def test_what_all_clients_hold_together_is_bounded_and_new_clients_are_answered(
         print(f"server grew by {grown >> 20} MiB; a new client was answered within {waited:.2f} s, "
               f"a 3 MiB request within {big_waited:.1f} s")
         assert grown < 160 << 20, f"the server grew by {grown >> 20} MiB"  # ~230 MiB of messages were sent
-        assert waited < 3
+        assert waited < 3 * slowdown, (waited, slowdown)
     finally:
         hostile.kill()
         hostile.wait()
@@ -839,7 +1006,8 @@ def test_stalled_clients_are_disconnected_and_free_their_place(quick_stall_serve
     # 1. sends half a message, then nothing
     half = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     half.sendall(b'Content-Length: 100\r\n\r\n{"seq": 1, "type": "req')
-    assert closed_by_server(half, timeout=15), "a client silent in the middle of a message was kept"
+    assert closed_by_server(half, timeout=15 * machine_slowdown()), \
+        "a client silent in the middle of a message was kept"
     half.close()
     stderr.wait_for_line("aspace-dap: disconnected a client that sent part of a message")
     # 2. asks for answers and takes none of them: 2000 x 300 KB of x/16384xw
@@ -856,8 +1024,10 @@ def test_stalled_clients_are_disconnected_and_free_their_place(quick_stall_serve
         pass  # the server stopped reading it (a timeout), or has cut it already (a reset)
     stderr.wait_for_line("aspace-dap: disconnected a client that took none of its answers")
     greedy.close()
-    # its place is free again; the idle client was kept all along
-    assert answered_within(port) < 3
+    # its place is free again (a client over the limit would be refused, naming MAX_SESSIONS); the idle
+    # client was kept all along
+    waited, slowdown = answered_within(port), machine_slowdown()
+    assert waited < 3 * slowdown, (waited, slowdown)
     assert idle.request_raw("threads", timeout=TIMEOUT)["command"] == "threads"
     idle.close()
 
@@ -899,7 +1069,7 @@ def tcp_server_1m_output(monkeypatch):
 
 HOSTILE_CLIENTS = r"""
 import json, socket, sys, threading, time
-port, fifo, dump = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, fifo, dump, secret = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 
 def frame(message):
     body = json.dumps(message).encode()
@@ -911,14 +1081,16 @@ def connect():
 socks = []
 for _ in range(27):  # FIFO code objects, then silence
     s = connect()
-    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize",
+                     "arguments": {"adapterID": "x", "secret": secret}})
               + frame({"seq": 2, "type": "request", "command": "launch",
                        "arguments": {"state": dump, "codeObject": fifo}}))
     socks.append(s)
 readers = []
 for _ in range(13):  # never read their answers
     s = connect()
-    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    s.sendall(frame({"seq": 1, "type": "request", "command": "initialize",
+                     "arguments": {"adapterID": "x", "secret": secret}})
               + frame({"seq": 2, "type": "request", "command": "launch", "arguments": {"state": dump}})
               + frame({"seq": 3, "type": "request", "command": "configurationDone"}))
     socks.append(s)
@@ -964,19 +1136,21 @@ def test_fifty_hostile_clients_leave_a_new_client_answered_within_a_second(tcp_s
     os.mkfifo(fifo)
     started = time.monotonic()
     # the hostile clients run in a process of their own, so their threads do not slow the measuring client
-    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP)],
-                               stdout=subprocess.PIPE, text=True)
+    hostile = subprocess.Popen([sys.executable, "-c", HOSTILE_CLIENTS, str(port), str(fifo), str(DUMP),
+                                tcp_secret(port)], stdout=subprocess.PIPE, text=True)
     try:
         assert hostile.stdout.readline().strip() == "flooding"
         time.sleep(0.5)  # the flood is under way
         during = [answered_within(port) for _ in range(5)]
+        slowdown = machine_slowdown()
         assert hostile.stdout.readline().strip() == "done"
         after = answered_within(port)
         print(f"new clients answered within {[round(w, 3) for w in during]} s during the flood, "
               f"{after:.3f} s after it; peak RSS {peak_rss(process.pid) >> 20} MiB; "
-              f"{time.monotonic() - started:.1f} s in all")
+              f"{time.monotonic() - started:.1f} s in all; the machine {slowdown:.1f} times slower than quiet")
         # the median, because on a shared 2-core machine one sample can wait for the OS, not for us
-        assert sorted(during)[2] < 1.0 and max(during) < 3.0 and after < 1.0, (during, after)
+        assert sorted(during)[2] < 1.0 * slowdown and max(during) < 3.0 * slowdown, (during, slowdown)
+        assert after < 1.0 * max(slowdown, machine_slowdown()), (after, slowdown)
         assert peak_rss(process.pid) < GiB, peak_rss(process.pid)
     finally:
         hostile.kill()

@@ -88,6 +88,49 @@ def test_lds_memory_views_read_the_workgroups_lds_from_the_core(cores, dump):
     assert data == base64.b64decode(from_dump["data"]) and any(data)
 
 
+def test_link_map_files_that_give_no_code_object_all_read_the_same(tmp_path):
+    """A core's link map names files outside what the user opened: a missing one, one shorter than the
+    link map says (/etc/shadow was "shorter than offset + size"), one that is not a code object, a
+    folder, a FIFO all get one warning, so that a core cannot tell which files exist or what they hold."""
+    import os
+    import urllib.parse
+
+    dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
+    staged = tmp_path / ("staged-" + "x" * 80) / "lds_tiles.co"
+    staged.parent.mkdir()
+    with load_state(dump) as state:
+        shutil.copy(state.code_objects[0].path, staged)
+        state.code_objects[0].path = staged
+        core = write_rocm_core(state, tmp_path / "gpucore.4242", code_object_uri="file")
+    size = staged.stat().st_size
+    staged.unlink()
+    original = f"file://{urllib.parse.quote(str(staged.resolve()))}#offset=0&size={size}".encode()
+    image = core.read_bytes()
+    assert image.count(original + b"\0") == 1
+    places = tmp_path / "p"
+    places.mkdir()
+    (places / "short").write_bytes(b"\x7fELF" + bytes(60))
+    (places / "text").write_text("root:x:0:0:root:/root:/bin/bash\n" * (size // 32 + 1))
+    (places / "folder").mkdir()
+    os.mkfifo(places / "fifo")
+    said = {}
+    for name in ("missing", "short", "text", "folder", "fifo"):
+        uri = f"file://{places / name}#offset=0&size={size}".encode()
+        assert len(uri) <= len(original)
+        hostile = tmp_path / f"gpucore-{name}"
+        hostile.write_bytes(image.replace(original + b"\0", uri + b"\0" * (len(original) - len(uri) + 1)))
+        c, _ = launched(hostile)
+        try:
+            output = "".join(e["body"].get("output", "") for e in c.events("output"))
+            c.request("disconnect")
+        finally:
+            c.close()
+        line = next((line for line in output.splitlines() if str(places / name) in line), "(nothing said)")
+        said[name] = line.replace(str(places / name), "PATH")
+    assert len(set(said.values())) == 1, said
+    assert "supply it with codeObject" in said["missing"]
+
+
 def test_missing_file_code_object_is_named_and_codeobject_supplies_it(tmp_path):
     dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
     staged = tmp_path / "staged" / "lds_tiles.gfx90a.O0.co"

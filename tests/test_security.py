@@ -1,12 +1,13 @@
 """The path policy against a hostile client, over the real servers (stdio and TCP).
 
-A client may only read what the dump, its code objects and the debug info's
-source folders hold, may only write inside the save folder it names, and
+A client may only read what the user opened (the dump, the launch's code object,
+the working directory), may only write inside the save folder it names, and
 cannot tell a missing path from an unreadable one.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -20,7 +21,8 @@ import pytest
 
 from aspace_dap.paths import PathPolicy, PathRefused, save_target
 from aspace_dap.state.writer import StateWriter
-from dap_client import connect_tcp, launch_answer, start_server_subprocess, start_tcp_server_subprocess
+from dap_client import NOBODY, connect_tcp, launch_answer, server_copy, start_server_subprocess, \
+    start_tcp_server_subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
@@ -90,15 +92,85 @@ def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
     assert "__shared__" in client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
 
 
-def test_a_folder_map_reads_only_below_the_mapped_folder(connect, tmp_path):
-    (tmp_path / "exception_ptr.h").write_text("// mapped copy\n")
+def test_a_folder_map_reads_only_what_was_opened(connect, tmp_path):
+    """A sourceMap only says where to look: the mapped file is read when it lies inside what the user
+    opened (here the dump's folder), never because the map points somewhere."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    (dump / "include").mkdir()
+    (dump / "include" / "exception_ptr.h").write_text("// mapped copy\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "exception_ptr.h").write_text("// not opened\n")
     (tmp_path / "secret.txt").write_text("not for clients\n")
     client = connect()
-    assert launch(client, state=str(DUMP), sourceMap={"/usr/include/c++/12/bits": str(tmp_path)})["success"]
-    mapped = str(tmp_path / "exception_ptr.h")
+    assert launch(client, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(dump / "include")})["success"]
+    mapped = str(dump / "include" / "exception_ptr.h")
     assert client.request("source", {"source": {"path": mapped}}, timeout=TIMEOUT)["content"] == "// mapped copy\n"
     response = client.request_raw("source", {"source": {"path": str(tmp_path / "secret.txt")}}, timeout=TIMEOUT)
     assert_refused(response, "not for clients")
+    other = connect()
+    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)})["success"]
+    response = other.request_raw("source", {"source": {"path": str(outside / "exception_ptr.h")}}, timeout=TIMEOUT)
+    assert_refused(response, "not opened")
+
+
+def code_object_naming(path: str) -> bytes:
+    """A small gfx90a code object (benchmarks/gen_big_code_object.py) whose line table names `path`."""
+    from test_codeobj_generated import load_generator
+
+    stem = "s" * 200
+    image, _, _ = load_generator().write_code_object(20, 1, stem)
+    old = (stem + "_00000.hip").encode()
+    assert len(path.encode()) < len(old) and old in image
+    return image.replace(old, path.encode().ljust(len(old), b"\0"))
+
+
+def test_a_code_object_the_client_wrote_does_not_open_the_files_it_names(connect, tmp_path):
+    """writeMemory puts a code object naming a secret into the dump's memory, saveDump writes it as a
+    file, a new launch names that file as its code object: the secret is still not a source."""
+    secret = tmp_path / "private" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("not for clients\n")
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    (dump / "mem" / "scratchpad.bin").write_bytes(bytes(16 << 10))
+    manifest["memory"].append({"space": "global", "address": "0x7f0001000000", "size": 16 << 10,
+                               "file": "mem/scratchpad.bin", "file_offset": 0})
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = connect()
+    assert launch(client, state=str(dump))["success"]
+    for named in (str(secret), "/etc/passwd"):
+        image = code_object_naming(named)
+        client.request("writeMemory", {"memoryReference": "global#0x7f0001000000",
+                                       "data": base64.b64encode(image).decode()}, timeout=TIMEOUT)
+        saved = Path(client.request("saveDump", {"path": str(tmp_path / f"saved-{len(named)}")}, timeout=60)["path"])
+        written = next(p for p in (saved / "mem").iterdir() if p.read_bytes().startswith(b"\x7fELF"))
+        other = connect()
+        assert launch(other, state=str(saved), codeObject=str(written))["success"]
+        names = [s["path"] for s in other.request("loadedSources", timeout=TIMEOUT)["sources"]]
+        assert named in names  # the code object does name it
+        response = other.request_raw("source", {"source": {"path": named}}, timeout=TIMEOUT)
+        assert_refused(response, "not for clients", "root:")
+
+
+def test_a_symlink_in_the_dump_does_not_lead_a_source_out_of_it(connect, tmp_path):
+    """The debug info names examples/lds_tiles/lds_tiles.hip; the dump's code/lds_tiles.hip (nearest
+    to the code object, so looked at first) is a link to /etc/passwd: it is passed over."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    link = dump / "code" / "lds_tiles.hip"
+    link.symlink_to("/etc/passwd")
+    first_line = Path("/etc/passwd").read_text().splitlines()[0]
+    client = connect()
+    assert launch(client, state=str(dump))["success"]
+    kernel = next(s for s in client.request("loadedSources", timeout=TIMEOUT)["sources"]
+                  if s["name"] == "lds_tiles.hip")
+    assert kernel["path"] != str(link)
+    content = client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
+    assert "__shared__" in content and first_line not in content
+    assert_refused(client.request_raw("source", {"source": {"path": str(link)}}, timeout=TIMEOUT), first_line)
 
 
 # ---- a save writes only inside its folder, with names the writer makes ----
@@ -157,6 +229,77 @@ def test_save_to_a_kernel_interface_or_an_impossible_name_is_a_clear_error(conne
         assert not os.path.lexists(target)
 
 
+def test_a_lone_surrogate_in_a_path_is_a_clear_error(connect, tmp_path):
+    """JSON's "\\ud800" is a string no file name can hold: refused by name (it was a UnicodeEncodeError),
+    for saveDump, the REPL's save and launch alike."""
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    target = str(tmp_path / "saved-\ud800")
+    for command, arguments in (("saveDump", {"path": target}),
+                               ("evaluate", {"expression": f"save {target}", "context": "repl"})):
+        response = client.request_raw(command, arguments, timeout=TIMEOUT)
+        assert_refused(response)
+        assert "surrogate" in response["message"], response
+    assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+    other = connect()
+    other.request_raw("configurationDone", timeout=TIMEOUT)
+    for arguments in ({"state": target}, {"state": str(DUMP), "codeObject": target}):
+        response = other.request_raw("launch", arguments, timeout=TIMEOUT)
+        assert_refused(response)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("length", [230, 231, 240, 255])
+def test_saves_to_names_up_to_the_longest_a_file_system_allows(connect, tmp_path, length):
+    """A name of 231 to 255 bytes is a valid name, yet `.NAME.aspace-partial-XXXXXXXX` beside it would be
+    over 255: the hidden partial folder takes a shortened name, and the save works."""
+    name = ("é" * length)[: length // 2] + "n" * (length - 2 * (length // 2))  # two bytes a character
+    assert len(name.encode()) == length
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    saved = client.request("saveDump", {"path": str(tmp_path / name)}, timeout=60)["path"]
+    assert Path(saved) == tmp_path / name and (tmp_path / name / "manifest.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_a_name_over_the_longest_a_file_system_allows_is_refused_by_name(connect, tmp_path):
+    client = connect()
+    assert launch(client, state=str(DUMP))["success"]
+    response = client.request_raw("saveDump", {"path": str(tmp_path / ("n" * 256))}, timeout=TIMEOUT)
+    assert_refused(response)
+    assert "longer than 255 bytes" in response["message"], response
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_register_declared_a_terabyte_long_is_a_clear_error(connect, tmp_path):
+    """A layout may end in a register longer than its file (the rest unknown): one declared 2^40 bytes
+    long was a MemoryError when saved; it is refused by name, and the session goes on."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    for layout in manifest["register_layouts"].values():
+        layout.append(["huge", 1 << 40])
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    client = connect()
+    answer = launch(client, state=str(dump))
+    if not answer["success"]:
+        assert_refused(answer)
+        assert "huge" in answer["message"], answer
+        return
+    thread = client.request("threads", timeout=TIMEOUT)["threads"][0]["id"]
+    frame = client.request("stackTrace", {"threadId": thread}, timeout=TIMEOUT)["stackFrames"][0]["id"]
+    scopes = {s["name"]: s for s in client.request("scopes", {"frameId": frame}, timeout=TIMEOUT)["scopes"]}
+    response = client.request_raw("variables", {"variablesReference": scopes["Registers"]["variablesReference"]},
+                                  timeout=TIMEOUT)
+    text = json.dumps(response)
+    assert "internal error" not in text and "Traceback" not in text, text
+    response = client.request_raw("saveDump", {"path": str(tmp_path / "saved")}, timeout=60)
+    assert_refused(response)
+    assert "huge" in response["message"] and "bytes" in response["message"], response
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump"]
+    assert client.request("evaluate", {"expression": "2+3"}, timeout=TIMEOUT)["result"] == "5"
+
+
 @pytest.fixture
 def save_places():
     """Folders a server may not write to, and one it may, in a fresh world-readable folder.
@@ -176,29 +319,49 @@ def save_places():
     sealed.chmod(0o700 if os.geteuid() == 0 else 0o000)
     open_.chmod(0o777)
     (open_ / "full").chmod(0o777)
-    launcher = []
-    if os.geteuid() == 0:
-        if not shutil.which("setpriv"):
-            pytest.skip("running as root without setpriv: every folder is writable")
-        launcher = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    launcher, python, env, dump = [], sys.executable, None, DUMP
+    runtime = Path(tempfile.mkdtemp(prefix="aspace-server-copy-"))
     try:
-        yield base, launcher
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root without setpriv: every folder is writable")
+            launcher = list(NOBODY)
+            # nobody may not read this checkout (a clone in /root, or in any 0700 folder): the server and the
+            # dump it opens run from copies nobody can read
+            python, env = server_copy(launcher, str(runtime))
+            dump = runtime / "dump"
+            shutil.copytree(DUMP, dump)
+            for folder in [dump, *(p for p in dump.rglob("*") if p.is_dir())]:
+                folder.chmod(0o755)
+        yield base, (lambda: start_server_subprocess(["-m", "aspace_dap"], launcher, python, env)), dump
     finally:
         for folder in (locked, locked / "full", sealed):
             folder.chmod(0o755)
         shutil.rmtree(base)
+        shutil.rmtree(runtime)
+
+
+def start_server_subprocess_checked(start_server):
+    """An initialized client of the server `start_server` starts; what it said on stderr if it could not
+    answer (an import error, say), instead of only that it closed the stream."""
+    client = start_server()
+    try:
+        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
+    except AssertionError as exc:
+        client.process.wait(TIMEOUT)
+        raise AssertionError(f"{exc}; the server said: {client.stderr.text[-2000:]}") from None
+    return client
 
 
 def test_save_refusals_where_the_server_cannot_write_do_not_tell_what_is_there(save_places):
-    base, launcher = save_places
+    base, start_server, dump = save_places
     names = ["locked/full", "locked/empty", "locked/file", "locked/missing", "locked/missing/deeper",
              "locked/file/below", "locked/full/below", "locked/to-proc/x", "sealed/inside", "sealed/nothing",
              "sealed/inside/x"]
     listing = sorted(str(p) for p in base.rglob("*") if "sealed" not in str(p))
-    client = start_server_subprocess(["-m", "aspace_dap"], launcher)
+    client = start_server_subprocess_checked(start_server)
     try:
-        client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
-        assert launch(client, state=str(DUMP))["success"]
+        assert launch(client, state=str(dump))["success"]
         messages = {}
         for name in names:
             response = client.request_raw("saveDump", {"path": str(base / name)}, timeout=TIMEOUT)

@@ -165,3 +165,52 @@ def test_patched_cuda_core_headers_fail_cleanly(tmp_path):
         except Exception as exc:  # pragma: no cover
             raise AssertionError(f"round {round_}: {type(exc).__name__}: {exc}")
     assert time.monotonic() - start < 60
+
+
+def test_gzip_core_and_zip_bombs_stop_at_the_decompression_limit(tmp_path, monkeypatch):
+    """Fixed seed: gzip-compressed cores and deflated zip members that inflate past MAX_DECOMPRESSED_BYTES
+    are refused by name while they stream, and leave nothing in the temporary folder."""
+    import gc
+    import zipfile
+
+    import bombs
+    from aspace_dap import limits
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    monkeypatch.setattr(limits, "MAX_DECOMPRESSED_BYTES", 8 << 20)
+    with load_state(CUDA_DUMP) as state:
+        core = write_core(state, tmp_path / "core.cudbg").read_bytes()
+    rng = random.Random(22)
+    bomb = tmp_path / "bomb.cudbg.gz"
+    for round_ in range(6):
+        inflated = rng.choice([len(core) + 4096, (8 << 20) - 1, (8 << 20) + 1, 64 << 20])
+        bomb.write_bytes(bombs.gzip_core_bomb(core, inflated))
+        try:
+            with load_state(bomb) as state:
+                _touch(state)
+            assert inflated <= 8 << 20, (round_, inflated)
+        except AspaceError as exc:
+            assert inflated > 8 << 20 and "MAX_DECOMPRESSED_BYTES" in str(exc), (round_, inflated, exc)
+        gc.collect()
+        assert not list(scratch.iterdir()), round_
+    # a dump zip whose deflated memory member holds far more than the limit
+    dump = tmp_path / "dump.zip"
+    with zipfile.ZipFile(dump, "w") as archive:
+        for path in AMD_DUMP.rglob("*"):
+            if path.is_file() and path.name != "global-2.bin":
+                archive.write(path, str(path.relative_to(AMD_DUMP)))
+        member = zipfile.ZipInfo("mem/global-2.bin")
+        member.compress_type = zipfile.ZIP_DEFLATED
+        with archive.open(member, "w", force_zip64=True) as out:
+            for piece in bombs.zeros_after(b"", 64 << 20):
+                out.write(piece)
+    manifest = json.loads(zipfile.ZipFile(dump).read("manifest.json"))
+    region = next(r for r in manifest["memory"] if r["file"] == "mem/global-2.bin")
+    with load_state(dump) as state:
+        with pytest.raises(AspaceError, match="MAX_DECOMPRESSED_BYTES"):
+            state.memory["global"].read(int(region["address"], 16), 16)
+    gc.collect()
+    assert not list(scratch.iterdir())

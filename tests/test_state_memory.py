@@ -339,4 +339,5 @@ def test_saving_a_memory_made_of_several_regions():
     assert size == 8 and b"".join(blob.chunks()) == bytes(range(1, 9))
     gap = _memory([(0, 2, b"\x01\x02"), (8, 2, b"\x03\x04")])
     with pytest.raises(StateError, match="unknown bytes between"):
-        _single_file(gap, "private memory")
+        _, blob = _single_file(gap, "private memory")
+        b"".join(blob.chunks())  # the save streams it: the gap is found as it is written

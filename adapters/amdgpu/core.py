@@ -275,22 +275,29 @@ class _Reader:
             with os.fdopen(fd, "rb") as f:
                 f.seek(offset)
                 data = f.read(min(size, file_size) if size else file_size)
-        except PathRefused as exc:
-            why = str(exc) if "limit" in str(exc) else "missing, unreadable or not a regular file"
-            self.warnings.append(f"code object {uri}: {path} cannot be read ({why}); supply it with codeObject")
-            return CodeObjectRef(co_id, path, l_addr, uri), None
-        except (OSError, ValueError, OverflowError) as exc:
-            # the session says which file to supply; launch's codeObject supplies it
-            self.warnings.append(f"code object {uri}: {path} cannot be read ({exc.strerror or exc}); supply it "
-                                 f"with codeObject")
-            return CodeObjectRef(co_id, path, l_addr, uri), None
+        except (PathRefused, OSError, ValueError, OverflowError):
+            return self._unreadable(co_id, uri, path, l_addr)
         if size and len(data) < size:
-            self.warnings.append(f"code object {uri}: {path} is shorter than offset + size; supply the right "
-                                 f"file with codeObject")
-            return CodeObjectRef(co_id, path, l_addr, uri), None
-        if offset == 0 and (not size or size == path.stat().st_size):
+            return self._unreadable(co_id, uri, path, l_addr)
+        from aspace_dap.codeobj import load_code_objects
+
+        try:  # parsed now, not when a kernel is looked for: what is not a code object says no more than a missing file
+            objects = load_code_objects(data, name=str(path))
+        except AspaceError:
+            return self._unreadable(co_id, uri, path, l_addr)
+        self._loaded_objects[co_id] = objects
+        if offset == 0 and (not size or size == file_size):
             return CodeObjectRef(co_id, path, l_addr, uri), data
         return CodeObjectRef(co_id, self.files.write_image(name, data), l_addr, uri), data
+
+    def _unreadable(self, co_id: int, uri: str, path: Path, l_addr: int) -> tuple[CodeObjectRef, None]:
+        """A code object file the link map names, outside what the user opened, that gives no code object:
+        one message whatever the reason, so that a core cannot tell which files exist and what they hold.
+        The session says which file to supply; launch's codeObject supplies it."""
+        self.warnings.append(f"code object {uri}: no code object could be read from {path} (missing, unreadable, "
+                             f"not a regular file, over MAX_CODE_OBJECT_BYTES, shorter than the link map says or "
+                             f"not a code object); supply it with codeObject")
+        return CodeObjectRef(co_id, path, l_addr, uri), None
 
     def _kernel(self, kernel_object: int, processor: str) -> tuple[str, int | None]:
         """The kernel whose descriptor (`name.kd`) is at `kernel_object`, and its code object id. A build

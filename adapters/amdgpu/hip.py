@@ -26,7 +26,10 @@ _MEMBER = re.compile(r"^_ZN17__HIP_CoordinatesI\d+__HIP_(ThreadIdx|BlockIdx|Bloc
 def coordinate_global(var, index) -> tuple[str, str | None] | None:
     """("threadIdx", None) for HIP's `threadIdx` object, ("threadIdx", "x") for its static member `x`;
     None for any other variable."""
-    t = var.type
+    try:
+        t = var.type
+    except AspaceError:
+        t = None  # a type whose DWARF cannot be read: reading the variable says why
     stripped = t.strip() if t is not None else None
     if isinstance(stripped, StructType):
         name = stripped.name or ""

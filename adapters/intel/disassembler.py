@@ -18,7 +18,7 @@ import os
 import re
 
 from aspace_dap.errors import AspaceError
-from aspace_dap.paths import make_temp_dir
+from aspace_dap.tempfiles import make_temp_dir
 
 from ..base import DecodedInstruction, Disassembler, find_tool
 

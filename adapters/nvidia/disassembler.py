@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from aspace_dap.paths import make_temp_dir
+from aspace_dap.tempfiles import make_temp_dir
 
 from aspace_dap.errors import AspaceError
 

@@ -18,10 +18,10 @@ it is not checked here because the decompressor already validates the stream.
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 
 from aspace_dap.errors import CodeObjectError
+from aspace_dap.inflate import Budget, code_object_budget, inflate_zlib, inflate_zstd
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"
@@ -29,11 +29,10 @@ COMPRESSED_MAGIC = b"CCOB"
 COMPRESSION_ZLIB = 0
 COMPRESSION_ZSTD = 1
 
-# Guards against headers that claim absurd sizes (a fuzzed count would otherwise
-# make us loop for a long time or allocate gigabytes).
+# Guards against headers that claim absurd counts (a fuzzed count would otherwise make us loop
+# for a long time); what compressed bundles inflate to is bounded by aspace_dap.inflate's budget.
 MAX_ENTRIES = 4096
 MAX_ID_LENGTH = 4096
-MAX_UNCOMPRESSED_SIZE = 1 << 30
 
 # Header fields after magic, version and method: (struct format, has total size).
 _CCOB_LAYOUTS = {
@@ -82,15 +81,17 @@ def is_bundle(data: bytes) -> bool:
     return data.startswith(BUNDLE_MAGIC) or data.startswith(COMPRESSED_MAGIC)
 
 
-def parse_bundles(data: bytes, where: str = "bundle") -> list[BundleEntry]:
-    """Every entry of every bundle in `data` (a .hip_fatbin may hold several back to back)."""
+def parse_bundles(data: bytes, where: str = "bundle", budget: Budget | None = None) -> list[BundleEntry]:
+    """Every entry of every bundle in `data` (a .hip_fatbin may hold several back to back); compressed
+    bundles inflate within one budget for them all (the code object file's)."""
     entries: list[BundleEntry] = []
+    budget = budget or code_object_budget()
     pos = 0
     while True:
         if data.startswith(BUNDLE_MAGIC, pos):
             found, end = _parse_uncompressed(data, pos, where)
         elif data.startswith(COMPRESSED_MAGIC, pos):
-            found, end = _parse_compressed(data, pos, where)
+            found, end = _parse_compressed(data, pos, where, budget)
         else:
             raise CodeObjectError(f"{where}: no offload bundle magic at offset {pos}")
         entries.extend(found)
@@ -146,7 +147,7 @@ def _parse_uncompressed(data: bytes, base: int, where: str) -> tuple[list[Bundle
     return entries, end
 
 
-def _parse_compressed(data: bytes, base: int, where: str) -> tuple[list[BundleEntry], int]:
+def _parse_compressed(data: bytes, base: int, where: str, budget: Budget) -> tuple[list[BundleEntry], int]:
     if base + 8 > len(data):
         raise CodeObjectError(f"{where}: truncated compressed bundle header")
     version, method = struct.unpack_from("<HH", data, base + 4)
@@ -162,9 +163,6 @@ def _parse_compressed(data: bytes, base: int, where: str) -> tuple[list[BundleEn
         total_size, uncompressed_size = fields[0], fields[1]
     else:
         total_size, uncompressed_size = None, fields[0]
-    if uncompressed_size > MAX_UNCOMPRESSED_SIZE:
-        raise CodeObjectError(f"{where}: compressed bundle claims {uncompressed_size} bytes")
-
     if total_size is not None:
         if total_size < header or base + total_size > len(data):
             raise CodeObjectError(
@@ -176,7 +174,7 @@ def _parse_compressed(data: bytes, base: int, where: str) -> tuple[list[BundleEn
         nxt = data.find(COMPRESSED_MAGIC, base + header)
         end = nxt if nxt >= 0 else len(data)
     payload = bytes(data[base + header : end])
-    inner = _decompress(payload, method, uncompressed_size, where)
+    inner = _decompress(payload, method, uncompressed_size, where, budget)
     if len(inner) != uncompressed_size:
         raise CodeObjectError(
             f"{where}: compressed bundle decompressed to {len(inner)} bytes, header says {uncompressed_size}"
@@ -187,42 +185,10 @@ def _parse_compressed(data: bytes, base: int, where: str) -> tuple[list[BundleEn
     return entries, end
 
 
-def _decompress(payload: bytes, method: int, expected_size: int, where: str) -> bytes:
-    """Decompress at most one byte more than the header promises (enough to catch a lie)."""
-    limit = expected_size + 1
+def _decompress(payload: bytes, method: int, expected_size: int, where: str, budget: Budget) -> bytes:
+    """Decompress within the budget and at most one byte more than the header promises (enough to catch a lie)."""
     if method == COMPRESSION_ZSTD:
-        import zstandard
-
-        try:
-            reader = zstandard.ZstdDecompressor().stream_reader(payload)
-            return _read_bounded(reader.read, limit)
-        except zstandard.ZstdError as exc:
-            raise CodeObjectError(f"{where}: zstd payload is corrupt: {exc}") from exc
+        return inflate_zstd(payload, f"{where}: compressed bundle", budget, expected_size)
     if method == COMPRESSION_ZLIB:
-        decompressor = zlib.decompressobj()
-        try:
-            out = bytearray()
-            chunk = decompressor.decompress(payload, min(limit, _CHUNK))
-            while chunk:
-                out += chunk
-                if len(out) >= limit:
-                    break
-                chunk = decompressor.decompress(decompressor.unconsumed_tail, min(limit - len(out), _CHUNK))
-            return bytes(out)
-        except zlib.error as exc:
-            raise CodeObjectError(f"{where}: zlib payload is corrupt: {exc}") from exc
+        return inflate_zlib(payload, f"{where}: compressed bundle", budget, expected_size)
     raise CodeObjectError(f"{where}: unknown compression method {method}")
-
-
-_CHUNK = 1 << 20
-
-
-def _read_bounded(read, limit: int) -> bytes:
-    # Chunked so a header claiming gigabytes does not allocate them up front.
-    out = bytearray()
-    while len(out) < limit:
-        chunk = read(min(_CHUNK, limit - len(out)))
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out)

@@ -7,7 +7,8 @@ compressed size, u32, u16 code version minor, u16 major, u32 SM number, u32 name
 length, u64 flags, u64, u64 uncompressed size} (longer headers carry more, after these) and its
 payload. Flag bit 15 marks a compressed payload: nvcc 12.4 and later compress with zstd (frame
 magic 28 b5 2f fd), which needs the `zstandard` package here; older nvcc used its own LZ scheme,
-which is not decoded (`nvcc --no-compress` writes plain entries).
+which is not decoded (`nvcc --no-compress` writes plain entries). Compressed entries inflate under
+the streaming cap of aspace_dap.inflate, whatever size their header declares.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from aspace_dap.errors import CodeObjectError
+from aspace_dap.inflate import Budget, code_object_budget, inflate_zstd
 
 FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX = 1
@@ -46,22 +48,20 @@ class FatbinEntry:
     def is_elf(self) -> bool:
         return self.kind == KIND_ELF
 
-    def image(self) -> bytes:
-        """The entry's bytes, decompressed."""
+    def image(self, budget: Budget | None = None) -> bytes:
+        """The entry's bytes, decompressed within `budget` (the code object file's; see aspace_dap.inflate):
+        the header's uncompressed size is checked, never trusted."""
         if not self.compressed:
             return self.payload
         if not self.payload.startswith(ZSTD_MAGIC):
             raise CodeObjectError(f"{self.label}: compressed with nvcc's pre-zstd scheme, which is not "
                                   f"decoded here; rebuild with `nvcc --no-compress`")
         try:
-            import zstandard
+            import zstandard  # noqa: F401
         except ImportError:
             raise CodeObjectError(f"{self.label}: the payload is zstd-compressed; install the 'zstandard' "
                                   f"package to read it, or rebuild with `nvcc --no-compress`") from None
-        try:
-            data = zstandard.ZstdDecompressor().decompress(self.payload, max_output_size=self.uncompressed_size)
-        except zstandard.ZstdError as exc:
-            raise CodeObjectError(f"{self.label}: bad zstd payload: {exc}") from exc
+        data = inflate_zstd(self.payload, self.label, budget or code_object_budget(), self.uncompressed_size)
         if len(data) != self.uncompressed_size:
             raise CodeObjectError(f"{self.label}: decompressed to {len(data)} bytes, the header says "
                                   f"{self.uncompressed_size}")
@@ -117,13 +117,15 @@ def _entries(data: bytes, at: int, end: int, label: str) -> list[FatbinEntry]:
     return out
 
 
-def cubins(data: bytes, label: str = ".nv_fatbin") -> list[tuple[str, bytes]]:
-    """(label, ELF image) of each cubin entry; PTX entries are source for the JIT, not debuggable code."""
+def cubins(data: bytes, label: str = ".nv_fatbin", budget: Budget | None = None) -> list[tuple[str, bytes]]:
+    """(label, ELF image) of each cubin entry; PTX entries are source for the JIT, not debuggable code.
+    Compressed entries inflate within one budget for them all (the code object file's)."""
     found = []
+    budget = budget or code_object_budget()
     for entry in parse_fatbin(data, label):
         if not entry.is_elf:
             continue
-        image = entry.image()
+        image = entry.image(budget)
         if not image.startswith(b"\x7fELF"):
             raise CodeObjectError(f"{entry.label}: the ELF entry does not hold an ELF image")
         found.append((entry.label, image))

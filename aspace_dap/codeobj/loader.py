@@ -6,6 +6,7 @@ import os
 
 from aspace_dap import limits
 from aspace_dap.errors import CodeObjectError
+from aspace_dap.inflate import Budget, code_object_budget
 from aspace_dap.paths import PathRefused, read_regular
 
 from .bundle import BUNDLE_MAGIC, COMPRESSED_MAGIC, is_bundle, parse_bundles
@@ -28,7 +29,8 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     (`.o`), alone or in a bundle, is laid out and relocated (`adapters/amdgpu/relocations.py`).
 
     Bundle entries that are not amdgcn device code (the host entry, other
-    targets) are skipped. Raises CodeObjectError when nothing usable is found.
+    targets) are skipped. Compressed entries inflate within one budget for the
+    whole file (aspace_dap.inflate). Raises CodeObjectError when nothing usable is found.
     """
     if isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
@@ -44,8 +46,9 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     else:
         raise CodeObjectError(f"cannot load a code object from {type(path_or_bytes).__name__}")
 
+    budget = code_object_budget()
     if is_bundle(data):
-        return _from_bundle(data, label)
+        return _from_bundle(data, label, budget)
     container_header = b""
     if data.startswith(OCLOC_DEBUG_MAGIC):
         start = data.find(b"\x7fELF")
@@ -61,7 +64,7 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
         co = _device_object(data, label)
         co.container_header = container_header  # the adapter reads the device from it
         return [co]
-    return _from_host_elf(data, label)
+    return _from_host_elf(data, label, budget)
 
 
 def _device_object(data: bytes, label: str) -> CodeObject:
@@ -83,10 +86,10 @@ def _relocated_cubin(data: bytes, label: str) -> bytes:
     return relocate_cubin(data, label)
 
 
-def _from_bundle(data: bytes, label: str) -> list[CodeObject]:
+def _from_bundle(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
     objects = [
         _device_object(entry.data, f"{label}#{entry.bundle_id}")
-        for entry in parse_bundles(data, label)
+        for entry in parse_bundles(data, label, budget)
         if entry.is_amdgcn and entry.data
     ]
     if not objects:
@@ -94,7 +97,7 @@ def _from_bundle(data: bytes, label: str) -> list[CodeObject]:
     return objects
 
 
-def _from_host_elf(data: bytes, label: str) -> list[CodeObject]:
+def _from_host_elf(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
     elf = open_elf(data, label)
     try:
         fatbin = elf.get_section_by_name(HIP_FATBIN_SECTION)
@@ -105,16 +108,16 @@ def _from_host_elf(data: bytes, label: str) -> list[CodeObject]:
     except ELF_PARSE_ERRORS as exc:
         raise CodeObjectError(f"{label}: malformed ELF: {exc}") from exc
     if cuda_payload is not None:
-        return _from_cuda_fatbin(cuda_payload, f"{label}:{CUDA_FATBIN_SECTION}")
+        return _from_cuda_fatbin(cuda_payload, f"{label}:{CUDA_FATBIN_SECTION}", budget)
     if payload is None:
         raise CodeObjectError(f"{label}: host ELF without a {HIP_FATBIN_SECTION} or {CUDA_FATBIN_SECTION} section")
-    return _from_bundle(payload, f"{label}:{HIP_FATBIN_SECTION}")
+    return _from_bundle(payload, f"{label}:{HIP_FATBIN_SECTION}", budget)
 
 
-def _from_cuda_fatbin(data: bytes, label: str) -> list[CodeObject]:
+def _from_cuda_fatbin(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
     from .fatbin import cubins
 
-    objects = [CodeObject(_relocated_cubin(image, name), name) for name, image in cubins(data, label)]
+    objects = [CodeObject(_relocated_cubin(image, name), name) for name, image in cubins(data, label, budget)]
     if not objects:
         raise CodeObjectError(f"{label}: the fat binary holds no cubin (PTX only)")
     return objects

@@ -5,7 +5,11 @@ registered per command. The dispatcher owns the rules every handler would
 otherwise repeat: nothing before `initialize`; `initialized` right after the
 initialize response; launch/attach responses held until configurationDone has
 been answered; `cancel`; `terminated` after terminate; closing after disconnect;
-and a failing handler turns into an error response while the session carries on.
+a failing handler turns into an error response while the session carries on;
+and, on a server that requires it (TCP), the secret: until a client has
+presented it (the argument `secret` of initialize, launch or attach) only
+initialize, launch, attach, configurationDone, disconnect and terminate are
+run, and a wrong secret ends the connection.
 
 Threading model (the trio transport relies on it): `receive`/`receive_bytes`
 run on the event-loop thread and are quick (they parse, and handle `cancel` at
@@ -18,13 +22,15 @@ thread-safe and must not block.
 from __future__ import annotations
 
 import functools
+import hmac
 import itertools
 import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import AspaceError
+from ..deadline import cancellation
+from ..errors import AspaceError, Cancelled
 from .errors import ArgumentError, OutgoingMessageError, RequestCancelled
 from .protocol import (
     DEFAULT_MAX_BODY_SIZE,
@@ -44,6 +50,7 @@ ERROR_UNSUPPORTED = 3
 ERROR_ORDER = 4  # request not allowed at this point of the session
 ERROR_INVALID_MESSAGE = 5
 ERROR_CANCELLED = 6
+ERROR_SECRET = 7  # the server needs its secret, and this client has not presented it (or a wrong one)
 ERROR_INTERNAL = 99
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -244,6 +251,9 @@ class RequestContext:
 
 # Commands the dispatcher answers itself when no handler is registered.
 _BUILTIN_COMMANDS = frozenset({"initialize", "configurationDone", "disconnect", "terminate"})
+# What a client may ask before it has presented the server's secret, and where it may present it.
+_BEFORE_SECRET = frozenset({"initialize", "launch", "attach", "configurationDone", "disconnect", "terminate"})
+_SECRET_CARRIERS = frozenset({"initialize", "launch", "attach"})
 
 
 @dataclass
@@ -281,6 +291,28 @@ class Dispatcher:
         self._held: list[_HeldReply] = []
         self._progress_ids = itertools.count(1)
         self._progress_owner: dict[str, WorkItem] = {}
+        self._secret: bytes | None = None
+        self._secret_hint = ""
+        self.authenticated = True
+
+    def require_secret(self, secret: str, hint: str = "") -> None:
+        """From now on the client must present `secret` (argument `secret` of initialize, launch or
+        attach) before anything but the handshake is run; `hint` says where the user finds it."""
+        self._secret = secret.encode()
+        self._secret_hint = hint
+        self.authenticated = False
+
+    @property
+    def handshake_done(self) -> bool:
+        """initialize answered and, where the server requires its secret, the secret presented."""
+        return self._initialized and self.authenticated
+
+    def cancel_all(self) -> None:
+        """The client is gone: every request still queued or running is cancelled (a running handler
+        stops at its next check, see deadline.check_time)."""
+        with self._lock:
+            for item in self._pending.values():
+                item.cancel_requested.set()
 
     def request(self, command: str, **schema: Mapping[str, ArgType] | None) -> Callable[[Handler], Handler]:
         """Register a handler on this dispatcher only (see HandlerTable.request)."""
@@ -382,7 +414,8 @@ class Dispatcher:
                     self._send_cancelled(request)
                     return
                 item.started = True
-            self._run_request(item)
+            with cancellation(item.cancel_requested):
+                self._run_request(item)
         finally:
             with self._lock:
                 self._pending.pop(request.seq, None)
@@ -420,6 +453,9 @@ class Dispatcher:
             self._send_error(request.seq, command, f"'{command}' was sent before initialize", ERROR_ORDER)
             return
 
+        if not self.authenticated and not self._check_secret(request):
+            return
+
         spec = self.handlers.get(command)
         if spec is None and command not in _BUILTIN_COMMANDS:
             self._send_error(request.seq, command, f"unsupported request: {command}", ERROR_UNSUPPORTED)
@@ -438,7 +474,7 @@ class Dispatcher:
             else:
                 reply = Reply()
             outcome = functools.partial(self._send_reply, request, reply)
-        except RequestCancelled:
+        except (RequestCancelled, Cancelled):
             outcome = functools.partial(self._send_cancelled, request)
         except AspaceError as exc:
             error_id = ERROR_ARGUMENTS if isinstance(exc, ArgumentError) else ERROR_USER
@@ -463,6 +499,28 @@ class Dispatcher:
                 self._release_held()
             elif command == "terminate" and reply is not None and not self._terminated_sent:
                 self.send_event("terminated")
+
+    def _check_secret(self, request: Request) -> bool:
+        """Whether `request` may run on a connection that has not presented the secret yet; a request that
+        presents it authenticates the connection, a wrong secret (or a launch without one) ends it."""
+        command = request.command
+        offered = request.arguments.get("secret") if command in _SECRET_CARRIERS else None
+        if offered is not None:
+            assert self._secret is not None
+            if isinstance(offered, str) and hmac.compare_digest(offered.encode("utf-8", "replace"), self._secret):
+                self.authenticated = True
+                return True
+            self._send_error(request.seq, command, f"{command}: wrong secret; the connection is closed", ERROR_SECRET)
+            self.closed = True
+            return False
+        if command in _BEFORE_SECRET and command not in ("launch", "attach"):
+            return True
+        self._send_error(request.seq, command,
+                         f"{command}: this server accepts only clients that present its secret, as the "
+                         f"argument \"secret\" of launch or attach{self._secret_hint}; the connection is closed",
+                         ERROR_SECRET)
+        self.closed = True
+        return False
 
     def _finish_initialize(self, request: Request, reply: Reply) -> None:
         body = dict(reply.body) if isinstance(reply.body, dict) else {}

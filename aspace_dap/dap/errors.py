@@ -1,13 +1,13 @@
 """Errors of the DAP layer; all are AspaceErrors so handlers can raise them freely."""
 
-from ..errors import AspaceError
+from ..errors import AspaceError, Cancelled
 
 
 class ArgumentError(AspaceError):
     """A request's arguments are missing, ill-typed or out of range."""
 
 
-class RequestCancelled(AspaceError):
+class RequestCancelled(Cancelled):
     """A handler noticed that the client cancelled its request and stopped early."""
 
 

@@ -8,8 +8,10 @@ import base64
 
 import numpy as np
 
+from .. import limits
+from ..deadline import work_time
 from ..errors import AspaceError, LimitExceeded
-from ..paths import check_save_place, save_target
+from ..paths import save_place, save_target
 from ..session import Session
 from .connection import followed_frame, state_of
 from .dispatch import HandlerTable, Reply
@@ -86,13 +88,19 @@ def write_memory(ctx, args):
 
 
 def save_dump(s: Session, path: str) -> str:
-    """The overlay (every write made in this session) plus the dump, as a new dump folder."""
+    """The overlay (every write made in this session) plus the dump, as a new dump folder.
+
+    A save has its own time budget (MAX_SAVE_SECONDS), holds a chunk and the manifest at a time,
+    stops at the next piece when the client cancels it (DAP `cancel`) or leaves, and leaves nothing
+    behind when it stops or fails: no partial folder, no parent folder it made."""
     target = save_target(path)
-    check_save_place(target, path)
-    try:
-        return str(s.state.save(target))
-    except OSError as exc:
-        raise AspaceError(f"cannot save to {path}: {exc.strerror or exc}") from None
+    with save_place(target, path), work_time("the save", limits.MAX_SAVE_SECONDS, "MAX_SAVE_SECONDS"):
+        try:
+            return str(s.state.save(target))
+        except OSError as exc:
+            raise AspaceError(f"cannot save to {path}: {exc.strerror or exc}") from None
+        except MemoryError:
+            raise AspaceError(f"cannot save to {path}: the dump declares more than fits in memory") from None
 
 
 @requests.request("saveDump", required={"path": str})

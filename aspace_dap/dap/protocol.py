@@ -11,6 +11,7 @@ ends a session.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -281,6 +282,60 @@ def _dumps_with_base64(msg: dict[str, Any]) -> list[bytes]:
     return parts
 
 
+_STRUCTURE = re.compile(r'["{}\[\]]')
+_ANSWERED_FIELDS = ("seq", "type", "command")
+
+
+def _top_level_fields(text: str) -> dict:
+    """`seq`, `type` and `command` of a message that did not parse (too deep, or broken further on),
+    read from its top level only: a scan for strings and brackets that never recurses."""
+    found: dict = {}
+    depth = 0
+    at = len(text) - len(text.lstrip(" \t\r\n"))
+    if not text.startswith("{", at):
+        return found
+    decoder = json.JSONDecoder()
+    while (match := _STRUCTURE.search(text, at)) is not None:
+        char, at = match.group(), match.end()
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth <= 0:
+                break
+        else:
+            try:
+                key, at = json.decoder.scanstring(text, at)
+            except ValueError:
+                break
+            if depth != 1:
+                continue
+            colon = at
+            while colon < len(text) and text[colon] in " \t\r\n":
+                colon += 1
+            if colon >= len(text) or text[colon] != ":" or key not in _ANSWERED_FIELDS or key in found:
+                continue
+            start = colon + 1
+            while start < len(text) and text[start] in " \t\r\n":
+                start += 1
+            if start < len(text) and text[start] not in "{[":
+                try:
+                    found[key], at = decoder.raw_decode(text, start)
+                except ValueError:
+                    pass
+    return found
+
+
+def _unparsed_request_problem(text: str, description: str) -> ProtocolProblem:
+    """A body that is not JSON (or too deep to read) is still answered when it is a request whose seq
+    and command can be read: the client would otherwise wait for that answer forever."""
+    fields = _top_level_fields(text)
+    seq, command = fields.get("seq"), fields.get("command")
+    if fields.get("type") == "request" and _is_int(seq) and isinstance(command, str):
+        return ProtocolProblem(description, request_seq=seq, command=command)
+    return ProtocolProblem(description)
+
+
 def parse_message(body: bytes) -> Message | ProtocolProblem:
     """Turn one message body into a Request/Response/Event, or say what is wrong."""
     try:
@@ -289,8 +344,11 @@ def parse_message(body: bytes) -> Message | ProtocolProblem:
         return ProtocolProblem(f"message body is not UTF-8 (byte {exc.start})")
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        return ProtocolProblem(f"message body is not JSON: {str(exc)[:200]}")
+    except RecursionError:
+        return _unparsed_request_problem(
+            text, "message body is nested too deeply to read (deeper than the JSON reader goes)")
+    except ValueError as exc:
+        return _unparsed_request_problem(text, f"message body is not JSON: {str(exc)[:200]}")
     if not isinstance(obj, dict):
         return ProtocolProblem(f"message is a JSON {type(obj).__name__}, not an object")
 

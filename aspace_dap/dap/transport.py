@@ -21,7 +21,7 @@ from typing import Callable
 import trio
 
 from .. import limits
-from ..paths import remove_temp_dirs_on_sigterm
+from ..tempfiles import remove_temp_dirs_on_sigterm, sweep_dead_leftovers
 from .allocator import keep_freed_buffers
 from .backlog import RECEIVE_SIZE, Backlog, ServerBudget
 from .dispatch import Dispatcher, WorkItem
@@ -34,12 +34,19 @@ INLINE_COMMANDS = frozenset({"initialize"})
 
 
 class _Stalled(Exception):
-    """The client made no progress for MAX_STALL_SECONDS: it is disconnected."""
+    """The client made no progress for MAX_STALL_SECONDS (or did not complete its handshake within
+    MAX_INITIALIZE_SECONDS): it is disconnected."""
+
+    def __init__(self, what: str, limit_name: str = "MAX_STALL_SECONDS"):
+        super().__init__(what)
+        self.limit_name = limit_name
 
 
 async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                            input_ended_grace: float | None = None, budget: ServerBudget | None = None,
-                           stall_seconds: float | None = None) -> None:
+                           stall_seconds: float | None = None, handshake_seconds: float | None = None,
+                           secret: str | None = None, secret_hint: str = "",
+                           on_closed: Callable[[], None] | None = None) -> None:
     """Serve one client until it disconnects or its stream ends, then close `stream`.
 
     The client is read only while its answers are being taken and its queue is short
@@ -50,8 +57,14 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
     With `budget`, what all clients hold together is bounded too (MAX_SERVER_BUFFER_BYTES).
     With `stall_seconds`, a client that takes none of its answers for that long, or
     stops in the middle of a message for that long, is disconnected (MAX_STALL_SECONDS);
-    a client that keeps reading, however slowly, is not.
+    a client that keeps reading, however slowly, is not. With `handshake_seconds`, a client
+    that has not completed initialize (and presented `secret`, when given) within that
+    time is disconnected (MAX_INITIALIZE_SECONDS). When its input ends, the client is gone:
+    whatever it asked for is cancelled after `input_ended_grace` seconds (None: finished
+    first). `on_closed` runs once the stream is closed, before anything is said about it.
     """
+    if secret is not None:
+        dispatcher.require_secret(secret, secret_hint)
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)
@@ -96,15 +109,26 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                             data = b""
                         held_before = dispatcher.connection.buffered_bytes
                         items = dispatcher.receive_bytes(data)
-                        for item in items:
-                            backlog.add_work()
-                            work_send.send_nowait(item)
+                        try:
+                            for item in items:
+                                work_send.send_nowait(item)
+                                backlog.add_work()
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            break  # the worker has ended the session (disconnect, a wrong secret): read no more
                         backlog.add_input(held_before + len(data) - dispatcher.connection.buffered_bytes, bool(items))
                         if not data:
                             break
                 if input_ended_grace is not None:
                     await trio.sleep(input_ended_grace)
+                    dispatcher.cancel_all()  # a handler left running stops at its next check
                     nursery.cancel_scope.cancel()
+
+            async def handshake_watch() -> None:
+                await trio.sleep(handshake_seconds)
+                if not dispatcher.handshake_done:
+                    what = "" if dispatcher.authenticated else " (presenting the server's secret)"
+                    raise _Stalled(f"did not complete initialize{what} within {limits.MAX_INITIALIZE_SECONDS} s",
+                                   "MAX_INITIALIZE_SECONDS")
 
             async def worker() -> None:
                 async with work_recv:
@@ -148,6 +172,8 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
             nursery.start_soon(reader)
             nursery.start_soon(worker)
             nursery.start_soon(writer)
+            if handshake_seconds is not None:
+                nursery.start_soon(handshake_watch)
 
     stalled = None
     try:
@@ -156,10 +182,13 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
         stalled = group.exceptions[0]
         dispatcher.closed = True
     finally:
+        dispatcher.cancel_all()  # nobody will read what is still being worked on
         backlog.release()
         await trio.aclose_forcefully(stream)  # everything queued has been written by now
-    if stalled is not None:  # said once it is closed, so its place is free by the time anyone reads this
-        print(f"aspace-dap: disconnected a client that {stalled} " + limits.limit_hint("MAX_STALL_SECONDS"),
+        if on_closed is not None:
+            on_closed()
+    if stalled is not None:  # said once it is closed and its place is free
+        print(f"aspace-dap: disconnected a client that {stalled} " + limits.limit_hint(stalled.limit_name),
               file=sys.stderr, flush=True)
 
 
@@ -187,26 +216,40 @@ async def serve_logged(stream: trio.abc.Stream, dispatcher_factory: DispatcherFa
     return True
 
 
-def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None, host: str = "127.0.0.1") -> int:
-    """Serve on stdio (port None) or TCP; returns a process exit code."""
-    if port is None:
+def run_server(dispatcher_factory: DispatcherFactory, *, port: int | None = None, host: str = "127.0.0.1",
+               socket_path: str | None = None, insecure_tcp: bool = False, secret_file: str | None = None) -> int:
+    """Serve on stdio (no port, no socket), a Unix-domain socket, or TCP (with a secret clients must
+    present, unless `insecure_tcp`); returns a process exit code."""
+    if socket_path is not None:
+        from .listeners import serve_unix
+        serve, arguments = serve_unix, (dispatcher_factory, socket_path)
+    elif port is None:
         from .stdio import serve_stdio
         serve, arguments = serve_stdio, (dispatcher_factory,)
     elif not 0 <= port <= 65535:
         print(f"aspace-dap: port {port} is not between 0 and 65535", file=sys.stderr)
         return 2
     else:
+        from functools import partial
+
         from .listeners import serve_tcp
-        serve, arguments = serve_tcp, (dispatcher_factory, port, host)
+        from .secret import new_secret
+        secret = None if insecure_tcp else new_secret()
+        serve, arguments = partial(serve_tcp, secret=secret, secret_file=secret_file), (dispatcher_factory, port, host)
     remove_temp_dirs_on_sigterm()
+    sweep_dead_leftovers()  # what a killed server left in the temporary folder
     keep_freed_buffers()
     # Handler threads compute while the event loop thread accepts and reads: hand the GIL over
     # more often than Python's 5 ms, so a new client is answered at once while others keep it busy.
     sys.setswitchinterval(0.001)
+    from .listeners import ListenError
     try:
         served = trio.run(serve, *arguments)
     except KeyboardInterrupt:
         return 130
+    except ListenError as exc:
+        print(f"aspace-dap: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"aspace-dap: {exc}", file=sys.stderr)
         return 1

@@ -124,8 +124,7 @@ def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
     except AspaceError as exc:
         # one variable the debug info or the dump cannot give must not hide the frame's others
         value = f"<unavailable: {exc}>"
-    return {"name": name, "value": value, "type": var.type.display_name() if var.type else "",
-            "variablesReference": 0}
+    return {"name": name, "value": value, "type": var.type_name(), "variablesReference": 0}
 
 
 def _object_var(st, s: Session, name: str, obj: Obj, frame: Frame, hex_: bool, evaluate_name: str | None = None) -> dict:

@@ -769,7 +769,7 @@ class Evaluator:
             return self.generic
         if self.frame.base_type is None:
             raise EvaluationError(f"base type <0x{die_offset:x}> is unknown here")
-        size, encoding = self.frame.base_type(die_offset)
+        size, encoding = self.frame.base_type(self.frame.unit_offset + die_offset)
         if size <= 0 or size > 16:
             raise EvaluationError(f"base type <0x{die_offset:x}> of {size} bytes cannot live on the stack")
         return BaseTypeRef(size, encoding, die_offset)
@@ -801,7 +801,8 @@ class Evaluator:
     def op_call(self, op, grp, depth):
         if self.frame.procedure is None:
             raise UnavailableError(f"{op.name}: DWARF procedures are not available here")
-        expr = self.frame.procedure(op.operands[0])
+        die = op.operands[0] if op.name == "DW_OP_call_ref" else self.frame.unit_offset + op.operands[0]
+        expr = self.frame.procedure(die)
         if not expr:
             return None  # a DIE without DW_AT_location: no effect
         sub_ops = ops_mod.decode(bytes(expr), self.dialect)

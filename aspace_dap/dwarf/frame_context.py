@@ -34,6 +34,7 @@ def frame_context(index: DwarfIndex | None, code_object, adapter, info: FrameInf
         frame_base_expr=frame_base,
         addrx=(lambda i: index.addr_index(cu, i)) if index is not None else None,
         procedure=(lambda die: index.location_for_die(die, pc)) if index is not None else None,
+        unit_offset=cu,
         base_type=index.base_type if index is not None else None,
         cfa=cfa,
     )

@@ -83,6 +83,15 @@ class VariableInfo:
             return None
         return self._index.type_at(self.type_offset)
 
+    def type_name(self, none: str = "") -> str:
+        """The type as C spells it; `none` without one or when its DWARF cannot be read (reading the
+        variable says why)."""
+        try:
+            t = self.type
+        except AspaceError:
+            return none
+        return t.display_name() if t is not None else none
+
     @property
     def scope_low(self) -> int | None:
         return min((lo for lo, _ in self.scope_ranges), default=None) if self.scope_ranges else None

@@ -104,6 +104,9 @@ class FrameContext:
     cfa: object | None = None  # callable(lanes) -> Location, from CFI
     entry_value: object | None = None  # callable(expr: bytes, lanes) -> StackEntry | None (caller's state)
     procedure: object | None = None  # callable(die_offset: int) -> bytes | None (DW_OP_call*)
+    # .debug_info offset of the expression's unit: DW_OP_call2/call4 and the typed operations name DIEs
+    # by their offset from it (DW_OP_call_ref by its offset in the section)
+    unit_offset: int = 0
     die_location: object | None = None  # callable(die_offset) -> bytes|None for implicit pointers/parameter_ref
     object_address: object | None = None  # Location for DW_OP_push_object_address
     tls_base: object | None = None  # callable(value) -> address

@@ -1,11 +1,18 @@
 """Builds the type model (types.py) from type DIEs, on demand, cached by DIE offset.
 
 A type object is put in the cache before its parts are filled in, so a struct
-that points to itself resolves to the same object instead of recursing.
+that points to itself resolves to the same object instead of recursing. A type
+that reaches itself other than through a struct (a typedef of itself, a pointer
+to itself) and a chain of distinct types (pointer to pointer to ..., typedefs,
+nested structs) deeper than MAX_TYPE_DEPTH are CodeObjectErrors, and nothing of
+the failed build stays in the cache: no compiler writes either, and following
+them would never end or exhaust the stack. Each built type remembers its depth,
+so no type in the cache is deeper than MAX_TYPE_DEPTH, however it was reached.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from ..errors import AspaceError, CodeObjectError
@@ -72,20 +79,71 @@ _STRUCTS = {TAG_STRUCTURE: "struct", TAG_CLASS: "class", TAG_UNION: "union"}
 DW_OP_PLUS_UCONST = 0x23
 DW_OP_CONSTU = 0x10
 
+MAX_TYPE_DEPTH = 100  # distinct type DIEs one type reaches through its targets, members and elements
+
 
 class TypeBuilder:
     def __init__(self, index: "DwarfIndex"):
         self.index = index
         self.cache: dict[int, Type] = {}
+        self._height: dict[int, int] = {}  # a built type's depth: 1 + the deepest type it reaches
+        self._local = threading.local()  # the types being built on this thread, outermost first
 
     def build(self, offset: int | None) -> Type:
         if offset is None:
             return VoidType()
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
         cached = self.cache.get(offset)
         if cached is not None:
+            height = self._height.get(offset)
+            if height is None and self._check_cycle(stack, offset):
+                return cached  # still being built: it refers to itself through a struct
+            height = height or 1
+            self._check_depth(stack, offset, height)
+            if stack:
+                stack[-1][2] = max(stack[-1][2], height)
             return cached
+        self._check_depth(stack, offset, 1)
         die = self.index.die(offset)
-        return self._build(die)
+        first_new = len(self.cache)
+        stack.append([offset, die.tag in _STRUCTS, 0])  # offset, breaks a cycle, height of its parts
+        try:
+            built = self._build(die)
+        except BaseException:
+            if len(stack) == 1:  # the types this build began are half made: none of them stays
+                for key in list(self.cache)[first_new:]:
+                    del self.cache[key]
+                    self._height.pop(key, None)
+            raise
+        finally:
+            entry = stack.pop()
+        height = entry[2] + 1
+        self._height[offset] = height
+        if stack:
+            stack[-1][2] = max(stack[-1][2], height)
+        return built
+
+    @staticmethod
+    def _check_depth(stack: list, offset: int, height: int) -> None:
+        if len(stack) + height > MAX_TYPE_DEPTH:
+            raise CodeObjectError(f"type at DIE {offset:#x} is nested more than {MAX_TYPE_DEPTH} types deep")
+
+    @staticmethod
+    def _check_cycle(stack: list, offset: int) -> bool:
+        """Whether `offset` is being built on this thread (it refers to itself). A type may reach
+        itself only through a struct, class or union (a list node's pointer to the next node); a
+        typedef, qualifier, pointer, array or function type that contains itself has no end, and
+        printing its name would never finish."""
+        through_struct = False
+        for at in range(len(stack) - 1, -1, -1):
+            through_struct = through_struct or stack[at][1]
+            if stack[at][0] == offset:
+                if not through_struct:
+                    raise CodeObjectError(f"type at DIE {offset:#x} contains itself without a struct in between")
+                return True
+        return False
 
     def _target(self, die: "Die") -> Type:
         target = die.get(AT_TYPE)

@@ -30,7 +30,8 @@ from pygls.uris import to_fs_path
 
 from .. import limits
 from ..errors import AspaceError
-from ..paths import read_regular, remove_temp_dirs_on_sigterm
+from ..paths import read_regular
+from ..tempfiles import remove_temp_dirs_on_sigterm, sweep_dead_leftovers
 from . import features, globbing
 from .protocol import PARSE_ERROR, AspaceProtocol, serve_stdio, unreadable_body
 
@@ -325,6 +326,7 @@ def _code_lens(ls: AspaceLanguageServer, params: types.CodeLensParams) -> list[t
 
 def main() -> int:
     remove_temp_dirs_on_sigterm()
+    sweep_dead_leftovers()  # what a killed server left in the temporary folder
     # pygls warns on stderr of every unknown notification and late $/cancelRequest; errors still show
     logging.getLogger("pygls").setLevel(logging.ERROR)
     gc.freeze()  # pygls's and lsprotocol's ~600 classes, cattrs's hooks: see _load_lenses

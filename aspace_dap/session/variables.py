@@ -7,7 +7,7 @@ write epoch: a frame remembers its reads until the next write to the dump's over
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -142,6 +142,8 @@ class Variables(Part):
         if context is None:
             context = frame.contexts[var.dialect] = self.programs.frame_context(frame.program, frame.info,
                                                                                 frame.runtime_pc, target)
+        if context.unit_offset != var.cu_offset:  # a variable of another unit names DIEs by its own offsets
+            context = replace(context, unit_offset=var.cu_offset)
         return target, context
 
     def storage_collisions(self, frame: Frame) -> dict[int, dict[int, str]]:
@@ -161,11 +163,11 @@ class Variables(Part):
         lanes = np.arange(self.focus.wave(frame.wave_id).lanes)
         footprints = {}
         for var in self.variables(frame):
-            spec = var.location_at(frame.pc)
-            if var.shadowed or var.type is None or spec is None or isinstance(spec, ConstValue) \
-                    or self._static_placement(frame, var) is not None:
-                continue
             try:
+                spec = var.location_at(frame.pc)
+                if var.shadowed or var.type is None or spec is None or isinstance(spec, ConstValue) \
+                        or self._static_placement(frame, var) is not None:
+                    continue
                 target, context = self._evaluation_context(frame, var)
                 footprints[var.die_offset] = evaluate_footprint(var.name, spec, target, var.dialect, lanes, context,
                                                                 byte_size(var.type) or 0)

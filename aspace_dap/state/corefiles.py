@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import StateError
-from ..paths import make_temp_dir, remove_temp_dir
+from ..tempfiles import make_temp_dir, remove_temp_dir, writing
 from .files import DumpFiles, FileSpan
 
 
@@ -37,29 +37,25 @@ class CoreFiles(DumpFiles):
         # the name may come from the core (a link map entry): keep a plain file name of it
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)[:100].lstrip(".") or "image"
         target = Path(self._tempdir[0]) / safe
-        target.write_bytes(data)
+        with writing():
+            target.write_bytes(data)
         return target
 
     def inflate(self, path: Path) -> Path:
-        """A gzip-compressed core inflated into the temporary folder (removed with the state), up to
-        MAX_ZIP_EXTRACT_BYTES; the compressed file is only read."""
+        """A gzip-compressed core inflated into the temporary folder (removed with the state), within
+        MAX_DECOMPRESSED_BYTES (aspace_dap.inflate); the compressed file is only read."""
         import gzip
         import zlib
 
-        from .. import limits
+        from ..inflate import copy_inflated, dump_budget
 
         if self._tempdir[0] is None:
             self._tempdir[0] = make_temp_dir(self._temp_prefix)
         target = Path(self._tempdir[0]) / "inflated.core"
-        written = 0
         try:
             with gzip.open(path, "rb") as src, open(target, "wb") as out:
-                while chunk := src.read(16 << 20):
-                    written += len(chunk)
-                    if written > limits.MAX_ZIP_EXTRACT_BYTES:
-                        raise StateError(f"inflates to more than {limits.MAX_ZIP_EXTRACT_BYTES} bytes "
-                                         + limits.limit_hint("MAX_ZIP_EXTRACT_BYTES"), str(path))
-                    out.write(chunk)
+                copy_inflated(src.read, out, "the gzip-compressed core", dump_budget(),
+                              lambda message: StateError(message, str(path)), writing)
         except (OSError, EOFError, zlib.error) as exc:
             raise StateError(f"{self._kind} compressed with gzip cannot be inflated: {exc}", str(path)) from exc
         return target
@@ -83,6 +79,8 @@ class CoreFiles(DumpFiles):
 class BytesSpan(FileSpan):
     """Bytes built in memory (registers transposed to the model's order, a record split over
     segments) behind the FileSpan interface."""
+
+    sparse_aware = False  # no file behind it
 
     def __init__(self, data: bytes):
         super().__init__(lambda: (Path(os.devnull), 0), len(data))

@@ -19,7 +19,9 @@ import numpy as np
 
 from .. import limits
 from ..errors import StateError
-from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
+from ..inflate import copy_inflated, dump_budget
+from ..paths import PathRefused, read_regular
+from ..tempfiles import make_temp_dir, remove_temp_dir, writing
 from .formats import ELF_MAGIC, GZIP_MAGIC
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
@@ -89,6 +91,8 @@ def all_plain_paths(rels) -> bool:
 
 class FileSpan:
     """`length` bytes at `offset` of a file on disk, mapped (or read) on first use."""
+
+    sparse_aware = True  # its bytes are a file's: a hole in that file reads as zeros (save keeps it a hole)
 
     def __init__(self, locate: Callable[[], tuple[Path, int]], length: int):
         self._locate = locate
@@ -446,7 +450,7 @@ class ZipFiles(DumpFiles):
         self._lock = threading.Lock()
         self._tempdir: str | None = None
         self._extracted: dict[str, Path] = {}
-        self._extracted_bytes = 0
+        self._budget = dump_budget()
         self._finalizer = weakref.finalize(self, ZipFiles._cleanup, self._zip, [None])
 
     @staticmethod
@@ -479,10 +483,11 @@ class ZipFiles(DumpFiles):
             done = self._extracted.get(info.filename)
             if done is not None:
                 return done
-            # Only compressed members are unpacked, each once, all together within one budget.
-            if self._extracted_bytes + info.file_size > limits.MAX_ZIP_EXTRACT_BYTES:
+            # Only compressed members are unpacked, each once, all together within one budget
+            # (aspace_dap.inflate): the declared sizes refuse early, the bytes that come out are counted.
+            if self._budget.used + info.file_size > self._budget.limit:
                 raise StateError(f"unpacking {info.file_size} more bytes from the zip would pass the limit of "
-                                 f"{limits.MAX_ZIP_EXTRACT_BYTES} " + limits.limit_hint("MAX_ZIP_EXTRACT_BYTES"),
+                                 f"{self._budget.limit} " + limits.limit_hint(self._budget.limit_name),
                                  info.filename)
             if self._tempdir is None:
                 self._tempdir = make_temp_dir("aspace-state-")
@@ -492,13 +497,10 @@ class ZipFiles(DumpFiles):
             try:
                 with self._zip.open(info) as src, open(target, "wb") as dst:
                     # the zip module stops at the member's declared size; count anyway
-                    written = 0
-                    while chunk := src.read(1 << 20):
-                        written += len(chunk)
-                        if written > info.file_size:
-                            raise StateError("zip member is longer than its declared size", info.filename)
-                        dst.write(chunk)
-                self._extracted_bytes += info.file_size
+                    written = copy_inflated(src.read, dst, info.filename, self._budget,
+                                            lambda message: StateError(message, info.filename), writing)
+                    if written > info.file_size:
+                        raise StateError("zip member is longer than its declared size", info.filename)
             except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
                 raise StateError(f"cannot extract from zip: {exc}", info.filename) from exc
             self._extracted[info.filename] = target

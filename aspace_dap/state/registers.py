@@ -7,6 +7,10 @@ import numpy as np
 from ..errors import StateError, UnavailableError
 from .files import FileSpan
 
+# No GPU has a register this large (a whole wave64 VGPR file of 512 registers is 128 KiB): a layout that
+# declares more is refused when the register is used, instead of allocating what it declares.
+MAX_REGISTER_BYTES = 16 << 20
+
 
 class RegisterFile:
     def __init__(self, layout: list[tuple[str, int]], span: FileSpan | None, path: str = "",
@@ -48,6 +52,9 @@ class RegisterFile:
         entry = self._offsets.get(name)
         if entry is None:
             raise UnavailableError(f"register {name} not in dump")
+        if entry[1] > MAX_REGISTER_BYTES:
+            raise StateError(f"register {name} is declared {entry[1]} bytes long; no GPU register is over "
+                             f"{MAX_REGISTER_BYTES} bytes", f"{self.path}.{name}" if self.path else name)
         return entry
 
     def raw(self, name: str) -> tuple[np.ndarray, np.ndarray]:

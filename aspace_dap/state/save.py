@@ -4,35 +4,50 @@ Unknown bytes stay unknown: a region whose known bytes have gaps is saved as sev
 regions, each with a file that stops where its known bytes stop (the rest of the
 region is the unavailable tail). Registers, LDS and private memory have one file
 each, so there an unknown byte may only be followed by unknown bytes.
+
+A save streams: each file is written into the partial folder as soon as it is made,
+16 MiB at a time (holes of a sparse source stay holes, unread), so what it holds is a
+chunk and the manifest whatever the dump's size; between pieces it checks the running
+request's time budget and cancellation (deadline.check_time), and anything that stops
+it leaves nothing behind (paths.writing_folder).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from ..deadline import check_time
 from ..errors import StateError
 from ..paths import writing_folder
 from .memory import Region, SparseMemory, _merge
 from .model import GpuState, Wave, lanes_to_mask
 from .numbers import parse_number
-from .writer import Blob, StateWriter
+from .writer import Blob, Hole, StateWriter
 
 _CHUNK = 16 << 20
 
 
 def _run_blob(memory: SparseMemory, region: Region, start: int, end: int) -> Blob:
-    """The bytes of [start, end) of a region: file contents, then overlay writes on top."""
+    """The bytes of [start, end) of a region: file contents, then overlay writes on top; a piece that is
+    a hole of a sparse file and holds no write stays a hole (neither read nor made)."""
 
-    def chunks() -> Iterator[bytes]:
+    def chunks() -> Iterator[bytes | Hole]:
+        holes = _HoleFinder(region if end - start >= _CHUNK else None)  # only a big piece may hold a hole
         for lo in range(start, end, _CHUNK):
             hi = min(end, lo + _CHUNK)
+            available_hi = min(hi, region.address + region.available)
+            if available_hi >= hi and holes.is_hole(lo - region.address, hi - lo) and \
+                    not memory.written_runs(lo, hi):
+                yield Hole(hi - lo)
+                continue
             data = np.zeros(hi - lo, dtype=np.uint8)
             valid = np.zeros(hi - lo, dtype=bool)
             position = lo - region.address
-            available_hi = min(hi, region.address + region.available)
             if available_hi > lo and region.span is not None:
                 filled = 0
                 for piece in region.span.chunks(region.file_offset + position, available_hi - lo):
@@ -43,6 +58,36 @@ def _run_blob(memory: SparseMemory, region: Region, start: int, end: int) -> Blo
             yield data.tobytes()
 
     return Blob(end - start, chunks)
+
+
+class _HoleFinder:
+    """Whether a piece of a region's file is a hole (lseek SEEK_DATA), for plain files on disk only."""
+
+    def __init__(self, region: Region | None):
+        self._fd = None
+        self._base = 0
+        span = region.span if region is not None else None
+        if span is None or not span.sparse_aware:
+            return
+        try:
+            path, offset = span.location()
+            self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            self._base = offset + region.file_offset
+        except (OSError, StateError):
+            self._fd = None
+
+    def is_hole(self, start: int, length: int) -> bool:
+        if self._fd is None:
+            return False
+        try:
+            data_at = os.lseek(self._fd, self._base + start, os.SEEK_DATA)
+        except OSError as exc:
+            return exc.errno == errno.ENXIO  # no data after this point: a hole up to the end
+        return data_at >= self._base + start + length
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
 
 
 def _known_runs(memory: SparseMemory, region: Region) -> list[tuple[int, int]]:
@@ -68,13 +113,27 @@ def region_pieces(memory: SparseMemory, region: Region) -> list[tuple[int, int, 
 def _single_file(memory: SparseMemory, what: str) -> tuple[int, Blob]:
     """Declared size and contents of a one-file memory (LDS, private) whose known bytes form a prefix."""
     if len(memory.regions) > 1:
-        # several regions (a CUDA core's per-lane local sections): one file only if they tile the space
+        # several regions (a CUDA core's per-lane local sections): one file only if they tile the space,
+        # read a chunk at a time; its length is the known prefix, found while writing
         end = max(r.end for r in memory.regions)
-        data, valid = memory.read(0, end)
-        known = int(np.argmin(valid)) if not valid.all() else len(valid)
-        if valid[known:].any():
-            raise StateError(f"cannot save {what}: its regions leave unknown bytes between known ones", memory.path)
-        return end, Blob.of(data[:known].tobytes())
+
+        def chunks() -> Iterator[bytes]:
+            known_ended = False
+            for lo in range(0, end, _CHUNK):
+                check_time()
+                data, valid = memory.read(lo, min(_CHUNK, end - lo))
+                if known_ended or not valid.all():
+                    known = 0 if known_ended else int(np.argmin(valid))
+                    if valid[known:].any():
+                        raise StateError(f"cannot save {what}: its regions leave unknown bytes between known ones",
+                                         memory.path)
+                    if not known_ended and known:
+                        yield data[:known].tobytes()
+                    known_ended = True
+                    continue
+                yield data.tobytes()
+
+        return end, Blob(None, chunks)
     region = memory.regions[0]
     pieces = region_pieces(memory, region)
     if len(pieces) != 1:
@@ -92,6 +151,7 @@ def _register_file(wave: Wave) -> tuple[list[tuple[str, int]], bytes]:
     parts: list[bytes] = []
     cut_short: str | None = None  # a register whose tail is unknown ends the file
     for name, size in registers.layout:
+        check_time()
         data, valid = registers.raw(name)
         if not valid.any():
             continue
@@ -119,9 +179,18 @@ def save_state(state: GpuState, path: Path) -> Path:
     if other is not None:
         raise StateError(f"cannot save: wave {other.id} has {other.lanes} lanes and the dump format holds one lane "
                          f"count for every wave ({target.lanes}, target.lanes)", other.path or "waves")
-    writer = StateWriter(target.vendor, target.processor, target.lanes,
-                         {n: (a.base, a.size) for n, a in target.apertures.items()} or None, state.producer)
+    # written beside the target and renamed into place: an interrupted save leaves no half dump
+    with writing_folder(path) as partial:
+        _write(state, StateWriter(target.vendor, target.processor, target.lanes,
+                                  {n: (a.base, a.size) for n, a in target.apertures.items()} or None, state.producer,
+                                  into=partial))
+    return path
+
+
+def _write(state: GpuState, writer: StateWriter) -> None:
+    """Add everything of `state` to a streaming writer (each file is written as it is added), then the manifest."""
     for ref in state.code_objects:
+        check_time()
         writer.add_code_object(ref.path, ref.load_address, Path(ref.manifest_path or ref.path.name).name, ref.id)
     for space, memory in state.memory.items():
         for region in memory.regions:
@@ -145,6 +214,7 @@ def save_state(state: GpuState, path: Path) -> Path:
                 lds_size, lds = _single_file(workgroup.lds, "LDS")
             wg_builder = builder.add_workgroup(workgroup.id, lds, lds_size, workgroup.cluster)
             for wave in workgroup.waves:
+                check_time()
                 layout, data = _register_file(wave)
                 layout_name = wave.registers.layout_name
                 if layout != wave.registers.layout or layout_name is None:
@@ -163,7 +233,4 @@ def save_state(state: GpuState, path: Path) -> Path:
         writer.set_focus(state.focus.wave, state.focus.lane)
     if state.stop is not None:
         writer.set_stop(state.stop.reason, state.stop.description, state.stop.pc)
-    # written beside the target and renamed into place: an interrupted save leaves no half dump
-    with writing_folder(path) as partial:
-        writer.write(partial)
-    return path
+    writer.write(writer.folder)

@@ -1,4 +1,11 @@
-"""StateWriter: build a format-1 dump from numpy arrays / bytes (tests, examples, GpuState.save)."""
+"""StateWriter: build a format-1 dump from numpy arrays / bytes (tests, examples, GpuState.save).
+
+A writer either holds every file until `write` (tests, examples) or, made with `into=FOLDER`,
+streams each file there the moment it is added and keeps only the manifest (GpuState.save:
+memory stays bounded however large the dump, and the time budget and cancellation are checked
+between pieces). Every piece is written inside tempfiles.writing(), so SIGTERM never races a
+writer that is filling a temporary folder.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,9 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..deadline import check_time
 from ..errors import StateError
+from ..tempfiles import writing
 from .model import Aperture, lanes_to_mask
 from .numbers import hex_number
 from .private import SWIZZLED, swizzle
@@ -29,14 +38,22 @@ def file_stem(name: str, fallback: str) -> str:
     return name if isinstance(name, str) and _SAFE_NAME.fullmatch(name) and ".." not in name else fallback
 
 
-class Blob:
-    """File contents produced in chunks, so large memories are streamed, not held in memory."""
+class Hole:
+    """`size` zero bytes a Blob's chunks stand for without making them (a sparse source's hole)."""
 
-    def __init__(self, size: int, chunks: Callable[[], Iterable[bytes]]):
+    def __init__(self, size: int):
+        self.size = size
+
+
+class Blob:
+    """File contents produced in chunks, so large memories are streamed, not held in memory. A chunk
+    may be a Hole; `size` is None when only writing tells it (a streaming writer's file)."""
+
+    def __init__(self, size: int | None, chunks: Callable[[], Iterable["bytes | Hole"]]):
         self.size = size
         self._chunks = chunks
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Iterator["bytes | Hole"]:
         yield from self._chunks()
 
     @classmethod
@@ -70,6 +87,48 @@ def _apertures(apertures) -> dict:
     """Each aperture is (base, size) or anything with .base and .size (model.Aperture)."""
     pairs = {name: (a.base, a.size) if hasattr(a, "base") else tuple(a) for name, a in apertures.items()}
     return {name: {"base": hex_number(base), "size": hex_number(size)} for name, (base, size) in pairs.items()}
+
+
+def _write_sparse(f, chunk: bytes) -> None:
+    """Write `chunk`, seeking over each whole _ZERO_SKIP block of zeros (a file hole)."""
+    if len(chunk) < _ZERO_SKIP:
+        f.write(chunk)
+        return
+    view = np.frombuffer(chunk, dtype=np.uint8)
+    blocks = len(view) // _ZERO_SKIP
+    nonzero = view[:blocks * _ZERO_SKIP].reshape(blocks, _ZERO_SKIP).any(axis=1)
+    at = 0
+    for block in range(blocks + 1):
+        end = min(len(view), (block + 1) * _ZERO_SKIP)
+        if block < blocks and not nonzero[block]:
+            if at < block * _ZERO_SKIP:
+                f.write(memoryview(chunk)[at:block * _ZERO_SKIP])
+            f.seek(end - block * _ZERO_SKIP, os.SEEK_CUR)
+            at = end
+    if at < len(view):
+        f.write(memoryview(chunk)[at:])
+
+
+def _write_file(target: Path, blob: Blob) -> int:
+    """Write `blob` to `target`, piece by piece (each inside tempfiles.writing(), the time budget and
+    cancellation checked before it); zero runs and holes become file holes. The bytes written."""
+    with writing():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        f = open(target, "wb")
+    written = 0
+    with f:
+        for chunk in blob.chunks():
+            check_time()
+            with writing():
+                if isinstance(chunk, Hole):
+                    f.seek(chunk.size, os.SEEK_CUR)
+                    written += chunk.size
+                    continue
+                _write_sparse(f, chunk)
+                written += len(chunk)
+        with writing():
+            f.truncate()
+    return written
 
 
 class WorkgroupBuilder:
@@ -125,9 +184,9 @@ class WorkgroupBuilder:
             if isinstance(private, np.ndarray) and private.ndim == 2:
                 per_lane = np.ascontiguousarray(private).view(np.uint8).reshape(private.shape[0], -1)
                 private = swizzle(per_lane) if private_layout == SWIZZLED else per_lane.tobytes()
-            data = Blob.of(private)
-            entry = {"layout": private_layout, "file": w.add_file(f"mem/private-{id}.bin", data),
-                     "size": int(private_size if private_size is not None else data.size)}
+            rel = w.add_file(f"mem/private-{id}.bin", Blob.of(private))
+            entry = {"layout": private_layout, "file": rel,
+                     "size": int(private_size if private_size is not None else w.file_size(rel))}
             if private_base is not None:
                 entry["base"] = hex_number(private_base)
             wave["private"] = entry
@@ -154,8 +213,8 @@ class DispatchBuilder:
         if lds is not None:
             blob = Blob.of(lds)
             name = f"mem/lds-{self.id}-{len(self.entry['workgroups'])}.bin"
-            entry["lds"] = {"file": self._writer.add_file(name, blob),
-                            "size": int(lds_size if lds_size is not None else blob.size)}
+            rel = self._writer.add_file(name, blob)
+            entry["lds"] = {"file": rel, "size": int(lds_size if lds_size is not None else self._writer.file_size(rel))}
         self.entry["workgroups"].append(entry)
         return WorkgroupBuilder(self._writer, entry)
 
@@ -167,7 +226,9 @@ class DispatchBuilder:
 
 class StateWriter:
     def __init__(self, target_vendor: str, processor: str, lanes: int,
-                 apertures: "dict[str, tuple[int, int] | Aperture] | None" = None, producer: str = "aspace-dap StateWriter"):
+                 apertures: "dict[str, tuple[int, int] | Aperture] | None" = None,
+                 producer: str = "aspace-dap StateWriter",
+                 into: "str | os.PathLike | None" = None):
         self.target: dict = {"vendor": target_vendor, "processor": processor, "lanes": int(lanes)}
         if apertures:
             # Each aperture is (base, size) or anything with .base and .size (model.Aperture).
@@ -180,7 +241,9 @@ class StateWriter:
         self.dispatches: list[dict] = []
         self.focus: dict | None = None
         self.stop: dict | None = None
-        self.files: dict[str, Blob] = {}
+        self.files: dict[str, Blob] = {}  # held until write(); a streaming writer's are written already
+        self._sizes: dict[str, int] = {}
+        self._into = Path(into) if into is not None else None
 
     def add_file(self, rel: str, blob: Blob) -> str:
         """Register a file under a unique relative path; returns the path used.
@@ -191,11 +254,26 @@ class StateWriter:
             raise StateError(f"internal: unsafe file name {rel!r}", "writer")
         stem, dot, ext = rel.rpartition(".")
         candidate, n = rel, 1
-        while candidate in self.files:
+        while candidate in self._sizes:
             candidate = f"{stem}-{n}{dot}{ext}" if dot else f"{rel}-{n}"
             n += 1
-        self.files[candidate] = blob
+        if self._into is not None:
+            self._sizes[candidate] = _write_file(self._into / candidate, blob)
+        else:
+            if blob.size is None:
+                raise StateError(f"internal: {rel} has no size and the writer does not stream", "writer")
+            self.files[candidate] = blob
+            self._sizes[candidate] = blob.size
         return candidate
+
+    @property
+    def folder(self) -> Path | None:
+        """Where a streaming writer writes (None: it holds its files until write)."""
+        return self._into
+
+    def file_size(self, rel: str) -> int:
+        """The size of a file added (known once written, for a streaming writer)."""
+        return self._sizes[rel]
 
     def add_code_object(self, path_or_bytes: "str | os.PathLike | bytes | Blob", load_address: int = 0,
                         name: str | None = None, id: int | None = None) -> int:
@@ -213,9 +291,9 @@ class StateWriter:
 
     def _region(self, space: str, address: int, data, size: int | None, bank: int | None, prefix: str = "") -> dict:
         blob = Blob.of(data)
-        entry = {"space": space, "address": hex_number(address), "size": int(blob.size if size is None else size),
-                 "file": self.add_file(f"mem/{prefix}{file_stem(space, 'region')}-{len(self.files)}.bin", blob),
-                 "file_offset": 0}
+        rel = self.add_file(f"mem/{prefix}{file_stem(space, 'region')}-{len(self._sizes)}.bin", blob)
+        entry = {"space": space, "address": hex_number(address),
+                 "size": int(self.file_size(rel) if size is None else size), "file": rel, "file_offset": 0}
         if bank is not None:
             entry["bank"] = int(bank)
         return entry
@@ -287,20 +365,21 @@ class StateWriter:
         return (json.dumps(self.manifest(), indent=1) + "\n").encode()
 
     def write(self, path: "str | os.PathLike") -> Path:
-        """Write the dump as a folder (created if needed). Long runs of zeros become file holes."""
+        """Write the dump as a folder (created if needed). Long runs of zeros become file holes.
+        A streaming writer (`into`) has written its files already: only the manifest is left."""
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
         for rel, blob in self.files.items():
-            target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as f:
-                for chunk in blob.chunks():
-                    if len(chunk) >= _ZERO_SKIP and not np.frombuffer(chunk, dtype=np.uint8).any():
-                        f.seek(len(chunk), os.SEEK_CUR)
-                    else:
-                        f.write(chunk)
-                f.truncate()
-        (root / "manifest.json").write_bytes(self._manifest_bytes())
+            _write_file(root / rel, blob)
+        manifest = self._manifest_bytes()
+        from .. import limits
+
+        if len(manifest) > limits.MAX_MANIFEST_BYTES:  # it could not be opened again
+            raise StateError(f"the manifest would have {len(manifest)} bytes, over the limit of "
+                             f"{limits.MAX_MANIFEST_BYTES} for reading it " + limits.limit_hint("MAX_MANIFEST_BYTES"),
+                             "manifest.json")
+        with writing():
+            (root / "manifest.json").write_bytes(manifest)
         return root
 
     def write_zip(self, path: "str | os.PathLike", compression: int = zipfile.ZIP_STORED) -> Path:

@@ -1,8 +1,11 @@
-// Starts the aspace-dap server for a session: a TCP connection when the
-// configuration names a port, otherwise `python -m aspace_dap` on stdio, run
-// by the extension itself (ServerProcessAdapter) so its stderr can be shown.
+// Starts the aspace-dap server for a session: a Unix-domain socket when the
+// configuration names one (`aspace-dap --socket PATH`, only its user can connect),
+// a TCP connection when it names a port (the server's secret travels as the launch
+// argument `secret`, see configurationProvider), otherwise `python -m aspace_dap`
+// on stdio, run by the extension itself (ServerProcessAdapter) so its stderr can be shown.
 
 import * as vscode from 'vscode';
+import { serverConnection } from './launchConfig';
 import { interpreterFromPythonApi, type PythonChoice } from './pythonPath';
 import { serverCommand, ServerProcessAdapter } from './serverProcess';
 
@@ -28,9 +31,14 @@ export class AspaceAdapterFactory implements vscode.DebugAdapterDescriptorFactor
 
   async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
     const config = session.configuration;
-    if (typeof config.port === 'number') {
-      this.log.appendLine(`[${session.name}] connecting to aspace-dap at 127.0.0.1:${config.port}`);
-      return new vscode.DebugAdapterServer(config.port, '127.0.0.1');
+    const connection = serverConnection(config);
+    if (connection.kind === 'socket') {
+      this.log.appendLine(`[${session.name}] connecting to aspace-dap on the socket ${connection.path}`);
+      return new vscode.DebugAdapterNamedPipeServer(connection.path);
+    }
+    if (connection.kind === 'tcp') {
+      this.log.appendLine(`[${session.name}] connecting to aspace-dap at 127.0.0.1:${connection.port}`);
+      return new vscode.DebugAdapterServer(connection.port, '127.0.0.1');
     }
     const folder = session.workspaceFolder;
     const checked = config[CHECKED_SERVER] as PythonChoice | undefined;

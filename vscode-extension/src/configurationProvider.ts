@@ -2,7 +2,8 @@
 
 import * as vscode from 'vscode';
 import { CHECKED_SERVER, pythonExtensionInterpreter } from './adapterFactory';
-import { defaultConfiguration, validateConfiguration, withDefaults } from './launchConfig';
+import { defaultConfiguration, serverConnection, validateConfiguration, withDefaults } from './launchConfig';
+import { readServerSecret } from './serverSecret';
 import { importProblem, serverCommand, showStartFailure } from './serverProcess';
 
 export class AspaceConfigurationProvider implements vscode.DebugConfigurationProvider {
@@ -29,7 +30,19 @@ export class AspaceConfigurationProvider implements vscode.DebugConfigurationPro
       return undefined; // cancels the launch
     }
     const resolved = result.config as vscode.DebugConfiguration;
-    if (typeof resolved.port === 'number' || this.log === undefined) return resolved;
+    const connection = serverConnection(resolved);
+    if (connection.kind === 'tcp' && typeof resolved.secret !== 'string') {
+      // A TCP server serves only clients that present its secret: read it where the server wrote it.
+      const found = readServerSecret(connection.port, resolved.secretFile as string | undefined);
+      if (!found.ok) {
+        void vscode.window.showErrorMessage(`GPU debug configuration "${config.name}": ${found.error}`);
+        return undefined;
+      }
+      this.log?.appendLine(`[${resolved.name}] presenting the secret from ${found.file}`);
+      resolved.secret = found.secret;
+    }
+    delete resolved.secretFile;
+    if (connection.kind !== 'process' || this.log === undefined) return resolved;
     // Before starting: can this interpreter import the server? Its own error text is the answer.
     const choice = await serverCommand(folder, resolved.pythonPath as string | undefined, pythonExtensionInterpreter);
     const problem = await importProblem(choice, folder?.uri.fsPath);

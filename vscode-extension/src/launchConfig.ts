@@ -18,7 +18,23 @@ export interface AspaceConfiguration {
   sourceMap?: Record<string, string>;
   pythonPath?: string;
   port?: number;
+  socket?: string;
+  secret?: string;
+  secretFile?: string;
   [key: string]: unknown;
+}
+
+/** How a session reaches its server: a Unix-domain socket, TCP (with the server's secret), or a
+ * server the extension starts itself on stdio. */
+export type ServerConnection =
+  | { kind: 'socket'; path: string }
+  | { kind: 'tcp'; port: number }
+  | { kind: 'process' };
+
+export function serverConnection(config: Record<string, unknown>): ServerConnection {
+  if (typeof config.socket === 'string') return { kind: 'socket', path: config.socket };
+  if (typeof config.port === 'number') return { kind: 'tcp', port: config.port };
+  return { kind: 'process' };
 }
 
 export type Resolution = { ok: true; config: AspaceConfiguration } | { ok: false; error: string };
@@ -85,6 +101,25 @@ export function validateConfiguration(config: Record<string, unknown>, baseDir?:
       return fail(`"port" must be a TCP port number (1-65535), not ${JSON.stringify(p)}.`);
     }
   }
+  if (config.socket !== undefined) {
+    if (typeof config.socket !== 'string' || config.socket === '') {
+      return fail('"socket" must be the path of the Unix-domain socket an aspace-dap server listens on (aspace-dap --socket PATH).');
+    }
+    if (config.port !== undefined) {
+      return fail('"socket" and "port" are two ways to reach a server: give one.');
+    }
+    resolved.socket = absolute(config.socket, baseDir);
+  }
+  for (const key of ['secret', 'secretFile'] as const) {
+    const v = config[key];
+    if (v !== undefined && (typeof v !== 'string' || v === '')) {
+      return fail(`"${key}" must be a non-empty string.`);
+    }
+    if (v !== undefined && config.port === undefined) {
+      return fail(`"${key}" goes with "port": a TCP server's secret (a socket needs none).`);
+    }
+  }
+  if (typeof config.secretFile === 'string') resolved.secretFile = absolute(config.secretFile, baseDir);
   if (config.pythonPath !== undefined && (typeof config.pythonPath !== 'string' || config.pythonPath === '')) {
     return fail('"pythonPath" must be the path of a Python interpreter.');
   }

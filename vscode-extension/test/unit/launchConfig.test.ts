@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { defaultConfiguration, validateConfiguration, withDefaults } from '../../src/launchConfig';
+import { defaultConfiguration, serverConnection, validateConfiguration, withDefaults } from '../../src/launchConfig';
 
 describe('withDefaults', () => {
   it('fills an empty configuration with a dump picker', () => {
@@ -58,6 +58,11 @@ describe('validateConfiguration', () => {
     ['sourceMap number target', { ...base, sourceMap: { '/a': 1 } }, /"\/a"/],
     ['empty pythonPath', { ...base, pythonPath: '' }, /"pythonPath"/],
     ['empty codeObject', { ...base, codeObject: '' }, /"codeObject"/],
+    ['empty socket', { ...base, socket: '' }, /"socket"/],
+    ['socket and port', { ...base, socket: '/run/a.sock', port: 4711 }, /"socket" and "port"/],
+    ['empty secret', { ...base, port: 4711, secret: '' }, /"secret"/],
+    ['secret without port', { ...base, secret: 'x' }, /"secret" goes with "port"/],
+    ['secretFile on a socket', { ...base, socket: '/run/a.sock', secretFile: '/s' }, /"secretFile" goes with "port"/],
   ];
   for (const [what, config, message] of bad) {
     it(`rejects ${what}`, () => {
@@ -67,8 +72,25 @@ describe('validateConfiguration', () => {
     });
   }
 
+  it('resolves a relative socket and secret file against the folder', () => {
+    const r = validateConfiguration({ ...base, socket: 'run/aspace.sock' }, '/work/proj');
+    assert.ok(r.ok);
+    if (r.ok) assert.equal(r.config.socket, path.resolve('/work/proj', 'run/aspace.sock'));
+    const t = validateConfiguration({ ...base, port: 4711, secretFile: 's/port.secret' }, '/work/proj');
+    assert.ok(t.ok);
+    if (t.ok) assert.equal(t.config.secretFile, path.resolve('/work/proj', 's/port.secret'));
+  });
+
   it('default configuration passes once its state is substituted', () => {
     const r = validateConfiguration({ ...defaultConfiguration(), state: '/picked' });
     assert.ok(r.ok);
+  });
+});
+
+describe('serverConnection', () => {
+  it('is a socket, TCP or a server the extension starts', () => {
+    assert.deepEqual(serverConnection({ socket: '/run/a.sock' }), { kind: 'socket', path: '/run/a.sock' });
+    assert.deepEqual(serverConnection({ port: 4711, secret: 'x' }), { kind: 'tcp', port: 4711 });
+    assert.deepEqual(serverConnection({ state: '/d' }), { kind: 'process' });
   });
 });
