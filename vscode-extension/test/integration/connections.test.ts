@@ -63,7 +63,7 @@ describe('connecting to a server the extension did not start', { timeout: 120000
     dc.defaultTimeout = 20000;
     await dc.start(port);
     const { stopped } = await launchLikeVsCode(dc, { state, secret: found.secret });
-    assert.equal(stopped.body.threadId > 0, true);
+    assert.equal((stopped.body.threadId ?? 0) > 0, true);
     const threads = await dc.threadsRequest();
     assert.ok(threads.body.threads.length > 0);
     await dc.stop();
