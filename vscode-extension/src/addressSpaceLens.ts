@@ -16,6 +16,7 @@ import {
   initializationOptions,
   lensAction,
   readLensSettings,
+  sendsToRunningServer,
   type LensSettings,
 } from './lensSettings';
 import { serverCommand } from './serverProcess';
@@ -68,6 +69,14 @@ export class AddressSpaceLens implements vscode.Disposable {
       initializationOptions: initializationOptions(settings),
       synchronize: { configurationSection: LENS_SECTION },
       outputChannel: this.log,
+      middleware: {
+        workspace: {
+          // The client sends every change of the section as it happens; a change that stops or
+          // restarts the server (update() queues that) must not reach the server being stopped:
+          // the notification would fail and the client would say so in a popup.
+          didChangeConfiguration: (sections, next) => (this.sendsSettings(client) ? next(sections) : Promise.resolve()),
+        },
+      },
     };
     const client = new LanguageClient('aspace.lens', 'aspace Address-Space Lens', serverOptions, clientOptions);
     this.client = client;
@@ -85,6 +94,14 @@ export class AddressSpaceLens implements vscode.Disposable {
       );
       throw error;
     }
+  }
+
+  /** Whether a settings change goes to this running server: only budgets changed (lensAction
+   * 'none'); the server started with the code objects and interpreter it now has. */
+  private sendsSettings(client: LanguageClient): boolean {
+    if (client !== this.client) return false;
+    const { settings } = readLensSettings((key) => vscode.workspace.getConfiguration(LENS_SECTION).get(key));
+    return sendsToRunningServer(this.running, settings);
   }
 
   private async stop(): Promise<void> {
