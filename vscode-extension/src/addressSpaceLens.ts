@@ -6,7 +6,7 @@
 // language client supports by default).
 
 import * as vscode from 'vscode';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { ErrorCodes, LanguageClient, ResponseError, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { pythonExtensionInterpreter } from './adapterFactory';
 import { describe } from './controller';
 import {
@@ -70,6 +70,16 @@ export class AddressSpaceLens implements vscode.Disposable {
       synchronize: { configurationSection: LENS_SECTION },
       outputChannel: this.log,
       middleware: {
+        // A request the client writes after stop() began would reach the server after its
+        // `shutdown` and be refused (the client shows that refusal in a popup): it is refused here
+        // instead, as a connection no longer active, which the client answers quietly with no result.
+        sendRequest: (type, param, token, next) => {
+          if (client !== this.client) {
+            const method = typeof type === 'string' ? type : type.method;
+            return Promise.reject(new ResponseError(ErrorCodes.ConnectionInactive, `the address-space lens is stopping (${method})`));
+          }
+          return next(type, param, token);
+        },
         workspace: {
           // The client sends every change of the section as it happens; a change that stops or
           // restarts the server (update() queues that) must not reach the server being stopped:
