@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_dap.py
 	$(PY) benchmarks/bench_lsp.py
 	$(PY) benchmarks/bench_scale.py
+	$(PY) benchmarks/bench_disasm.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -7,13 +7,35 @@ evaluator and the session only talk to it through these methods.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from aspace_dap import limits
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import EvaluationError, StateError
+from aspace_dap.errors import AspaceError, EvaluationError, StateError
+
+
+@dataclass
+class RaisedException:
+    """An exception one wave (or some of its lanes) raised, in the words of the vendor's debugger."""
+
+    id: str                      # the name that debugger reports it by: CUDA_EXCEPTION_14, SIGSEGV
+    description: str             # what it is, in the vendor's words: "CUDA Exception: Warp Illegal Address"
+    wave: int                    # the wave's id
+    lanes: np.ndarray            # bool per lane: the lanes that raised it
+    pc: int | None = None        # the faulting instruction, when recorded apart from the lanes' PCs
+    address: int | None = None   # the data address that faulted, where the format records it
+    notes: list[str] = field(default_factory=list)  # what else the vendor's records say about it
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """Exceptions of one kind: the same id and description."""
+        return self.id, self.description
 
 
 class TargetAdapter(ABC):
@@ -25,6 +47,9 @@ class TargetAdapter(ABC):
     # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
     # can claim one register byte for two lanes or two variables: the session checks every frame.
     checks_storage_collisions = False
+    # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
+    # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
+    grid_counts_workgroups = False
 
     # --- address spaces -------------------------------------------------------------
 
@@ -106,6 +131,11 @@ class TargetAdapter(ABC):
         address `kernel_descriptor`; None when that cannot be told."""
         return None
 
+    def kernel_entry(self, state, kernel_descriptor: int) -> int | None:
+        """The runtime address of the first instruction of the kernel whose descriptor is at
+        `kernel_descriptor`, as the dump's memory says; None when it does not."""
+        return None
+
     def static_layout(self, code_object, index, read_source):
         """Whatever the adapter works out once per code object to place variables whose debug info
         holds only a placeholder address (AMD: LDS offsets from the ISA); None when nothing."""
@@ -127,6 +157,37 @@ class TargetAdapter(ABC):
 
     def thread_name(self, wave, active: int, total: int) -> str:
         return f"Wave {wave.id} [{active}/{total} active]"
+
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        """thread_name of every wave of a state's wave table (state/wavetable.py), in its order; an
+        adapter names them from the table's columns, without building the waves."""
+        return [self.thread_name(w, a, t) for w, a, t in zip(table.waves, active, total)]
+
+    # --- what the languages and the vendor's debugger name -----------------------------
+
+    def coordinate_global(self, var, index) -> tuple[str, str | None] | None:
+        """(builtin, member) when a program variable only stands for a lane's coordinates (HIP's
+        `threadIdx`, an empty struct in the DWARF, is ("threadIdx", None); its static member
+        `__HIP_Coordinates<__HIP_ThreadIdx>::x` is ("threadIdx", "x")); None for ordinary variables."""
+        return None
+
+    def exceptions(self, state, active_lanes) -> list[RaisedException]:
+        """Every exception the dump records, in the vendor's words, the stop's own first;
+        `active_lanes(wave)` gives a wave's active lanes (those a whole-wave exception stopped)."""
+        return []
+
+    # --- machine code -------------------------------------------------------------------
+
+    def disassembler(self) -> "Disassembler | None":
+        """The vendor's own decoder for this family's code objects, made once per adapter; None when
+        the family has none."""
+        made = self.__dict__.get("_disassembler")
+        if made is None:
+            made = self.__dict__["_disassembler"] = (self.make_disassembler(),)
+        return made[0]
+
+    def make_disassembler(self) -> "Disassembler | None":
+        return None
 
     @abstractmethod
     def wave_target(self, state, wave, dialect: Dialect) -> "WaveTarget":
@@ -341,6 +402,72 @@ class CallerFrameTarget:
             from aspace_dap.errors import EvaluationError
             raise EvaluationError("changing a caller frame's saved register is not supported")
         self._base.write_register(regno, lanes, byte_offsets, data)
+
+
+# --- disassembly: the vendor's decoder behind one interface -------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodedInstruction:
+    """One instruction as the vendor's tool printed it, at an address of the code object's own ELF."""
+
+    address: int
+    size: int
+    text: str
+
+
+class DisassemblerMissing(AspaceError):
+    """The vendor's decoder is not installed, or too old for this code object; says what provides it."""
+
+
+class Disassembler(ABC):
+    """A vendor's disassembler (LLVM's MC through llvm-objdump, nvdisasm, IGA), run as its own tool.
+
+    Each run is a process: the session decodes a whole function or object once and keeps the text.
+    `decode` answers every instruction in [start, end) of the code object's addresses, and may
+    answer more (a tool that decodes a whole object as fast as one function)."""
+
+    tool = ""  # the command it runs, as users know it
+    package = ""  # what provides the tool, as the user is told when it is missing
+    min_size = 4  # the shortest instruction in bytes (the step of rows that cannot be decoded)
+
+    @abstractmethod
+    def decode(self, code_object, start: int, end: int) -> list[DecodedInstruction]:
+        """The instructions of [start, end) (at least), in address order; DisassemblerMissing when
+        the tool is missing or cannot decode this code object's processor."""
+
+    def missing(self, why: str) -> DisassemblerMissing:
+        return DisassemblerMissing(f"{why}; {self.package} provides it")
+
+    def run(self, argv: list[str], stdin: bytes | None = None) -> tuple[str, str]:
+        """The tool's standard output and error; its own message on failure, never a hang
+        (MAX_DISASSEMBLER_SECONDS)."""
+        try:
+            done = subprocess.run(argv, input=stdin, capture_output=True,
+                                  timeout=limits.MAX_DISASSEMBLER_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            raise AspaceError(f"{self.tool} took more than {limits.MAX_DISASSEMBLER_SECONDS} s "
+                              f"{limits.limit_hint('MAX_DISASSEMBLER_SECONDS')}") from None
+        except OSError as exc:
+            raise self.missing(f"{self.tool} cannot run ({exc.strerror or exc})") from None
+        err = done.stderr.decode("utf-8", "replace").strip()
+        if done.returncode != 0:
+            raise AspaceError(f"{self.tool} failed: {err.splitlines()[-1] if err else f'exit {done.returncode}'}")
+        return done.stdout.decode("utf-8", "replace"), err
+
+
+def find_tool(names: list[str], folders: list[str] = ()) -> str | None:
+    """The first of `names` on PATH, else in one of `folders`."""
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    for folder in folders:
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
 
 
 def unavailable(g: int, size: int) -> MemoryRead:

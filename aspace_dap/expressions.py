@@ -2,6 +2,7 @@
 
     p.a   arr[3]   *ptr   &x   (int *) local#0x40   *(int *) private_lane#0x10
     $s5   $v3   $exec   $pc   $lane   a + b * 2   x == 3 && y < 4
+    threadIdx.x   get_global_id(0)   $_lane_workgroup_pos   (the GPU builtins: builtins.py)
 
 A variable is read for all requested lanes at once (one lane-wide DWARF
 evaluation); member access, indexing and arithmetic then apply per lane.
@@ -15,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import builtins
 from .dwarf.locations import Location, MemoryLocation, RegisterLocation
 from .dwarf.types import (ATE_FLOAT, ATE_SIGNED, ATE_UNSIGNED, ATE_UNSIGNED_CHAR, ArrayType, BaseType, PointerType,
                           StructType, Type, byte_size)
-from .deadline import TimeLimitExceeded, check_time, evaluation_time
+from .deadline import check_time, evaluation_time
 from .errors import AspaceError, EvaluationError
 from .memref import parse_memref
-from .values.format import format_obj
 from .values.objects import Obj
 
 _TOKEN = re.compile(r"""
@@ -174,6 +175,18 @@ class _Parser:
             else:
                 return v
 
+    def _arguments(self) -> list:
+        """`(a, b)` after a function's name: the arguments' values."""
+        self.take("(")
+        args = []
+        while self.peek() != ("op", ")"):
+            args.append(self.ternary())
+            if self.peek() != ("op", ","):
+                break
+            self.take(",")
+        self.take(")")
+        return args
+
     def primary(self):
         kind, text = self.take()
         if kind == "num":
@@ -185,6 +198,8 @@ class _Parser:
         if kind == "id":
             if text in ("true", "false"):
                 return _const(self.scope, int(text == "true"), BUILTIN_TYPES["bool"])
+            if text in builtins.FUNCTIONS and self.peek() == ("op", "("):
+                return builtins.call(self.scope, text, self._arguments())
             return _variable(self.scope, text)
         if (kind, text) == ("op", "("):
             v = self.ternary()
@@ -496,6 +511,8 @@ def _find_type(scope: Scope, name: str):
 
 def _register(scope: Scope, name: str) -> Obj:
     session = scope.session
+    if name.startswith("_"):  # $_lane, $_dispatch_pos ...: the debuggers' convenience variables
+        return builtins.convenience(scope, name)
     if name == "lane":
         return _per_lane(scope, [int(x) for x in scope.lanes], INT)
     wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
@@ -541,12 +558,21 @@ def _address_literal(scope: Scope, text: str) -> Obj:
 def _variable(scope: Scope, name: str) -> Obj:
     session, frame = scope.session, scope.frame
     if frame is None:
+        if name in builtins.VARIABLES:
+            return builtins.variable(scope, name)
         raise AspaceError(f"no symbol \"{name}\" in current context")
     candidates = [v for v in session.variables(frame) if v.name == name and not v.shadowed]
     if not candidates:
-        candidates = [v for v in session.globals(frame) if v.name == name]
+        # a coordinate object's static member (HIP's `__HIP_Coordinates<...>::x`) is no name of its own
+        candidates = [v for v in session.globals(frame) if v.name == name
+                      and (session.coordinate_global(frame, v) or (None, None))[1] is None]
     if not candidates:
+        if name in builtins.VARIABLES:
+            return builtins.variable(scope, name)
         raise AspaceError(f"no symbol \"{name}\" in current context")
+    coordinate = session.coordinate_global(frame, candidates[-1])
+    if coordinate is not None:  # HIP's threadIdx: an empty object in the DWARF; the lane's coordinates
+        return builtins.variable(scope, *coordinate)
     read = session.read_variable(frame, candidates[-1], scope.lanes)
     if len(read.groups) == 1 and not read.errors and len(read.groups[0][0]) == len(scope.lanes):
         return read.groups[0][1]
@@ -575,52 +601,3 @@ def evaluate_expression(session, text: str, *, frame=None, lanes=None) -> Obj:
     lanes = np.array([session.focus_lane] if lanes is None else lanes, dtype=np.int64)
     with evaluation_time():
         return _Parser(text, Scope(session, frame, lanes)).parse()
-
-
-def lane_values(session, text: str, *, wave_id: int | None = None, frame_index: int = 0) -> list[dict]:
-    """The expression in every lane of a wave: [{lane, active, value, type}]."""
-    with evaluation_time():  # one budget for every lane, the lane-by-lane retry included
-        return _lane_values(session, text, wave_id, frame_index)
-
-
-def _lane_values(session, text: str, wave_id: int | None, frame_index: int) -> list[dict]:
-    wave = session.wave(wave_id)
-    all_lanes = np.arange(wave.lanes)
-    frames = session.frames(wave.id, session.focus_lane)
-    if frames and frames[0].note is not None:  # the focus lane is elsewhere: the wave's stop frames
-        active = np.nonzero(session.active_lanes(wave))[0]
-        frames = session.frames(wave.id, int(active[0])) if len(active) else frames
-    frame = frames[min(frame_index, len(frames) - 1)] if frames else None
-    rows = _lane_values_at(session, wave, text, frame, all_lanes)
-    # a lane standing somewhere else has no value for this frame's variables (another branch's registers);
-    # registers ($lane, $v3) and addresses do not depend on where the lane is
-    here = frames[0].runtime_pc if frames and frames[0].note is None else None
-    names_variable = any(kind == "id" and value not in BUILTIN_TYPES for kind, value in tokenize(text))
-    for row in rows if names_variable else ():
-        pc = session.lane_pc(wave, row["lane"])
-        if here is not None and pc != here:
-            where = "the dump has no pc for it" if pc is None else f"it is at 0x{pc:x}"
-            row["value"] = f"<unavailable: lane {row['lane']} is not at this stop; {where}>"
-    return rows
-
-
-def _lane_values_at(session, wave, text, frame, all_lanes) -> list[dict]:
-    rows = []
-    try:
-        obj = evaluate_expression(session, text, frame=frame, lanes=all_lanes)
-        for lane in range(wave.lanes):
-            rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]),
-                         "value": format_obj(obj, lane), "type": obj.type.display_name()})
-    except TimeLimitExceeded:
-        raise
-    except (_Divergent, EvaluationError):
-        for lane in range(wave.lanes):
-            try:
-                obj = evaluate_expression(session, text, frame=frame, lanes=[lane])
-                value, tname = format_obj(obj, 0), obj.type.display_name()
-            except TimeLimitExceeded:
-                raise  # the budget was for all lanes together
-            except (AspaceError, _Divergent) as e:
-                value, tname = f"<error: {e}>", ""
-            rows.append({"lane": lane, "active": bool(session.active_lanes(wave)[lane]), "value": value, "type": tname})
-    return rows

@@ -50,7 +50,7 @@ def print_report(report: dict, out=None) -> None:
 
 
 def lane_table(session: Session, wave_id: int, expression: str) -> list[dict]:
-    from .expressions import lane_values
+    from .lane_values import lane_values
     return lane_values(session, expression, wave_id=wave_id, frame_index=0)
 
 

@@ -22,6 +22,7 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_REQUEST_BYTES": (16 << 20, "bytes of one DAP or LSP message from a client"),
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
     "MAX_EVAL_SECONDS": (10, "seconds one expression may take to evaluate"),
+    "MAX_DISASSEMBLER_SECONDS": (60, "seconds one run of a vendor's disassembler (llvm-objdump, nvdisasm, iga64) may take"),
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
     "MAX_QUEUED_REQUESTS": (64, "requests of one client waiting to run"),
     "MAX_SESSIONS": (64, "clients a TCP server serves at once"),
@@ -69,6 +70,7 @@ MAX_SOURCE_BYTES = _load("MAX_SOURCE_BYTES")
 MAX_REQUEST_BYTES = _load("MAX_REQUEST_BYTES")
 MAX_EXPRESSION_CHARS = _load("MAX_EXPRESSION_CHARS")
 MAX_EVAL_SECONDS = _load("MAX_EVAL_SECONDS")
+MAX_DISASSEMBLER_SECONDS = _load("MAX_DISASSEMBLER_SECONDS")
 MAX_PENDING_OUTPUT_BYTES = _load("MAX_PENDING_OUTPUT_BYTES")
 MAX_QUEUED_REQUESTS = _load("MAX_QUEUED_REQUESTS")
 MAX_SESSIONS = _load("MAX_SESSIONS")

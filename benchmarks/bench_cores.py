@@ -1,16 +1,27 @@
-"""GPU core benchmarks: opening a ROCm GPU core with many saved waves, and reading from it.
+"""GPU core benchmarks: opening GPU cores with many saved waves, and reading from them.
 
 A gfx90a core with 2,048 waves (32 workgroups of 64 KiB LDS, 42 VGPRs, 36 AccVGPRs and scratch each) is
 written once from a generated state; the table shows how long opening it takes and what touching one
 wave costs. Register files, LDS and scratch are mapped from the core, so opening stays cheap and memory
 does not grow with the number of waves.
 
-Run: .venv/bin/python benchmarks/bench_cores.py   (prints a table; no assertions)
+Then whole machines (benchmarks/gen_machines.py, written into a temporary folder): a node of 8 gfx942
+GPUs (MI300X, 8 XCCs each) with 1,216 waves each (wave64, 128 VGPRs + 128 AccVGPRs, 64 KiB of LDS per
+workgroup of 4 waves; ~0.8 GiB), and an H100-size CUDA core (132 SMs x 64 warps = 8,448 warps). Each is
+opened in a fresh process, which then names every wave (the waves table a client's `threads` shows)
+and shows the last wave's locals; the time from load_state to those locals and the process's peak
+RSS are the median of --runs runs. Targets: under 1 s and under 300 MiB.
+
+Run: .venv/bin/python benchmarks/bench_cores.py [--runs 3]   (prints a table; no assertions)
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +70,64 @@ def timed(fn, repeat: int) -> float:
     return best * 1e3
 
 
+OPEN_TO_LOCALS = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.values.format import format_obj
+start = time.perf_counter()
+session = Session(load_state(sys.argv[1]))
+names = session.thread_names()
+wave = session.state.waves[-1]
+session.set_focus(wave=wave.id, lane=0)
+frame = session.frames()[0]
+shown = {}
+for var in session.variables(frame):
+    read = session.read_variable(frame, var)
+    obj = read.obj_for(0)
+    shown[var.name] = format_obj(obj, 0, top=False) if obj is not None else str(read.errors.get(0))
+took = time.perf_counter() - start
+# VmHWM: this process's peak (ru_maxrss would also count the parent's pages at the fork)
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": took, "rss": hwm / 1024,
+                  "waves": len(names), "locals": len(shown), "function": frame.name}))
+"""
+MACHINE_TARGET_S, MACHINE_TARGET_MIB = 1.0, 300
+
+
+def machine_rows(runs: int) -> list[str]:
+    """Open each whole-machine core `runs` times in a fresh process: median seconds and peak RSS."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gen_machines import write_amd_node, write_cuda_node
+
+    out = []
+    for label, write, name in (("gfx942 node, 8 GPUs x 1,216 waves", write_amd_node, "gpucore.node"),
+                               ("H100 CUDA core, 132 SMs x 64 warps", write_cuda_node, "node.cudbg")):
+        with tempfile.TemporaryDirectory() as tmp:
+            core = write(Path(tmp) / name)
+            size = core.stat().st_size
+            results = []
+            for _ in range(runs):
+                done = subprocess.run([sys.executable, "-c", OPEN_TO_LOCALS, str(core), str(REPO)],
+                                      capture_output=True, text=True, check=True)
+                results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        seconds = statistics.median(r["seconds"] for r in results)
+        rss = statistics.median(r["rss"] for r in results)
+        ok = "ok" if seconds < MACHINE_TARGET_S and rss < MACHINE_TARGET_MIB else "MISSED"
+        out.append(f"{label} ({size >> 20} MiB, {results[0]['waves']} waves): load -> names -> last wave's "
+                   f"{results[0]['locals']} locals in {results[0]['function']} {seconds * 1e3:.0f} ms, peak RSS "
+                   f"{rss:.0f} MiB  [< {MACHINE_TARGET_S:.0f} s, < {MACHINE_TARGET_MIB} MiB: {ok}]")
+    return out
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         core = build(Path(tmp))
@@ -81,6 +149,9 @@ def main() -> None:
     for name, ms, unit in rows:
         print(f"{name:<{width}}  {ms:>9.3f} {unit}")
     print(f"max RSS growth while opening and reading: {(rss_after - rss_before) / 1024:.1f} MiB")
+    print()
+    for line in machine_rows(args.runs):
+        print(line)
 
 
 if __name__ == "__main__":

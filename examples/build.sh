@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Rebuilds every example code object plus the disassembly and DWARF dumps kept next to them.
 #
-#   examples/build.sh            # all three: hipcc, clang15 and clang19
+#   examples/build.sh            # all: hipcc, clang15, clang19 and relocatable
 #   examples/build.sh hipcc      # Debian's hipcc (HIP 5.2, clang 15) with the LLVM 15 tools
 #   examples/build.sh clang15    # Debian's clang++-15 for gfx940/gfx1030/gfx1100 (divergent_call)
 #   examples/build.sh clang19    # Debian's clang++-19 with the LLVM 19 tools
+#   examples/build.sh relocatable # relocatable device objects (.o) of clang++-15 and clang++-19, and the
+#                                 # linked code objects they stand for where no other build has them
 #
 # CI only uses the committed outputs.
 set -euo pipefail
@@ -20,7 +22,7 @@ CLANG19=${CLANG19:-clang++-19}
 OBJDUMP19=${OBJDUMP19:-llvm-objdump-19}
 DWARFDUMP19=${DWARFDUMP19:-llvm-dwarfdump-19}
 COMPILERS=("$@")
-[ ${#COMPILERS[@]} -gt 0 ] || COMPILERS=(hipcc clang15 clang19)
+[ ${#COMPILERS[@]} -gt 0 ] || COMPILERS=(hipcc clang15 clang19 relocatable)
 
 need() {
     for tool in "$@"; do
@@ -94,6 +96,46 @@ clang_object() {
     describe "$out" "$objdump" "$dwarfdump"
 }
 
+# relocatable_object VERSION NAME ARCH OPT: NAME/NAME.clangVERSION.ARCH.OPT.o, the device object before the
+# link, compiled as clang_object compiles the .co of the same name (builtins-only header), so that .co is
+# what the linker makes of it: clang-19 with -fhip-emit-relocatable; clang-15, which has no such option,
+# with a stand-in for the device link (-B: found before lld) that keeps the object it is handed.
+# The listing is llvm-dwarfdump-19's for every object.
+relocatable_object() {
+    local version=$1 name=$2 arch=$3 opt=$4
+    local out="$name/$name.clang$version.$arch.$opt.o"
+    local flags=(-x hip --offload-arch="$arch" "-$opt" "${COMMON[@]}" -nogpuinc -nogpulib -Ihip_builtins
+                 --cuda-device-only -c "$name/$name.hip" -o "$out")
+    echo "building $out"
+    if [ "$version" = 19 ]; then
+        "$CLANG19" "${flags[@]}" -cuid="$name" -fhip-emit-relocatable
+    else
+        local keep
+        keep=$(mktemp -d)
+        printf '%s\n' '#!/bin/sh' 'for a; do case $a in *.o) obj=$a ;; esac; done' \
+            'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done' 'cp "$obj" "$out"' > "$keep/lld"
+        chmod +x "$keep/lld"
+        "$CLANG15" "${flags[@]}" --no-gpu-bundle-output -B"$keep"
+        rm -r "$keep"
+    fi
+    "$DWARFDUMP19" --debug-info --debug-loclists --debug-line "$out" > "$out.dwarf.txt"
+}
+
+# one clang-15 and one clang-19 relocatable object of each example; divergent_call's stand for code objects
+# (and dumps) the clang15 and clang19 builds already have, the others' linked objects are built here
+build_relocatable() {
+    need "$CLANG15" "$CLANG19" "$OBJDUMP" "$DWARFDUMP" "$OBJDUMP19" "$DWARFDUMP19"
+    relocatable_object 15 divergent_call gfx1030 O0
+    relocatable_object 19 divergent_call gfx1100 O2
+    for build in "15 lds_tiles gfx1030 O2" "19 lds_tiles gfx942 O0" "15 scratch_struct gfx1100 O0" \
+                 "19 scratch_struct gfx942 O2" "15 shared_callee gfx940 O0" "19 shared_callee gfx1100 O0"; do
+        # shellcheck disable=SC2086
+        clang_object $build
+        # shellcheck disable=SC2086
+        relocatable_object $build
+    done
+}
+
 build_clang19() {
     need "$CLANG19" "$OBJDUMP19" "$DWARFDUMP19"
     for arch in gfx90a gfx1030 gfx942 gfx1100; do
@@ -120,7 +162,8 @@ for compiler in "${COMPILERS[@]}"; do
         hipcc) build_hipcc ;;
         clang15) build_clang15 ;;
         clang19) build_clang19 ;;
-        *) echo "build.sh: unknown compiler '$compiler' (hipcc, clang15 or clang19)" >&2; exit 1 ;;
+        relocatable) build_relocatable ;;
+        *) echo "build.sh: unknown compiler '$compiler' (hipcc, clang15, clang19 or relocatable)" >&2; exit 1 ;;
     esac
 done
 

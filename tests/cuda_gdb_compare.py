@@ -11,8 +11,7 @@ Each difference gets a severity:
   wrong       aspace-dap shows something else than cuda-gdb: a value, a frame, a register, a lane.
               These fail the test, unless the known-differences file of the cores lists them.
   missing     aspace-dap shows no value (unavailable, an error) where cuda-gdb shows one.
-  unsupported a builtin (threadIdx, blockIdx, blockDim, gridDim, warpSize) or request aspace-dap
-              does not answer yet.
+  unsupported a request aspace-dap does not answer (a server without supportsExceptionInfoRequest).
   format      the same value written differently: cuda-gdb's address-space qualifiers
               (`(@generic float * @parameter) 0x...`), `<optimized out>` for `<unavailable>`, a
               shared address as an offset for aspace-dap's `shared#0x440`, GDB's `float (*)[16]` type
@@ -398,9 +397,6 @@ class _Comparison:
             return
         value, error = printed_value(step.lines)
         ours, our_error = self.server.evaluate(expression, ours_frames[step.frame_level]["id"], hex_)
-        if _is_builtin(expression) and ours is None:
-            self.diff("unsupported", where, item, value if value is not None else error, our_error or "")
-            return
         if value is None and ours is None:
             self.diff("same", where, item, error, our_error)  # neither shows a value
             return

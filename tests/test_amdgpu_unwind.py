@@ -62,12 +62,13 @@ def test_decoder_agrees_with_llvm_objdump(path):
     gen = isa_generation(processor(path))
     wave64 = co.kernels[0].wavefront_size == 64 if co.kernels else True
     listing = disassembly(path)
-    checked = 0
+    checked = decoded = 0
     for sym in co.symbols.values():
         if sym.type != "FUNC" or not sym.size:
             continue
         instructions = decode_all(co.read_memory(sym.value, sym.size), gen)
         assert instructions is not None, sym.name
+        decoded += len(instructions)
         assert [sym.value + i.offset for i in instructions] == sorted(a for a in listing
                                                                         if sym.value <= a < sym.value + sym.size)
         for ins in instructions:
@@ -105,7 +106,7 @@ def test_decoder_agrees_with_llvm_objdump(path):
             else:
                 assert numbers <= writes, where
             checked += 1
-    assert checked > 20
+    assert checked > min(20, decoded // 4)  # a one-store kernel (examples/fault) has a dozen instructions
 
 
 def settle_stop(path: Path) -> tuple[int, int, bytes]:

@@ -149,11 +149,12 @@ def test_aspace_dap_answers_as_the_handwritten_transcript_says(path, tmp_path):
     _show(report)
     assert not report.of("wrong"), report.text()
     assert report.compared >= 80, report.text()  # frames, variables, memory and registers were compared
-    # builtins are compared where aspace-dap evaluates them and listed where it does not yet
-    for d in report.differences:
-        if d.item.split()[-1] in BUILTINS:
-            assert d.severity == "unsupported", d
+    # builtins are compared like every other value: cuda-gdb's threadIdx, blockIdx, blockDim, gridDim
+    # and warpSize are aspace-dap's too
+    builtins = [d for d in report.differences if d.item.split()[-1] in BUILTINS]
+    assert not builtins, builtins
     assert not report.of("missing"), report.text()
+    assert not report.of("unsupported"), report.text()  # exceptionInfo included
 
 
 MUTATIONS = [
@@ -165,6 +166,8 @@ MUTATIONS = [
      "(cuda-gdb) info args", "frame #1 line"),
     (DIVERGENT, "#1  0x0000000000000e20 in divergent", "#1  0x0000000000000e30 in divergent", "frame #1 pc"),
     (DIVERGENT, "$8 = {x = 64, y = 1, z = 1}", "$8 = {x = 64, y = 1, z = 1}", None),  # unchanged: no wrong
+    (DIVERGENT, "$8 = {x = 64, y = 1, z = 1}", "$8 = {x = 32, y = 1, z = 1}", "print blockDim"),
+    (DIVERGENT, "$6 = {x = 37, y = 0, z = 0}", "$6 = {x = 38, y = 0, z = 0}", "print threadIdx"),
     (LDS, "0x440:\t0x40800000\t0x40880000", "0x440:\t0x40800000\t0x40890000", "x/8xw &tile word 1"),
     (LDS, "$2 = (@generic float * @parameter) 0x7f1000010000", "$2 = (@generic float * @parameter) 0x7f1000010008",
      "print out"),

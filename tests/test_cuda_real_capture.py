@@ -1,11 +1,13 @@
 """examples/cuda/real/: the kernels, the command lists and capture.sh, checked without a GPU.
 
 capture.sh runs on a machine with an H100 for a few minutes at a time, so everything it does is
-tried here first: the kernels keep their examples' line numbers, the cuda-gdb command lists are the
+tried here first: the kernels plan.py writes from the examples keep their examples' line numbers and
+differ only by the stop macros and the host program's include, the cuda-gdb command lists are the
 ones plan.py writes, and the script itself runs end to end with stand-ins for nvcc, the programs
 and cuda-gdb (each stand-in records how it was called), packs at most 8 files of at most 16 MiB,
 and leaves out the biggest cores when the archive is too big. A real nvcc, when there is one,
-builds every program for sm_90 (`--dry-run`).
+builds every program for sm_90 (`--dry-run`), and nvdisasm, when there is one, shows a trap on
+every stop line and no file but `./<kernel>.cu` in the line tables.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dap_client import REPO_ROOT
 REAL = Path(REPO_ROOT) / "examples" / "cuda" / "real"
 CAPTURE = REAL / "capture.sh"
 sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
+from dumpgen import cuda_engine  # noqa: E402
 from dumpgen.cuda_examples import SPECS  # noqa: E402
 
 
@@ -48,9 +51,13 @@ def _bash(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
 # ---- the kernels and the command lists ----------------------------------------------------------
 
 @pytest.mark.parametrize("kernel", sorted(SPECS))
-def test_each_kernel_keeps_its_example_s_lines_and_faults_on_the_stop_line(kernel):
+def test_each_kernel_is_its_example_with_a_fault_on_the_stop_line_and_the_host_program_after_it(kernel, tmp_path):
+    plan = _plan()
+    # what capture.sh builds: `plan.py sources` writes the kernels into its build folder
+    written = plan.write_sources(tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"{k}.cu" for k in SPECS)
     example = (REAL.parent / f"{kernel}.cu").read_text().splitlines()
-    real = (REAL / f"{kernel}.cu").read_text().splitlines()
+    real = (tmp_path / f"{kernel}.cu").read_text().splitlines()
     stop = SPECS[kernel]().line  # the example dumps' stop line (examples/cuda/README.md)
     changed = []
     for number, (before, after) in enumerate(zip(example, real), start=1):
@@ -60,8 +67,30 @@ def test_each_kernel_keeps_its_example_s_lines_and_faults_on_the_stop_line(kerne
             assert m and m.group(1) + m.group(3) == before, (number, before, after)
             changed.append((number, m.group(2).split("(")[0]))
     assert (stop, "STOP_AT") in changed and len(changed) <= 2, changed
-    # the host code comes after the kernel
-    assert "int main()" in "\n".join(real[len(example):]) and "int main()" not in "\n".join(example)
+    # the host program is included after the kernel, so no line of the example moves
+    assert real[len(example):] == ["", f'#include "{kernel}.host.cuh"'], real[len(example):]
+    host = (REAL / f"{kernel}.host.cuh").read_text()
+    assert "int main()" in host and "int main()" not in "\n".join(example)
+    assert not (REAL / f"{kernel}.cu").exists()  # the kernel is written at build time, never committed
+
+
+def test_a_stop_line_that_moved_in_its_example_is_refused(tmp_path, monkeypatch):
+    plan = _plan()
+    moved = "// a line more\n" + (REAL.parent / "lds_tiles.cu").read_text()
+    (tmp_path / "lds_tiles.cu").write_text(moved)
+    monkeypatch.setattr(plan, "EXAMPLES", tmp_path)
+    with pytest.raises(ValueError, match=r"lds_tiles\.cu:32 does not start with `int out_col =`"):
+        plan.kernel_source("lds_tiles")
+
+
+def test_plan_py_sources_writes_the_kernels_as_capture_sh_runs_it(tmp_path):
+    done = subprocess.run([sys.executable, str(REAL / "plan.py"), "sources", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    plan = _plan()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.cu" for k in plan.STOPS)
+    for kernel in plan.STOPS:
+        assert (tmp_path / f"{kernel}.cu").read_text() == plan.kernel_source(kernel)
 
 
 def test_the_committed_command_lists_are_plan_py_s():
@@ -70,7 +99,9 @@ def test_the_committed_command_lists_are_plan_py_s():
     assert {f.stem for f in (REAL / "gdb").glob("*.gdb")} == names
     for program in plan.PROGRAMS:
         assert (REAL / "gdb" / f"{program.name}.gdb").read_text() == plan.command_file(program), program.name
-        assert (REAL / f"{program.kernel}.cu").exists()
+        # the source: a kernel of its own committed here, or an example that plan.py makes stop
+        assert (REAL / f"{program.kernel}.cu").exists() != (program.kernel in plan.STOPS), program.kernel
+        assert (REAL.parent / f"{program.kernel}.cu").exists() == (program.kernel in plan.STOPS), program.kernel
     # four -G programs (three examples and the illegal-address store) and two -lineinfo builds
     assert sorted(n.rsplit(".", 1)[1] for n in names) == ["G"] * 4 + ["lineinfo"] * 2
 
@@ -178,7 +209,7 @@ def _check_trip_back(out: Path) -> None:
 
 
 def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
-    env = _stand_ins(tmp_path)
+    env = {**_stand_ins(tmp_path), "CAPTURE_KEEP": "1"}
     out = tmp_path / "out"
     done = _bash(str(out), env=env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -208,6 +239,13 @@ def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
     # builds ran inside the sources' folder with -include fault.cuh, for sm_90
     calls = (tmp_path / "stand-ins.log").read_text()
     assert "-G -arch=sm_90 -include fault.cuh" in calls and "-lineinfo -O3 -arch=sm_90" in calls
+    # on the kernels plan.py wrote there (the work folder is kept with CAPTURE_KEEP=1)
+    assert "plan.py sources: wrote lds_tiles.cu" in log
+    (src,) = tmp_path.glob("cudareal.*/src")
+    for kernel in plan.STOPS:
+        assert (src / f"{kernel}.cu").read_text() == plan.kernel_source(kernel), kernel
+        assert (src / f"{kernel}.host.cuh").exists(), kernel
+    assert (src / "fault.cuh").exists() and (src / "bad_store.cu").exists()
 
 
 def test_capture_leaves_out_the_biggest_cores_when_the_archive_is_too_big(tmp_path):
@@ -238,19 +276,65 @@ def test_capture_stops_starting_steps_at_its_deadline_and_still_packs(tmp_path):
     assert (out / "cores.tar.gz").exists()
 
 
-def test_dry_run_builds_every_program_for_sm_90_with_a_real_nvcc(tmp_path):
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """`capture.sh --dry-run` with a real nvcc (NVCC, else PATH): (nvcc, the build folder, the packed files)."""
     nvcc = os.environ.get("NVCC") or shutil.which("nvcc")
     if not nvcc:
         reason = "no nvcc (set NVCC, or install the CUDA toolkit or the nvidia-cuda-nvcc wheel)"
         print(reason)
         pytest.skip(reason)
+    tmp_path = tmp_path_factory.mktemp("dry_run")
     out = tmp_path / "out"
     done = _bash("--dry-run", str(out), env={"NVCC": nvcc, "TMPDIR": str(tmp_path)}, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    files = _unpack(out)
+    return nvcc, tmp_path, _unpack(out)
+
+
+def test_dry_run_builds_every_program_for_sm_90_with_a_real_nvcc(dry_run):
+    _nvcc, build_root, files = dry_run
     plan = _plan()
     for program in plan.PROGRAMS:
         cubin = files[f"examples/cuda/real/cores/{program.name}.cubin"]
         # an ELF cubin whose e_flags name sm_90 in bits 8-15 (examples/cuda/README.md)
         assert cubin[:4] == b"\x7fELF" and (int.from_bytes(cubin[48:52], "little") >> 8) & 0xFF == 90, program.name
-        assert str(tmp_path) not in cubin.decode("latin-1"), program.name  # the DWARF names no build folder
+        assert str(build_root) not in cubin.decode("latin-1"), program.name  # the DWARF names no build folder
+
+
+def _nvdisasm(nvcc: str) -> str | None:
+    """NVDISASM, else PATH or the nvidia-cuda-nvdisasm wheel (as the dump generator finds it), else beside nvcc."""
+    if os.environ.get("NVDISASM"):
+        return os.environ["NVDISASM"]
+    try:
+        return cuda_engine.nvdisasm()
+    except FileNotFoundError:
+        beside = Path(nvcc).resolve().parent / "nvdisasm"  # the toolkit's bin, or the nvcc wheel's
+        return str(beside) if beside.is_file() else None
+
+
+def test_dry_run_cubins_trap_on_every_stop_line_and_name_only_their_source(dry_run, tmp_path):
+    nvcc, _build_root, files = dry_run
+    nvdisasm = _nvdisasm(nvcc)
+    if not nvdisasm:
+        reason = "no nvdisasm (set NVDISASM, or install the CUDA toolkit or the nvidia-cuda-nvdisasm wheel)"
+        print(reason)
+        pytest.skip(reason)
+    plan = _plan()
+    for program in plan.PROGRAMS:
+        cubin = tmp_path / f"{program.name}.cubin"
+        cubin.write_bytes(files[f"examples/cuda/real/cores/{program.name}.cubin"])
+        sass = subprocess.run([nvdisasm, "-g", "-c", str(cubin)], capture_output=True, text=True, timeout=120)
+        assert sass.returncode == 0, sass.stderr
+        # nvdisasm -g puts `//## File "F", line N` before the instructions of each line
+        where, files_named, traps = None, set(), set()
+        for row in sass.stdout.splitlines():
+            m = re.search(r'//## File "([^"]+)", line (\d+)', row)
+            if m:
+                where = (m.group(1), int(m.group(2)))
+                files_named.add(m.group(1))
+            elif "BPT.TRAP" in row:
+                traps.add(where)
+        source = f"./{program.kernel}.cu"
+        assert files_named == {source}, (program.name, files_named)
+        stops = {(source, stop.line) for stop in plan.STOPS.get(program.kernel, ()) if stop.macro.startswith("STOP_AT")}
+        assert stops <= traps, (program.name, stops, traps)

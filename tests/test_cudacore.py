@@ -11,8 +11,8 @@ import pytest
 from aspace_dap.errors import StateError
 from aspace_dap.state import load_state
 from aspace_dap.adapters.nvidia.core_writer import CONST_BANK_BASE, write_core
-from aspace_dap.adapters.nvidia.core import (EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE,
-                                             is_cuda_core, load_core)
+from aspace_dap.adapters.nvidia.core import (is_cuda_core, load_core)
+from aspace_dap.adapters.nvidia.core_elf import (EM_CUDA, SHT_CTA_TABLE, SHT_LN_TABLE, SHT_REGS, SHT_WP_TABLE)
 
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"
 NAMES = ["divergent_call", "lds_tiles", "scratch_struct"]
@@ -177,3 +177,52 @@ def test_writer_refuses_what_a_core_cannot_hold(tmp_path):
         state.waves[0].registers.layout.append(("SR_CLOCK", 4))
         with pytest.raises(StateError, match="SR_CLOCK has no place"):
             write_core(state, tmp_path / "extra.cudbg")
+
+
+def test_a_local_section_far_outside_the_local_window_is_named(cores, tmp_path):
+    # a lane's .cudbg.local sh_addr is its address in the local window; one lane's at 0xfffffffffffff000
+    # puts the warp's local memory 2^64 bytes wide: an error naming that section, not an OverflowError
+    src = cores["scratch_struct"]
+    data = bytearray(src.read_bytes())
+    local = next(s for s in _sections(src) if s["name"].startswith(".cudbg.local.") and s["name"].endswith(".ln5"))
+    struct.pack_into("<Q", data, local["at"] + 16, 0xFFFFFFFFFFFFF000)  # sh_addr
+    path = tmp_path / "far.cudbg"
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateError, match="local window") as err:
+        load_state(path).close()
+    assert err.value.path == local["name"]
+
+
+def test_a_warp_without_valid_lanes_opens(cores, tmp_path):
+    # validLanesMask 0 on a device whose numRegsPerLane (255, the device's most) exceeds what each lane's
+    # register section holds: the warp has no valid lane, and the other warp reads as before
+    src = cores["divergent_call"]
+    data = bytearray(src.read_bytes())
+    sections = _sections(src)
+    dev = next(s for s in sections if s["name"] == ".cudbg.devtbl")
+    struct.pack_into("<I", data, dev["offset"] + 48, 255)  # numRegsPerLane
+    warp = next(s for s in sections if s["type"] == SHT_WP_TABLE)
+    struct.pack_into("<I", data, warp["offset"] + 12, 0)  # validLanesMask of its first row
+    path = tmp_path / "empty-warp.cudbg"
+    path.write_bytes(bytes(data))
+    with load_state(src) as before, load_core(path) as core:
+        empty = next(w for w in core.waves if w.path.startswith(warp["name"]))
+        assert not empty.valid_lanes.any() and not empty.active_lanes.any()
+        other = next(w for w in core.waves if w is not empty)
+        same = before.waves[core.waves.index(other)]
+        assert other.valid_lanes.all()
+        for name in ("R0", "R1", "R10"):
+            assert np.array_equal(other.registers.raw(name)[0], same.registers.raw(name)[0])
+
+
+def test_an_elf_ident_cuda_gdb_refuses_is_refused_with_the_reason(cores, tmp_path):
+    # libcudacore's elfCheckHeader compares all nine ident bytes (EI_PAD) with its own: ABI version 7
+    for at, value, name in ((8, 6, "EI_ABIVERSION"), (6, 2, "EI_VERSION")):
+        data = bytearray(cores["lds_tiles"].read_bytes())
+        data[at] = value
+        path = tmp_path / f"ident{at}.cudbg"
+        path.write_bytes(bytes(data))
+        assert is_cuda_core(path)  # still recognised as a CUDA core: the error says why it is refused
+        with pytest.raises(StateError, match=f"ident byte {at} \\({name}\\) is {value}, not") as err:
+            load_state(path).close()
+        assert "cuda-gdb" in str(err.value)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cuda_machines import device_key, two_gpus
-from dap_client import REPO_ROOT, launched
+from dap_client import REPO_ROOT, launch_answer, launched
 from lane_views import cfi_return_addresses, every_lane, thread_key
 
 from aspace_dap.dwarf.target import Dialect
@@ -323,3 +323,47 @@ def test_each_device_s_context_keeps_its_own_shared_and_local_windows(tmp_path):
     for device, folder in enumerate(folders):
         expected.update(every_lane(folder, key=device_key(device))[0])
     assert shown == expected
+
+
+def test_a_gzip_compressed_core_launches_as_it_inspects(tmp_path, capsys):
+    # CU_COREDUMP_GZIP_COMPRESS cores: DAP launch, `inspect` and `state validate` take the same file
+    import gzip
+
+    from aspace_dap.cli import main
+
+    folder = DUMPS / "divergent_call.sm_90.G"
+    with load_state(folder) as state:
+        plain = write_core(state, tmp_path / "plain.cudbg")
+    packed = tmp_path / "core.cudbg.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1))
+    seen = []
+    for path in (plain, packed):
+        c, stopped = start(path)
+        try:
+            seen.append((stopped["reason"], shown_values(c, stopped["threadId"])))
+            c.request("disconnect")
+        finally:
+            c.close()
+    assert seen[0] == seen[1] and seen[1][1]
+    assert main(["inspect", str(packed)]) == 0 and "divergent" in capsys.readouterr().out
+    assert main(["state", "validate", str(packed)]) == 0
+    # a gzip file holding no core: the same clear refusal from launch and inspect
+    other = tmp_path / "notes.gz"
+    other.write_bytes(gzip.compress(b"not a core"))
+    c = start_server_only()
+    try:
+        answer = launch_answer(c, state=str(other))
+        assert not answer["success"] and "not a GPU core file" in answer["message"]
+    finally:
+        c.close()
+    assert main(["inspect", str(other)]) == 1
+    assert "not a GPU core file" in capsys.readouterr().err
+
+
+def start_server_only():
+    from dap_client import start_server_subprocess
+
+    c = start_server_subprocess(["-m", "aspace_dap"])
+    c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
+    c.wait_event("initialized")
+    return c

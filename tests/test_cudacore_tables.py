@@ -18,9 +18,10 @@ from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.inspect import frame_report
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
-from aspace_dap.adapters.nvidia.core import (BACKTRACE_ROW, CONST_BANK_ROW, ROW_SIZES, SHT_BT, SHT_CB_TABLE,
-                                             SHT_CTA_TABLE, SHT_DEV_TABLE, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_SM_TABLE,
-                                             SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, load_core)
+from aspace_dap.adapters.nvidia.core import load_core
+from aspace_dap.adapters.nvidia.core_elf import (BACKTRACE_ROW, CONST_BANK_ROW, ROW_SIZES, SHT_BT, SHT_CB_TABLE,
+                                                 SHT_CTA_TABLE, SHT_DEV_TABLE, SHT_GRID_TABLE, SHT_LN_TABLE,
+                                                 SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE)
 from aspace_dap.adapters.nvidia.core_writer import write_core
 
 DUMPS = Path(__file__).resolve().parent.parent / "examples" / "cuda" / "dumps"

@@ -10,9 +10,10 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from aspace_dap.expressions import lane_values
+from aspace_dap.lane_values import lane_values
 from aspace_dap.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,5 +66,79 @@ def test_a_lane_with_its_own_pc_shows_its_own_frame(dump_with_lane_pcs):
     assert lane0[0].line == JOIN_LINE and lane0[0].runtime_pc == join
     assert {v.name for v in s.variables(lane0[0])} >= {"gid", "lane", "x"}
     assert [f.name for f in s.frames(wave.id, 1)] == ["settle", "divergent"]
+    # the all-lanes view evaluates lane 0 at its own PC: settle's `acc` is no name there
     rows = {r["lane"]: r for r in lane_values(s, "acc", wave_id=wave.id)}
-    assert rows[0]["value"] == f"<unavailable: lane 0 is not at this stop; it is at 0x{join:x}>"
+    assert rows[0]["value"].startswith('<error: no symbol "acc" in current context')
+    assert f"lane 0 is in divergent line {JOIN_LINE}" in rows[0]["value"]
+
+
+# --- lanes at two PCs with their own values ------------------------------------------------------------
+#
+# examples/cuda/dumps/divergent_call.sm_90.G.lane_pcs (examples/dumpgen/cuda_examples.py): the odd lanes
+# stopped in settle at `return acc` (line 9), the even lanes each at their own PC on the join line 29
+# after their `else` branch. The expected values follow divergent_call.cu with in[g] = g * 0.5 + 1, n = 100.
+
+LANE_PCS = ROOT / "examples" / "cuda" / "dumps" / "divergent_call.sm_90.G.lane_pcs"
+N = 100
+
+
+def _f32(v: float) -> float:
+    return float(np.float32(v))
+
+
+def _model(gid: int) -> dict:
+    lane = gid % 32
+    x = _f32(gid * 0.5 + 1) if gid < N else 0.0
+    if lane & 1:  # settle(x, lane, steps) ran all its iterations
+        acc = x
+        for i in range(lane % 5 + 1):
+            acc = _f32(_f32(acc * 0.5) + float(lane + i))
+        return {"gid": gid, "x": x, "acc": acc}
+    result = _f32(-x)
+    for i in range(lane % 7):
+        result = _f32(result + _f32(i * x))
+    return {"gid": gid, "x": x, "result": result}
+
+
+def _check_two_pcs(s):
+    for wave in s.state.waves:
+        gids = [wave.global_id(lane)[0] for lane in range(32)]
+        models = [_model(g) for g in gids]
+        x = lane_values(s, "x", wave_id=wave.id)
+        assert [float(r["value"]) for r in x] == [m["x"] for m in models]
+        acc = lane_values(s, "acc", wave_id=wave.id)
+        for lane, (row, m) in enumerate(zip(acc, models)):
+            if lane & 1:
+                assert float(row["value"]) == m["acc"], lane
+            else:  # at its own PC in the kernel, where settle's acc is no name
+                assert row["value"].startswith('<error: no symbol "acc"') and "divergent line 29" in row["value"]
+        # the kernel's frame (frame 1 of the odd lanes, the even lanes' only frame)
+        gid = lane_values(s, "gid", wave_id=wave.id, frame_index=1)
+        assert [int(r["value"]) for r in gid] == gids
+        result = lane_values(s, "result", wave_id=wave.id, frame_index=1)
+        for lane, (row, m) in enumerate(zip(result, models)):
+            if not lane & 1:
+                assert float(row["value"]) == m["result"], lane
+        assert not any("not at this stop" in r["value"] for r in x + acc + gid + result)
+
+
+def test_lanes_at_their_own_pc_are_evaluated_there():
+    s = Session.open(str(LANE_PCS))
+    wave = s.wave()
+    assert [f.line for f in s.frames(wave.id, 0)] == [JOIN_LINE]
+    assert [f.name for f in s.frames(wave.id, 1)] == ["settle", "divergent"]
+    _check_two_pcs(s)
+
+
+def test_a_cuda_core_with_lane_rows_at_two_pcs(tmp_path):
+    """The same warps as a CUDA core dump: every lane row carries its own virtual PC."""
+    from aspace_dap.adapters.nvidia.core_writer import write_core
+    from aspace_dap.state import load_state
+
+    with load_state(str(LANE_PCS)) as state:
+        core = write_core(state, tmp_path / "two_pcs.cudbg")
+    s = Session.open(str(core))
+    wave = s.state.waves[0]
+    pcs = {int(pc) for pc in wave.lane_pcs}
+    assert len(pcs) == 2  # the core's lane rows: settle's line 9 and the kernel's line 29
+    _check_two_pcs(s)

@@ -10,6 +10,7 @@ import dataclasses
 import os
 
 import numpy as np
+import pytest
 
 from aspace_dap.dwarf.asm import assemble
 from aspace_dap.dwarf.target import Dialect
@@ -68,3 +69,51 @@ def test_active_lane_attribute_overrides_exec():
     assert [int(x) for x in np.nonzero(active)[0]] == [1, 2, 13, 15]
     assert s.lane_state(wave, 13) == "active" and s.lane_state(wave, 0) == "inactive"
     assert "[4/64 active]" in s.thread_name(wave)
+
+
+def _with_lane_pcs(tmp_path, dump: str, other_line_offset: int = 0x10):
+    """A copy of `dump` whose manifest gives every wave lane PCs: the upper half of the lanes stand at
+    another PC of the same function (its low_pc + other_line_offset), the rest at the wave's PC."""
+    import json
+    import shutil
+
+    dest = tmp_path / os.path.basename(dump)
+    shutil.copytree(dump, dest)
+    probe = Session.open(dump)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for dispatch in manifest["dispatches"]:
+        for group in dispatch["workgroups"]:
+            for entry in group["waves"]:
+                wave = probe.state.wave_by_id(entry["id"])
+                frame = probe.frames(wave.id, int(np.nonzero(wave.active_lanes)[0][0]))[-1]
+                other = frame.info.low_pc + frame.program.load_address + other_line_offset
+                entry["lane_pcs"] = [hex(wave.pc if lane < wave.lanes // 2 else other) for lane in range(wave.lanes)]
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return str(dest)
+
+
+@pytest.mark.parametrize("dump, expression", [
+    (os.path.join(ROOT, "examples", "lds_tiles", "dumps", "gfx90a.O0"), "tx + ty * 100"),
+    (os.path.join(ROOT, "examples", "opencl", "dumps", "lds_tiles.tgllp.O0"), "tx + ty * 100"),
+])
+def test_all_lanes_view_evaluates_each_lane_at_its_own_pc(tmp_path, dump, expression):
+    """laneValues answers, for a lane at its own PC, what `evaluate` answers with the focus on that lane
+    (AMD and Intel dumps with lane_pcs): never `<unavailable: ... not at this stop>`."""
+    from aspace_dap.expressions import evaluate_expression
+    from aspace_dap.lane_values import lane_values
+    from aspace_dap.values.format import format_obj
+
+    s = Session.open(_with_lane_pcs(tmp_path, dump))
+    wave = s.wave()
+    rows = lane_values(s, expression, wave_id=wave.id)
+    pcs = {s.lane_pc(wave, lane) for lane in range(wave.lanes)}
+    assert len(pcs) == 2
+    for lane, row in enumerate(rows):
+        own = s.frames(wave.id, lane)[0]
+        assert own.runtime_pc == s.lane_pc(wave, lane)
+        try:
+            expected = format_obj(evaluate_expression(s, expression, frame=own, lanes=[lane]), 0)
+        except Exception as exc:  # noqa: BLE001 - the row must say the same
+            expected = f"<error: {exc}"
+        assert row["value"].startswith(expected), (lane, row, expected)
+        assert "not at this stop" not in row["value"]

@@ -49,7 +49,8 @@ def test_static_locations_match_the_session(dump):
                 assert decl[0].startswith(ARROW)
             checked += 1
             placed += static != "optimized out"
-        assert checked >= 4 and placed >= 2, (checked, placed)
+        # examples/fault's one-store kernel keeps only gid at -O2 (out, stride and slot are optimized out)
+        assert checked >= 4 and placed >= (1 if dump.parent.parent.name == "fault" else 2), (checked, placed)
     finally:
         client.close()
 

@@ -22,8 +22,8 @@ from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
 from aspace_dap.state.formats import detect_format
 from aspace_dap.state.save import save_state
-from aspace_dap.adapters.amdgpu.core import (AGENT_ENTRY, EM_AMDGPU, NOTE_HEADER, QUEUE_ENTRY, detect, load_core,
-                                             parse_uri)
+from aspace_dap.adapters.amdgpu.core import (load_core, parse_uri)
+from aspace_dap.adapters.amdgpu.core_elf import (AGENT_ENTRY, EM_AMDGPU, NOTE_HEADER, QUEUE_ENTRY, detect)
 from aspace_dap.adapters.amdgpu.core_writer import SAVE_AREA_BASE, write_rocm_core
 
 from amd_machines import SECOND_GPU_WAVE_IDS, two_gpu_state

@@ -60,6 +60,13 @@ BROKEN = {
     "valid_lanes too wide": (lambda m, p: _wave(m).update(valid_lanes=hex(1 << 64)), f"{W}.valid_lanes"),
     "missing lds file": (lambda m, p: os.remove(p / m["dispatches"][0]["workgroups"][0]["lds"]["file"]),
                          "dispatches[0].workgroups[0].lds.file"),
+    "missing private file": (lambda m, p: os.remove(p / _wave(m)["private"]["file"]), f"{W}.private.file"),
+    "private path escaping": (lambda m, p: _wave(m)["private"].update(file="../x.bin"), f"{W}.private.file"),
+    "absolute lds path": (lambda m, p: m["dispatches"][0]["workgroups"][1]["lds"].update(file="/etc/passwd"),
+                          "dispatches[0].workgroups[1].lds.file"),
+    "lds without size": (lambda m, p: _del(m["dispatches"][0]["workgroups"][0]["lds"], "size"),
+                         "dispatches[0].workgroups[0].lds.size"),
+    "private not an object": (lambda m, p: _wave(m).update(private=["mem/private-3.bin"]), f"{W}.private"),
     "workgroups not a list": (lambda m, p: m["dispatches"][0].update(workgroups={}), "dispatches[0].workgroups"),
     "wave not an object": (lambda m, p: m["dispatches"][0]["workgroups"][0]["waves"].append(3),
                            "dispatches[0].workgroups[0].waves[2]"),
@@ -82,6 +89,21 @@ BROKEN = {
 }
 
 
+# LDS and private memories, whose entries and files opening does not look at (a dump of 100,000 waves
+# names 125,000 of them): the reader says what is wrong, with the same JSON path, when one is first read.
+FIRST_READ = {
+    "missing lds file": lambda state: state.dispatches[0].workgroups[0].lds,
+    "missing private file": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "private path escaping": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "absolute lds path": lambda state: state.dispatches[0].workgroups[1].lds,
+    "swizzled size": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "per_lane size": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "unknown private layout": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+    "lds without size": lambda state: state.dispatches[0].workgroups[0].lds,
+    "private not an object": lambda state: state.dispatches[0].workgroups[1].waves[1].private,
+}
+
+
 def _broken(tmp_path, mutate):
     path = sample_writer().write(tmp_path / "dump")
     manifest = json.loads((path / "manifest.json").read_text())
@@ -98,8 +120,8 @@ def test_broken_dump_is_reported_with_its_json_path(tmp_path, name):
     assert errors, name
     assert errors[0].path == expected_path, errors
     with pytest.raises(StateError) as raised:
-        load_state(path)
-    assert raised.value.path == expected_path
+        FIRST_READ[name](load_state(path)) if name in FIRST_READ else load_state(path)
+    assert raised.value.path == expected_path and str(raised.value) == str(errors[0]), raised.value
 
 
 def test_missing_register_file_message(tmp_path):

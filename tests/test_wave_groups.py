@@ -89,24 +89,28 @@ def test_wave_heads_and_thread_names_match_the_waves_built_one_by_one():
 
 def test_waves_are_built_only_when_used(big_dump):
     state = load_state(big_dump)
-    assert len(state.waves) == WORKGROUPS * 4 and not any(w.loaded for w in state.waves)
+    assert len(state.waves) == WORKGROUPS * 4 and state.made_waves() == []
     session = Session(state)
     session.thread_names()
     session.wave_groups()
-    built = [w.id for w in state.waves if w.loaded]
-    assert len(built) <= 4, built  # the focus wave and one per distinct stack
+    made = [w.id for _, w in state.made_waves()]
+    assert len(made) <= 4, made  # the focus wave and one per distinct stack: no object for the others
+    built = [w.id for w in state.waves if w.loaded]  # (makes every wave object, reads no file)
+    assert len(built) <= 4 and len(state.made_waves()) == WORKGROUPS * 4, built
     last = state.waves[-1]
     assert last.pc == first_pc_of_line(30) and last.loaded
 
 
-def _problems(manifest, files, bulk: bool, sizes: bool = True):
-    checker = ManifestChecker(manifest, files, sizes=sizes)
+def _problems(manifest, files, bulk: bool, sizes: bool = True, memories: bool = True):
+    checker = ManifestChecker(manifest, files, sizes=sizes, memories=memories)
     if not bulk:
         checker.plain_workgroups = lambda *a: False
     return [(p.path, p.message, p.severity) for p in checker.check()]
 
 
-@pytest.mark.parametrize("breakage", ["none", "missing file", "duplicate id", "hex id", "short file", "bad layout"])
+@pytest.mark.parametrize("breakage", ["none", "missing file", "duplicate id", "hex id", "short file", "bad layout",
+                                      "missing private file", "private path", "wave a list", "registers a string",
+                                      "private a list", "lds a number"])
 def test_bulk_validation_reports_what_the_full_walk_reports(small_dump, tmp_path, breakage):
     dump = tmp_path / "dump"
     shutil.copytree(small_dump, dump, copy_function=os.link)
@@ -125,12 +129,26 @@ def test_bulk_validation_reports_what_the_full_walk_reports(small_dump, tmp_path
         target.write_bytes(data[:100])
     elif breakage == "bad layout":
         waves[5]["registers"]["layout"] = "nope"
+    elif breakage == "missing private file":
+        os.unlink(dump / waves[77]["private"]["file"])
+    elif breakage == "private path":
+        waves[78]["private"]["file"] = "../private-78.bin"
+    elif breakage == "wave a list":
+        manifest["dispatches"][0]["workgroups"][10]["waves"][2] = [1, 2]
+    elif breakage == "registers a string":
+        waves[41]["registers"] = "regs/wave-41.bin"
+    elif breakage == "private a list":
+        waves[42]["private"] = [waves[42]["private"]]
+    elif breakage == "lds a number":
+        manifest["dispatches"][0]["workgroups"][12]["lds"] = 7
     (dump / "manifest.json").unlink()  # a hard link to the shared dump's: write a new file
     (dump / "manifest.json").write_text(json.dumps(manifest))
     files = open_dump_files(dump)
     manifest, _ = read_manifest(files)
     for sizes in (True, False):
-        assert _problems(manifest, files, True, sizes) == _problems(manifest, open_dump_files(dump), False, sizes)
+        for memories in (True, False):  # (False: as opening checks)
+            assert _problems(manifest, files, True, sizes, memories) == \
+                _problems(manifest, open_dump_files(dump), False, sizes, memories)
     found = _problems(manifest, files, True)
     base = [p for p in found if p[0].startswith("memory[")]  # the example's own empty global files
     assert all(p[2] == "warning" for p in base)

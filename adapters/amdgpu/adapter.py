@@ -15,6 +15,7 @@ import numpy as np
 from aspace_dap.dwarf.target import AddressSpace, Dialect, RegisterInfo
 from aspace_dap.errors import EvaluationError, UnavailableError
 
+from .hip import coordinate_global
 from .isa import ALL, isa_generation, stack_offsets_per_lane
 from .lds import LdsPlacement, is_bare_zero, solve_layout, static_lds_address
 from .prologue import CALLEE_SAVED_VGPRS, scan
@@ -51,8 +52,16 @@ class AmdgpuAdapter(TargetAdapter):
         # EXEC has one bit per lane of the wave
         return lanes // 8 if name == self.exec_register and lanes in (32, 64) else None
 
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
+
     def spaces(self):
         return SPACES
+
+    def coordinate_global(self, var, index):
+        return coordinate_global(var, index)
 
     def pointer_space(self, dwarf_class, dialect):
         # HIP pointers are flat (generic) unless the type says otherwise
@@ -219,11 +228,25 @@ class AmdgpuAdapter(TargetAdapter):
         return (VGPR64_0 if lanes == 64 else VGPR32_0) + n
 
     def load_address_for_descriptor(self, code_object, kernel_descriptor):
-        # the runtime loads code objects page-aligned; a kernel's descriptor is its `name.kd` symbol
+        # the runtime loads code objects page-aligned; a kernel's descriptor is its `name.kd` symbol.
+        # A relocatable object's symbols are in its own layout, not the linked one: no answer from them.
+        if getattr(code_object, "relocated", False):
+            return None
         biases = {kernel_descriptor - sym.value for sym in code_object.symbols.values()
                   if sym.name.endswith(".kd") and sym.value <= kernel_descriptor
                   and (kernel_descriptor - sym.value) % 4096 == 0}
         return biases.pop() if len(biases) == 1 else None
+
+    def kernel_entry(self, state, kernel_descriptor):
+        # kernel_code_entry_byte_offset: the descriptor's signed 64-bit field at byte 16, from the
+        # descriptor to the kernel's first instruction (AMDGPUUsage, "Kernel Descriptor")
+        memory = state.memory.get("global")
+        if memory is None:
+            return None
+        data, valid = memory.read(kernel_descriptor + 16, 8)
+        if not valid.all():
+            return None
+        return (kernel_descriptor + int.from_bytes(data.tobytes(), "little", signed=True)) & ((1 << 64) - 1)
 
     def static_layout(self, code_object, index, read_source):
         if code_object is None or index is None or getattr(code_object, "e_machine", None) != 224:
@@ -245,12 +268,23 @@ class AmdgpuAdapter(TargetAdapter):
         return assemble(f"DW_OP_lit0; DW_OP_constu {PRIVATE_LANE.number}; DW_OP_LLVM_form_aspace_address",
                         Dialect(vendor_ops="amd"))
 
+    def make_disassembler(self):
+        from .disassembler import LlvmObjdump
+        return LlvmObjdump()
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
         dispatch = wave.dispatch.id if wave.dispatch is not None else 0
         return (f"AMDGPU Wave 0:0:{dispatch}:{wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
                 f" [{active}/{total} active]")
+
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        dispatch = [d.id for d in table.dispatches] + [0]  # (index -1: no dispatch)
+        x, y, z = table.workgroup_ids.T.tolist()
+        return [f"AMDGPU Wave 0:0:{dispatch[d]}:{i} ({a},{b},{c})/{k} [{n}/{t} active]"
+                for d, i, a, b, c, k, n, t in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z,
+                                                  table.index_in_workgroup.tolist(), active, total)]
 
     def wave_target(self, state, wave, dialect):
         return AmdgpuWaveTarget(self, state, wave, dialect)

@@ -21,6 +21,7 @@ hold (a segment cut short, a data-less segment of a host core) are unavailable.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import urllib.parse
@@ -36,232 +37,18 @@ from aspace_dap.paths import PathRefused, open_regular
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
 from aspace_dap.state.files import FileSpan
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
+from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
+                                    Workgroup)
 from aspace_dap.state.private import SWIZZLED, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
 
 from . import cwsr
 
-ELF_MAGIC = b"\x7fELF"
-ET_CORE = 4
-EM_AMDGPU = 224
-EM_X86_64 = 62
-ELFOSABI_AMDGPU_HSA = 64
-PT_NULL, PT_LOAD, PT_NOTE = 0, 1, 4
-PN_XNUM = 0xFFFF
-NT_AMDGPU_CORE_STATE = 33
-NOTE_NAME = b"AMDGPU"
-NOTE_VERSION = 1
-KFD_QUEUE_TYPE_COMPUTE_AQL = 2
-QUEUE_ID_ERROR = 1 << 30
-QUEUE_ID_INVALID = 1 << 31
-RUNTIME_ENABLED = 1
-R_DEBUG_CONSISTENT = 0
-AMD_QUEUE_FROM_READ_POINTER = 0x80        # amd_queue_t.read_dispatch_id is at offset 0x80
-AQL_PACKET_SIZE = 64
-DEBUG_PROP_TTMPS_ALWAYS_VALID = 1 << 10   # kfd_dbg_device_info_entry.debug_prop
-MAX_CONTROL_STACK = 1 << 22               # far above any GPU's saved waves: a guard against corrupt sizes
-
-NOTE_HEADER = struct.Struct("<QIIQIIII")  # version, kfd major/minor, runtime size, agents n/size, queues n/size
-RUNTIME_INFO = struct.Struct("<QII")      # r_debug, runtime_state, ttmp_setup
-AGENT_ENTRY = struct.Struct("<7Q16I")     # kfd_dbg_device_info_entry up to debug_prop (120 bytes)
-AGENT_FIELDS = ("exception_status lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit gpu_id "
-                "location_id vendor_id device_id revision_id subsystem_vendor_id subsystem_device_id fw_version "
-                "gfx_target_version simd_count max_waves_per_simd array_count simd_arrays_per_engine num_xcc "
-                "capability debug_prop").split()
-QUEUE_ENTRY = struct.Struct("<5Q6I")      # kfd_queue_snapshot_entry (64 bytes)
-QUEUE_FIELDS = ("exception_status ring_base_address write_pointer_address read_pointer_address "
-                "ctx_save_restore_address queue_id gpu_id ring_size queue_type ctx_save_restore_area_size "
-                "reserved").split()
-AQL_PACKET = struct.Struct("<HH3HH3III2QQQ")
-LINK_MAP = struct.Struct("<5Q")           # l_addr, l_name, l_ld, l_next, l_prev
-R_DEBUG = struct.Struct("<iiQQiiQ")       # r_version (+pad), r_map, r_brk, r_state (+pad), r_ldbase
-
-# KFD exception codes (kfd_ioctl.h kfd_dbg_trap_exception_code); bit (code - 1) of exception_status
-EXCEPTIONS = {
-    1: "wave abort", 2: "wave trap", 3: "wave math error", 4: "wave illegal instruction",
-    5: "wave memory violation", 6: "wave aperture violation", 16: "dispatch dimension invalid",
-    17: "dispatch group segment size invalid", 18: "dispatch code invalid", 19: "reserved packet",
-    20: "unsupported packet", 21: "dispatch workgroup size invalid", 22: "dispatch register invalid",
-    23: "vendor packet unsupported", 30: "queue preemption error", 32: "queue deleted",
-    33: "device memory violation", 34: "device RAS error", 35: "device fatal halt",
-}
-EC_QUEUE_NEW, EC_DEVICE_NEW = 31, 36
-
-
-def _exceptions(status: int) -> list[str]:
-    return [EXCEPTIONS[code] for code in sorted(EXCEPTIONS) if status >> (code - 1) & 1]
-
-
-# ---------------------------------------------------------------------- the ELF container
-
-
-@dataclass(frozen=True)
-class Segment:
-    index: int
-    type: int
-    offset: int
-    vaddr: int
-    filesz: int
-    memsz: int
-
-
-def _read_head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(64)
-    except OSError:
-        return b""
-
-
-def _program_headers(path: Path, head: bytes, file_size: int) -> list[Segment]:
-    """The program headers that lie inside the file (a core cut short loses its tail)."""
-    phoff, = struct.unpack_from("<Q", head, 32)
-    shoff, = struct.unpack_from("<Q", head, 40)
-    phentsize, phnum = struct.unpack_from("<HH", head, 54)
-    if phentsize != 56:
-        raise StateError(f"program header size {phentsize}, an ELF64 core has 56", "ELF header e_phentsize")
-    with open(path, "rb") as f:
-        if phnum == PN_XNUM:  # more than 65534 segments: the real count is section 0's sh_info
-            f.seek(shoff)
-            section0 = f.read(64)
-            if len(section0) < 64:
-                raise StateError("e_phnum is PN_XNUM but section header 0 is not in the file", "ELF header e_phnum")
-            phnum, = struct.unpack_from("<I", section0, 44)
-        if phoff >= file_size or phnum == 0:
-            raise StateError(f"no program headers inside the {file_size}-byte file (e_phoff {phoff:#x}, "
-                             f"e_phnum {phnum})", "ELF header")
-        count = min(phnum, (file_size - phoff) // 56)
-        f.seek(phoff)
-        table = f.read(count * 56)
-    out = []
-    for i in range(count):
-        p_type, _flags, offset, vaddr, _paddr, filesz, memsz, _align = struct.unpack_from("<IIQQQQQQ", table, i * 56)
-        # p_flags and p_align are not checked: ROCr writes section flags and a shift count there
-        out.append(Segment(i, p_type, offset, vaddr, filesz, memsz))
-    return out
-
-
-def _notes(data: bytes, where: str):
-    """(name, type, desc offset in data, desc size) of each note in a PT_NOTE segment."""
-    at = 0
-    while at + 12 <= len(data):
-        namesz, descsz, ntype = struct.unpack_from("<III", data, at)
-        name_at = at + 12
-        desc_at = name_at + ((namesz + 3) & ~3)
-        end = desc_at + ((descsz + 3) & ~3)
-        if desc_at + descsz > len(data):
-            raise StateError(f"note at offset {at:#x} runs past the end of the segment (namesz {namesz}, "
-                             f"descsz {descsz})", where)
-        yield data[name_at:name_at + namesz].rstrip(b"\0"), ntype, desc_at, descsz
-        at = end
-
-
-class CoreElf:
-    """Header, segments and the AMDGPU note of a core file."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        try:
-            self.file_size = path.stat().st_size
-            head = _read_head(path)
-            if len(head) < 64 or head[:4] != ELF_MAGIC:
-                raise StateError("not an ELF file (or shorter than an ELF header)", str(path))
-            if head[4] != 2 or head[5] != 1:
-                raise StateError("a ROCm GPU core is a little-endian ELF64 file", "ELF header e_ident")
-            self.e_type, self.e_machine = struct.unpack_from("<HH", head, 16)
-            if self.e_type != ET_CORE:
-                raise StateError(f"e_type {self.e_type}: not a core file (ET_CORE is 4)", "ELF header e_type")
-            self.segments = _program_headers(path, head, self.file_size)
-            self.note = self._find_note()
-        except OSError as exc:
-            raise StateError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-        self.span = FileSpan(lambda: (path, 0), self.file_size)
-
-    def _read(self, offset: int, size: int) -> bytes:
-        if offset >= self.file_size or size <= 0:
-            return b""
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            return f.read(size)
-
-    def _find_note(self) -> bytes | None:
-        for seg in self.segments:
-            if seg.type != PT_NOTE:
-                continue
-            where = f"program header {seg.index} (PT_NOTE)"
-            data = self._read(seg.offset, min(seg.filesz, max(self.file_size - seg.offset, 0)))
-            if len(data) < seg.filesz:
-                where += f", cut short at {len(data)} of {seg.filesz} bytes"
-            for name, ntype, desc_at, descsz in _notes(data, where):
-                if name == NOTE_NAME and ntype == NT_AMDGPU_CORE_STATE:
-                    return data[desc_at:desc_at + descsz]
-        return None
-
-
-def detect(path: str | os.PathLike) -> bool:
-    """ET_CORE for EM_AMDGPU, or any ET_CORE (a host core) carrying an NT_AMDGPU_CORE_STATE note."""
-    head = _read_head(Path(path))
-    if len(head) < 64 or head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:
-        return False
-    e_type, e_machine = struct.unpack_from("<HH", head, 16)
-    if e_type != ET_CORE:
-        return False
-    if e_machine == EM_AMDGPU:
-        return True
-    try:
-        return CoreElf(Path(path)).note is not None
-    except (StateError, OSError):
-        return False
-
-
-# ---------------------------------------------------------------------- the note
-
-
-@dataclass
-class CoreState:
-    kfd_version: tuple[int, int]
-    runtime: dict[str, int]
-    agents: list[dict[str, int]]
-    queues: list[dict[str, int]]
-
-
-def parse_note(desc: bytes) -> CoreState:
-    """The NT_AMDGPU_CORE_STATE body, version 1 (ROCdbgapi's core driver rules: every size from the
-    header, each block padded to 8 bytes, the body ends where the blocks end)."""
-    where = "NT_AMDGPU_CORE_STATE"
-    if len(desc) < NOTE_HEADER.size:
-        raise StateError(f"note body of {len(desc)} bytes is shorter than its {NOTE_HEADER.size}-byte header", where)
-    version, major, minor, runtime_size, n_agents, agent_size, n_queues, queue_size = NOTE_HEADER.unpack_from(desc)
-    if version != NOTE_VERSION:
-        raise StateError(f"note version {version}; only version {NOTE_VERSION} is known", f"{where} header")
-    if runtime_size < RUNTIME_INFO.size or runtime_size > 1 << 16:
-        raise StateError(f"runtime_info_size {runtime_size}: a kfd_runtime_info is {RUNTIME_INFO.size} bytes",
-                         f"{where} header")
-    if n_agents and (agent_size < AGENT_ENTRY.size or agent_size % 8):
-        raise StateError(f"agent_entry_size {agent_size}: a kfd_dbg_device_info_entry is at least "
-                         f"{AGENT_ENTRY.size} bytes, a multiple of 8", f"{where} header")
-    if n_queues and (queue_size < QUEUE_ENTRY.size or queue_size % 8):
-        raise StateError(f"queue_entry_size {queue_size}: a kfd_queue_snapshot_entry is at least "
-                         f"{QUEUE_ENTRY.size} bytes, a multiple of 8", f"{where} header")
-
-    def padded(n: int) -> int:
-        return (n + 7) & ~7
-
-    runtime_at = NOTE_HEADER.size
-    agents_at = runtime_at + padded(runtime_size)
-    queues_at = agents_at + padded(n_agents * agent_size)
-    end = queues_at + padded(n_queues * queue_size)
-    if end != len(desc):
-        raise StateError(f"the header's sizes add up to {end} bytes but the note body has {len(desc)} "
-                         f"({n_agents} agents x {agent_size}, {n_queues} queues x {queue_size})", f"{where} header")
-    r_debug, runtime_state, ttmp_setup = RUNTIME_INFO.unpack_from(desc, runtime_at)
-    agents = [dict(zip(AGENT_FIELDS, AGENT_ENTRY.unpack_from(desc, agents_at + i * agent_size)))
-              for i in range(n_agents)]
-    queues = [dict(zip(QUEUE_FIELDS, QUEUE_ENTRY.unpack_from(desc, queues_at + i * queue_size)))
-              for i in range(n_queues)]
-    return CoreState((major, minor), dict(r_debug=r_debug, runtime_state=runtime_state, ttmp_setup=ttmp_setup),
-                     agents, queues)
+from .core_elf import detect  # noqa: F401  (state/formats.py asks this module: detect, load_core)
+from .core_elf import (AMD_QUEUE_FROM_READ_POINTER, AQL_PACKET, AQL_PACKET_SIZE, DEBUG_PROP_TTMPS_ALWAYS_VALID,
+                       KFD_QUEUE_TYPE_COMPUTE_AQL, LINK_MAP, MAX_CONTROL_STACK, PT_LOAD, QUEUE_ID_ERROR,
+                       QUEUE_ID_INVALID, R_DEBUG, R_DEBUG_CONSISTENT, RUNTIME_ENABLED, CoreElf, _exceptions,
+                       parse_note)
 
 
 # ---------------------------------------------------------------------- files kept open
@@ -288,17 +75,15 @@ def load_core(path: str | os.PathLike, *, search_paths: list[str] | None = None)
     path = Path(path)
     files = CoreFiles(path, "a ROCm GPU core", "aspace-rocmcore-")
     try:
-        return _Reader(CoreElf(path), files).build()
+        reader = _Reader(CoreElf(path), files)
+        reader._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return reader.build()
+        finally:
+            os.close(reader._fd)
     except BaseException:
         files.close()
         raise
-
-
-def _dwords(span: FileSpan, offset: int, count: int) -> list[int] | None:
-    """`count` little-endian dwords at `offset` of a span; None if the span does not hold them all."""
-    if offset < 0 or offset + 4 * count > span.length:
-        return None
-    return list(struct.unpack(f"<{count}I", span.array[offset:offset + 4 * count].tobytes()))
 
 
 def _slice(memory: SparseMemory, start: int, size: int, space: str, path: str) -> SparseMemory:
@@ -327,6 +112,9 @@ class _Reader:
         self.warnings: list[str] = []
         self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
         self.register_templates: dict[tuple, RegisterFile] = {}
+        self.heads: dict[int, tuple[int, int, int]] = {}  # wave id -> (pc, exec, lanes) from its hwregs
+        self._loaded_objects: dict[int, list] = {}  # code object id -> its builds, parsed once
+        self._fd = -1
 
     # -- memory
     def _memory(self) -> SparseMemory:
@@ -380,6 +168,7 @@ class _Reader:
                              "short before its notes cannot be read", "PT_NOTE")
         self.note = parse_note(self.elf.note)
         self.memory = self._memory()
+        self._region_starts = [r.address for r in self.memory.regions]
         if self.note.runtime["runtime_state"] != RUNTIME_ENABLED:
             raise StateError(f"runtime_state {self.note.runtime['runtime_state']}: the ROCm runtime had not enabled "
                              f"debugging (1), so the saved waves cannot be trusted", "NT_AMDGPU_CORE_STATE runtime_info")
@@ -405,17 +194,23 @@ class _Reader:
         # the target is the first dispatch's GPU; a dispatch on a GPU of another kind names its own
         processor = dispatches[0].processor
         target = Target("amd", processor, dispatches[0].waves[0].lanes, self._apertures(dispatch_agents[0]))
+        several = len(self.note.agents) > 1
         for d, agent in zip(dispatches, dispatch_agents):
             if d.processor == processor:
                 d.processor = None
+            if several:  # which GPU of the node ran it: its agent's place in the note
+                d.device = next(i for i, a in enumerate(self.note.agents) if a["gpu_id"] == agent["gpu_id"])
             apertures = self._apertures(agent)
             d.apertures = apertures if apertures != target.apertures else None
         focus, stop = self._focus(dispatches, queues, list(agents.values()))
         manifest = {"format": "rocm-core", "producer": "ROCm GPU core", "register_layouts":
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
-        return GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
-                        target=target, code_objects=[ref for ref, _ in self.code_objects], memory={"global": self.memory},
-                        dispatches=dispatches, focus=focus, stop=stop, files=self.files, warnings=self.warnings)
+        state = GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
+                         target=target, code_objects=[ref for ref, _ in self.code_objects],
+                         memory={"global": self.memory}, dispatches=dispatches, focus=focus, stop=stop,
+                         files=self.files, warnings=self.warnings, read_heads=self.read_heads)
+        self.state_waves = state.waves
+        return state
 
     @staticmethod
     def _apertures(agent: dict[str, int]) -> dict[str, Aperture]:
@@ -507,10 +302,13 @@ class _Reader:
         for ref, data in self.code_objects:
             if data is None:
                 continue
-            try:
-                objects = load_code_objects(data, name=ref.manifest_path)
-            except AspaceError:
-                continue
+            objects = self._loaded_objects.get(ref.id)
+            if objects is None:
+                try:
+                    objects = load_code_objects(data, name=ref.manifest_path)
+                except AspaceError:
+                    objects = []
+                self._loaded_objects[ref.id] = objects
             for co in objects:
                 for sym in co.symbols.values():
                     if sym.name.endswith(".kd") and sym.value + ref.load_address == kernel_object:
@@ -585,29 +383,33 @@ class _Reader:
         return PrivateMemory(SWIZZLED, size, record.lanes, view, 0, f"{where}.scratch")
 
     def _dispatches(self, queues: list[_QueueWaves]) -> tuple[list[Dispatch], list[dict[str, int]]]:
-        """The dispatches (each with its queue's processor) and, for each, the agent that ran it."""
+        """The dispatches (each with its queue's processor) and, for each, the agent that ran it.
+
+        Only each record's hardware registers and ttmps are read here (pread, not through the memory map:
+        a map's fault-around would make every record's neighbourhood resident); a wave's register file,
+        scratch and its workgroup's LDS are built when first used."""
         runtime = self.note.runtime
         dispatches: dict[tuple[int, int], dict] = {}
         used_ids: set[int] = set()
         next_id = [0]
-        pending: list[tuple[dict, Wave, tuple[int, int, int], SparseMemory | None]] = []
+        pending: list[tuple[dict, Wave, tuple[int, int, int], tuple | None]] = []
         for qw in queues:
             q = qw.queue
             qname = f"queue {q['queue_id'] & 0x3FFFFFFF}"
             ttmps_valid = bool(runtime["ttmp_setup"]) or bool(qw.agent["debug_prop"] & DEBUG_PROP_TTMPS_ALWAYS_VALID)
+            if qw.records and not ttmps_valid:
+                raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
+                                 "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
             info = {"agent": qw.agent, "amd_queue": self._amd_queue(q)}
-            lds_of_group: SparseMemory | None = None
+            lds_of_group: tuple | None = None
+            count = cwsr.HWREG_COUNT + cwsr.TTMP_COUNT
             for n, (xcc, record) in enumerate(qw.records):
                 where = f"{qname} wave record {n}"
                 if record.first_wave and record.lds_size:
-                    lds_of_group = _slice(self.memory, record.lds_address, record.lds_size, "local", f"{where}.lds")
+                    lds_of_group = (record.lds_address, record.lds_size, f"{where}.lds")
                 elif record.first_wave:
                     lds_of_group = None
-                span = self._register_span(record.begin, record.register_bytes)
-                if not ttmps_valid:
-                    raise StateError("trap temporaries were not set up (runtime_info.ttmp_setup 0): the workgroup and "
-                                     "dispatch of each wave are unknown", "NT_AMDGPU_CORE_STATE runtime_info")
-                hwregs = _dwords(span, record.hwregs_address - record.begin, cwsr.HWREG_COUNT + cwsr.TTMP_COUNT)
+                hwregs = self._dwords_at(record.hwregs_address, count)
                 if hwregs is None:
                     raise StateError("the wave's hardware and trap registers are not in the core (file cut short?)",
                                      where)
@@ -622,7 +424,7 @@ class _Reader:
                     continue
                 # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
                 vgprs_saved = not (family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
-                registers = self._registers(record, vgprs_saved, span, f"{where}.registers")
+                template = self._template(record, vgprs_saved, f"{where}.registers")
                 if family.gfx942_ttmps:
                     packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
                     wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
@@ -639,19 +441,24 @@ class _Reader:
                     dispatches[key] = self._dispatch_entry(q, packet, qname, qw.processor)
                     dispatches[key]["agent"] = qw.agent
                 group = (ttmp[8], ttmp[9], ttmp[10])
-                wave = Wave(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, registers, record.lanes,
-                            np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None, where)
+                wave = Wave.deferred(wave_id, ttmp[11] & cwsr.TTMP11_WAVE_IN_GROUP_MASK, record.lanes, where,
+                                     self._wave_loader(record, template, info, xcc, where))
                 self.wave_status[wave_id] = (ttmp[6], hwregs[cwsr.HWREG_TRAPSTS])
+                # the PC and execution mask the waves table shows, without building the wave (hwregs 1-2, 3-4)
+                exec_mask = hwregs[3] | (hwregs[4] << 32 if record.lanes == 64 else 0)
+                self.heads[wave_id] = (hwregs[1] | hwregs[2] << 32, exec_mask, record.lanes)
                 pending.append((dispatches[key], wave, group, lds_of_group))
         out = []
+        members: dict[int, list] = {}
+        for entry_wave in pending:
+            members.setdefault(id(entry_wave[0]), []).append(entry_wave)
         for number, entry in enumerate(dispatches.values()):
             groups: dict[tuple[int, int, int], Workgroup] = {}
-            for d, wave, group, lds in pending:
-                if d is not entry:
-                    continue
+            for _, wave, group, lds in members.get(id(entry), []):
                 wg = groups.get(group)
                 if wg is None:
-                    wg = groups[group] = Workgroup(group, lds, [], f"{entry['where']} workgroup {group}")
+                    wg = groups[group] = Workgroup(group, None, [], f"{entry['where']} workgroup {group}",
+                                                   lds_loader=self._lds_loader(lds))
                 wg.waves.append(wave)
             dispatch = Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
                                 list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"])
@@ -659,8 +466,46 @@ class _Reader:
             out.append(dispatch)
         return out, [entry["agent"] for entry in dispatches.values()]
 
-    def _registers(self, record, vgprs_saved: bool, span: FileSpan, path: str) -> RegisterFile:
-        """The record's register file; one layout (and its offsets) per record shape."""
+    def _lds_loader(self, lds: tuple | None):
+        def load():
+            return None if lds is None else _slice(self.memory, lds[0], lds[1], "local", lds[2])
+        return load
+
+    def _wave_loader(self, record, template: RegisterFile, info: dict, xcc: int, where: str):
+        def load(wave: Wave) -> list:
+            span = self._register_span(record.begin, record.register_bytes)
+            registers = template.with_span(span, f"{where}.registers")
+            return [registers, np.ones(record.lanes, dtype=bool), self._scratch(info, record, xcc, where), None]
+        return load
+
+    def _dwords_at(self, address: int, count: int) -> list[int] | None:
+        """`count` dwords at `address` of the core's memory, read from the file; None where not held."""
+        regions = self.memory.regions
+        i = bisect.bisect_right(self._region_starts, address) - 1
+        size = 4 * count
+        if i >= 0 and address + size <= regions[i].address + regions[i].available:
+            data = os.pread(self._fd, size, regions[i].file_offset + address - regions[i].address)
+            if len(data) == size:
+                return list(struct.unpack(f"<{count}I", data))
+        data = self.try_read(address, size)
+        return None if data is None else list(struct.unpack(f"<{count}I", data))
+
+    def read_heads(self, pc_name: str, exec_name: str | None) -> WaveHeads:
+        """pc and exec of every wave from the save records' hardware registers, read at open."""
+        waves = self.state_waves
+        if (pc_name, exec_name) != ("pc", "exec"):
+            return WaveHeads.of_waves(waves, range(len(waves)))
+        n = len(waves)
+        heads = WaveHeads(np.zeros(n, np.uint64), np.ones(n, bool), np.zeros(n, np.uint64), np.ones(n, bool),
+                          np.zeros(n, np.uint64), np.zeros(n, bool))
+        for row, wave in enumerate(waves):
+            pc, exec_mask, lanes = self.heads[wave.id]
+            heads.pc[row], heads.exec[row] = pc, exec_mask
+            heads.valid[row] = (1 << lanes) - 1
+        return heads
+
+    def _template(self, record, vgprs_saved: bool, path: str) -> RegisterFile:
+        """The record shape's register file without bytes: one layout (and its offsets) per shape."""
         key = (record.family.name, record.state, record.lanes, vgprs_saved)
         template = self.register_templates.get(key)
         if template is None:
@@ -668,7 +513,7 @@ class _Reader:
             name = f"rocm_{record.family.name}_w{record.lanes}_{zlib.crc32(repr(layout).encode()):08x}"
             self.layouts.setdefault(name, layout)
             template = self.register_templates[key] = RegisterFile(layout, None, path, name)
-        return template.with_span(span, path)
+        return template
 
     def _amd_queue(self, q: dict[str, int]) -> tuple[int, int] | None:
         base = q["read_pointer_address"] - AMD_QUEUE_FROM_READ_POINTER

@@ -249,12 +249,25 @@ class WaveRecord:
         return None
 
 
+_SHAPE = ("first_wave", "lanes", "vgpr_count", "acc_vgpr_count", "shared_vgpr_count", "sgpr_count", "lds_size")
+
+
+def _shape(family: Family, word: int, state: tuple[int, ...]) -> tuple[dict, int, int]:
+    """What a record's geometry depends on (the state and the wave word's first-wave bit), worked out once:
+    its size-like properties, and the bytes from its end down to its LDS and to its beginning."""
+    probe = WaveRecord(family, word, state, 0)
+    values = {name: getattr(probe, name) for name in _SHAPE}
+    return values, probe.lds_address, probe.begin
+
+
 def iterate_control_stack(family: Family, words: list[int], wave_area_end: int,
                           wave_area_begin: int | None = None) -> list[WaveRecord]:
     """The wave records a control stack describes, top record first (ROCdbgapi control_stack_iterate).
     With `wave_area_begin`, a record reaching below it stops the walk (a corrupt stack)."""
     records: list[WaveRecord] = []
     state: tuple[int, ...] | None = None
+    shapes: dict[tuple, tuple[dict, int, int]] = {}
+    first_bit = 1 << family.first_wave_bit
     last_end = wave_area_end
     i = PM4_WORDS
     while i < len(words):
@@ -270,7 +283,19 @@ def iterate_control_stack(family: Family, words: list[int], wave_area_end: int,
             continue
         if state is None:
             raise ValueError(f"control stack word {i}: a wave before any state entry")
-        record = WaveRecord(family, word, state, last_end - family.record_gap)
+        key = (state, word & first_bit)
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = _shape(family, word, state)
+        values, lds_at, begin_at = shape
+        end = last_end - family.record_gap
+        record = WaveRecord(family, word, state, end)
+        # the geometry, filled in as the cached properties would compute it
+        lds_address = end + lds_at
+        hwregs = lds_address - 4 * (HWREG_COUNT + TTMP_COUNT)
+        record.__dict__.update(values, lds_address=lds_address, hwregs_address=hwregs,
+                               ttmps_address=lds_address - 4 * TTMP_COUNT, begin=end + begin_at,
+                               sgprs_address=hwregs - 4 * values["sgpr_count"])
         if wave_area_begin is not None and record.begin < wave_area_begin:
             raise ValueError(f"control stack word {i}: wave {len(records)} reaches below the wave save area")
         records.append(record)

@@ -179,8 +179,8 @@ def simd_width_of_code_object(co) -> int | None:
             attr = cu.get_top_DIE().attributes.get(AT_INTEL_SIMD_WIDTH)
             if attr is not None and isinstance(attr.value, int) and attr.value:
                 return attr.value
-    except (*ELF_PARSE_ERRORS, DWARFError):  # no or malformed DWARF: the code object does not say
-        return None
+    except (*ELF_PARSE_ERRORS, DWARFError, AssertionError):
+        return None  # no or malformed DWARF (pyelftools asserts on some): the code object does not say
     return None
 
 
@@ -271,6 +271,11 @@ class IntelAdapter(TargetAdapter):
         return self.device.grf_bytes
 
     # --- address spaces -----------------------------------------------------------------
+
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
 
     def spaces(self):
         return SPACES
@@ -389,11 +394,21 @@ class IntelAdapter(TargetAdapter):
             return device.grf_bytes if int(name[1:]) < device.grf_count else None
         return None
 
+    def make_disassembler(self):
+        from .disassembler import Iga
+        return Iga(self)
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # gdb-oneapi shows one thread per SIMD thread with its lanes; add the work-group like ROCgdb does
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
         return (f"Intel GPU thread {wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
                 f" SIMD{wave.lanes} [{active}/{total} active]")
+
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        x, y, z = table.workgroup_ids.T.tolist()
+        return [f"Intel GPU thread {i} ({a},{b},{c})/{k} SIMD{w} [{n}/{t} active]"
+                for i, a, b, c, k, w, n, t in zip(table.ids.tolist(), x, y, z, table.index_in_workgroup.tolist(),
+                                                  table.lanes.tolist(), active, total)]
 
     def wave_target(self, state, wave, dialect):
         if state is not None:

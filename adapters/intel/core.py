@@ -1,32 +1,36 @@
 """Intel GPU core files (ELF64 ET_CORE, EM_INTELGT), as gdb-oneapi reads them and `coregen` writes them.
 
 The layout (intel/gdb `gdb/intelgt-tdep.c`: intelgt_make_prpsinfo / _prstatus, core_read_description,
-core_load_hook):
+core_load_hook, read_pc, active_lanes_mask, thread_workgroup; `bfd/elf64-intelgt.c`: grok_psinfo):
 
-- `NT_PRPSINFO` ("CORE"): u32 device id, u32 vendor id, the file name ("GPU") and the target
-  description XML, each NUL-terminated. The XML's `<reg name= bitsize=>` list, in order, is the
-  register layout of every thread.
-- `NT_PRSTATUS` ("CORE"), one per hardware thread: u64 thread id, u32 signal, u32 SLM, then every
-  register of the XML back to back at its own size.
+- `NT_PRPSINFO` ("CORE"), in one of two forms told apart by their first bytes:
+  gdb-oneapi 2024.1 on: a file name ("GPU"), NUL, the target description XML, NUL;
+  2023.1 to 2024.0.1: u32 device id, u32 vendor id (0x8086), then the same name and XML.
+  The XML's registers, feature by feature in document order, each `bitsize / 8` bytes, are the
+  register block of every thread (tdesc.py).
+- `NT_PRSTATUS` ("CORE"), one per hardware thread: u64 thread id, u32 signal, u32 SLM, then the
+  register block.
 - `NT_SIGINFO` ("CORE"), per thread: a Linux siginfo (si_signo, si_errno, si_code, pad, si_addr).
 - `NT_FILE` ("CORE", page size 1): each device ELF stored whole in a PT_LOAD at the entry's
   [start, end); the entry's offset field is the ELF's load bias.
 - Other PT_LOADs: device memory at its GPU virtual address (global; private memory lives there).
 
-SLM is not in the format: a core's work-group local memory reads as unavailable. The core names
-no work-group or dispatch either: its threads are shown as the waves of one work-group, in file
-order. A thread's SIMD width is not stored: it is the kernel's (IGC's DW_AT_INTEL_simd_width).
-Newer descriptions carry no `ip` register: the instruction pointer is dword 2 of `cr0`.
+What a thread's registers say: its PC is isabase + CR0.2 (CR0.2 a 32-bit offset from the instruction
+base); its active lanes are ce & SR0.2 (SR0.2 the dispatch mask: the lanes that exist); its work-group
+is (r0.1, r0.6, r0.7). In the model the wave's `ip` is the PC relative to the lowest instruction base
+of the core's threads (gdb's `$ip` when every thread shares one base, as they do), code objects are
+placed relative to that base too, and `emask` is ce & SR0.2. Threads of one work-group are its waves
+in file order. SLM is not in the format: a core's work-group local memory reads as unavailable. A
+thread's SIMD width is not stored: it is the kernel's (IGC's DW_AT_INTEL_simd_width).
 
-Every size is read from the file and checked; a bad or truncated core raises StateError naming
-the structure. `write_core` makes a core from an Intel dump (tests use it).
+Every size is read from the file and checked; a bad or truncated core raises StateError naming the
+structure. `core_writer.write_core` makes a core from an Intel dump (tests use it).
 """
 
 from __future__ import annotations
 
 import os
 import struct
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +40,10 @@ from aspace_dap.errors import StateError
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
 from aspace_dap.state.files import FileSpan
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup
+from aspace_dap.state.model import (CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave, Workgroup,
+                                    mask_to_lanes)
 from aspace_dap.state.registers import RegisterFile
+from .tdesc import INTEL_VENDOR_ID, parse
 
 ELF_MAGIC = b"\x7fELF"
 ET_CORE, EM_INTELGT = 4, 205
@@ -53,9 +59,16 @@ SIGINFO = struct.Struct("<iiiiQ")       # si_signo, si_errno, si_code, pad, si_a
 SIGINFO_SIZE = 128
 SIGSEGV = 11
 SIGNALS = {4: "SIGILL", 5: "SIGTRAP", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
-INTEL_VENDOR_ID = 0x8086
-MAX_REGISTERS = 1 << 16
-CR0_IP_OFFSET = 8  # the instruction pointer is cr0.2
+LEGACY_PRPSINFO_HEAD = struct.Struct("<II")  # 2023.1-2024.0.1: device id, vendor id
+# where gdb-oneapi reads a thread's PC, lanes and work-group (dword offsets of 4 bytes)
+CR0_IP_AT = 8                # CR0.2: the instruction pointer, an offset from isabase
+SR0_DISPATCH_MASK_AT = 8     # SR0.2: the dispatch mask
+R0_WORKGROUP_AT = (4, 24, 28)  # r0.1, r0.6, r0.7: the work-group's x, y, z
+# registers gdb-oneapi cannot debug without (intelgt_gdbarch_init, intelgt_get_isabase), and why we need them
+REQUIRED = {"cr0": (CR0_IP_AT + 4, "its dword 2 is the instruction pointer"),
+            "isabase": (8, "the PC is isabase + CR0.2"),
+            "ce": (1, "the channel enable mask (the active lanes)"),
+            "r0": (R0_WORKGROUP_AT[-1] + 4, "r0.1, r0.6 and r0.7 are the work-group's ids")}
 
 
 def is_intel_core(path: str | os.PathLike) -> bool:
@@ -84,8 +97,7 @@ class _Thread:
     tid: int
     signal: int
     slm: int
-    regs_offset: int
-    regs_length: int
+    regs: memoryview  # the note's register block (may be shorter than the description)
     where: str
     siginfo: tuple[int, int, int] | None = None  # signo, code, address
 
@@ -103,7 +115,8 @@ class _Core:
     path: Path
     size: int
     segments: list[_Segment] = field(default_factory=list)
-    device_id: int = 0
+    prpsinfo_form: str = ""
+    device_id: int | None = None
     xml: str | None = None
     threads: list[_Thread] = field(default_factory=list)
     mappings: list[_Mapping] = field(default_factory=list)
@@ -149,7 +162,7 @@ def _read_core(path: Path) -> _Core:
                 if len(data) < seg.filesz:
                     raise StateError(f"the note segment holds {seg.filesz} bytes, the file only {len(data)} "
                                      f"(truncated?)", f"program header {seg.index}")
-                _read_notes(core, data, seg)
+                _read_notes(core, memoryview(data), seg)
     if core.xml is None:
         raise StateError("the core has no NT_PRPSINFO note (the register description)", "NT_PRPSINFO")
     if not core.threads:
@@ -164,7 +177,42 @@ def _cstring(data: bytes, at: int, where: str) -> tuple[str, int]:
     return data[at:end].decode("utf-8", "replace"), end + 1
 
 
-def _read_notes(core: _Core, data: bytes, seg: _Segment) -> None:
+def _named_xml(desc: bytes, at: int) -> str | None:
+    """The XML of `NAME\\0XML\\0` at `at` when the bytes have that shape (a printable name, then '<')."""
+    end = desc.find(b"\0", at)
+    if end <= at or not all(0x20 <= b < 0x7F for b in desc[at:end]):
+        return None
+    xml_end = desc.find(b"\0", end + 1)
+    text = desc[end + 1:xml_end if xml_end >= 0 else len(desc)]
+    if not text.lstrip().startswith(b"<"):
+        return None
+    if xml_end < 0:
+        raise StateError("the register description is not NUL-terminated", "NT_PRPSINFO")
+    return text.decode("utf-8", "replace")
+
+
+def read_prpsinfo(desc: bytes) -> tuple[str, int | None, str]:
+    """(form, device id, XML) of an NT_PRPSINFO descriptor: "current" for `NAME\\0XML\\0` (gdb-oneapi
+    2024.1 on: intelgt_make_prpsinfo), "2023" for u32 device id, u32 vendor id, then `NAME\\0XML\\0`
+    (2023.1 to 2024.0.1). The first bytes tell them apart: a printable name and a NUL, or a device id
+    whose bytes are not such a name."""
+    xml = _named_xml(desc, 0)
+    if xml is not None:
+        return "current", None, xml
+    if len(desc) >= LEGACY_PRPSINFO_HEAD.size:
+        device, vendor = LEGACY_PRPSINFO_HEAD.unpack_from(desc)
+        xml = _named_xml(desc, LEGACY_PRPSINFO_HEAD.size)
+        if xml is not None:
+            if vendor != INTEL_VENDOR_ID:
+                raise StateError(f"vendor id {vendor:#x} after device id {device:#x} is not Intel's "
+                                 f"({INTEL_VENDOR_ID:#x})", "NT_PRPSINFO")
+            return "2023", device, xml
+    raise StateError(f"{len(desc)} bytes in neither form gdb-oneapi writes: \"GPU\\0\" + the register description "
+                     "XML + NUL (2024.1 on), or u32 device id, u32 vendor id, then \"GPU\\0\" + XML + NUL "
+                     "(2023.1 to 2024.0.1)", "NT_PRPSINFO")
+
+
+def _read_notes(core: _Core, data: memoryview, seg: _Segment) -> None:
     at, n, pending_siginfo = 0, 0, 0
     while at + NHDR.size <= len(data):
         namesz, descsz, kind = NHDR.unpack_from(data, at)
@@ -172,27 +220,23 @@ def _read_notes(core: _Core, data: bytes, seg: _Segment) -> None:
         desc_at = at + NHDR.size + (namesz + 3 & ~3)
         if desc_at + descsz > len(data):
             raise StateError(f"note of {descsz} bytes runs past its segment's {len(data)} bytes", where)
-        name = data[at + NHDR.size:at + NHDR.size + namesz].rstrip(b"\0")
+        name = bytes(data[at + NHDR.size:at + NHDR.size + namesz]).rstrip(b"\0")
         desc = data[desc_at:desc_at + descsz]
-        offset = seg.offset + desc_at
         at = desc_at + (descsz + 3 & ~3)
         n += 1
         if name != CORE_NOTE:
             continue
         if kind == NT_PRPSINFO:
-            where = "NT_PRPSINFO"
-            if len(desc) < 8:
-                raise StateError(f"{len(desc)} bytes, shorter than its device and vendor ids", where)
-            core.device_id = int.from_bytes(desc[:4], "little")
-            _, xml_at = _cstring(desc, 8, where)
-            core.xml, _ = _cstring(desc, xml_at, where)
+            if core.xml is not None:
+                raise StateError("a second NT_PRPSINFO note (a core has one register description)", "NT_PRPSINFO")
+            core.prpsinfo_form, core.device_id, core.xml = read_prpsinfo(bytes(desc))
         elif kind == NT_PRSTATUS:
             if len(desc) < PRSTATUS_HEAD.size:
                 raise StateError(f"{len(desc)} bytes, shorter than its {PRSTATUS_HEAD.size}-byte head",
                                  f"NT_PRSTATUS {len(core.threads)}")
             tid, signal, slm = PRSTATUS_HEAD.unpack_from(desc)
-            core.threads.append(_Thread(tid, signal, slm, offset + PRSTATUS_HEAD.size,
-                                        len(desc) - PRSTATUS_HEAD.size, f"NT_PRSTATUS {len(core.threads)}"))
+            core.threads.append(_Thread(tid, signal, slm, desc[PRSTATUS_HEAD.size:],
+                                        f"NT_PRSTATUS {len(core.threads)}"))
         elif kind == NT_SIGINFO:
             # each thread's siginfo follows its NT_PRSTATUS
             if len(desc) < SIGINFO.size:
@@ -203,7 +247,7 @@ def _read_notes(core: _Core, data: bytes, seg: _Segment) -> None:
             core.threads[-1].siginfo = (signo, code, addr)
             pending_siginfo += 1
         elif kind == NT_FILE:
-            core.mappings.extend(_file_note(desc))
+            core.mappings.extend(_file_note(bytes(desc)))
 
 
 def _file_note(desc: bytes) -> list[_Mapping]:
@@ -225,35 +269,6 @@ def _file_note(desc: bytes) -> list[_Mapping]:
     return out
 
 
-def _registers(xml: str) -> list[tuple[str, int]]:
-    """[(name, bytes)] of the description's registers in register-number order."""
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError as exc:
-        raise StateError(f"the register description is not valid XML: {exc}", "NT_PRPSINFO") from None
-    numbered: list[tuple[int, int, str, int]] = []
-    regnum = 0
-    for order, reg in enumerate(root.iter("reg")):
-        name, bits = reg.get("name"), reg.get("bitsize")
-        if not name or bits is None or not bits.isdigit() or int(bits) == 0 or int(bits) % 8:
-            raise StateError(f"register {order} ({name or 'no name'}) has bitsize {bits!r}, not a whole number "
-                             f"of bytes", "NT_PRPSINFO")
-        if reg.get("regnum") is not None:
-            if not reg.get("regnum").isdigit():
-                raise StateError(f"register {name} has regnum {reg.get('regnum')!r}", "NT_PRPSINFO")
-            regnum = int(reg.get("regnum"))
-        numbered.append((regnum, order, name, int(bits) // 8))
-        regnum += 1
-        if len(numbered) > MAX_REGISTERS:
-            raise StateError(f"more than {MAX_REGISTERS} registers", "NT_PRPSINFO")
-    if not numbered:
-        raise StateError("the register description names no register", "NT_PRPSINFO")
-    layout = [(name, size) for _, _, name, size in sorted(numbered)]
-    if len({name for name, _ in layout}) != len(layout):
-        raise StateError("the register description names a register twice", "NT_PRPSINFO")
-    return layout
-
-
 def load_intel_core(path: str | os.PathLike) -> GpuState:
     """Open an Intel GPU core; raises StateError(message, structure) for the first problem."""
     path = Path(path)
@@ -270,63 +285,193 @@ def _core_span(core: _Core, offset: int, length: int) -> FileSpan:
     return FileSpan(lambda: (core.path, offset), length)
 
 
+@dataclass
+class _Heads:
+    """What gdb-oneapi reads from a thread's registers; None where its note ends first."""
+    offset_ip: int | None = None   # CR0.2
+    isabase: int | None = None
+    ce: int | None = None
+    dispatch: int | None = None    # SR0.2
+    workgroup: tuple[int, int, int] | None = None
+
+
+def _uint(regs: memoryview, at: int, size: int) -> int | None:
+    return int.from_bytes(regs[at:at + size], "little") if at + size <= len(regs) else None
+
+
+def _heads(thread: _Thread, offsets: dict[str, tuple[int, int]]) -> _Heads:
+    regs = thread.regs
+    cr0, isabase, ce = offsets["cr0"][0], offsets["isabase"], offsets["ce"]
+    heads = _Heads(_uint(regs, cr0 + CR0_IP_AT, 4), _uint(regs, isabase[0], min(isabase[1], 8)),
+                   _uint(regs, ce[0], min(ce[1], 8)))
+    if "sr0" in offsets and offsets["sr0"][1] >= SR0_DISPATCH_MASK_AT + 4:
+        heads.dispatch = _uint(regs, offsets["sr0"][0] + SR0_DISPATCH_MASK_AT, 4)
+    ids = [_uint(regs, offsets["r0"][0] + at, 4) for at in R0_WORKGROUP_AT]
+    if None not in ids:
+        heads.workgroup = tuple(ids)  # type: ignore[assignment]
+    return heads
+
+
 def _build(core: _Core, files: CoreFiles) -> GpuState:
-    layout = _registers(core.xml)
-    names = {name for name, _ in layout}
-    total = sum(size for _, size in layout)
+    description = parse(core.xml)
+    layout = description.registers
+    offsets: dict[str, tuple[int, int]] = {}
+    at = 0
+    for name, size in layout:
+        offsets[name] = (at, size)
+        at += size
+    total = at
+    for name, (need, why) in REQUIRED.items():
+        if name not in offsets:
+            raise StateError(f"the register description has no {name} ({why}); gdb-oneapi needs it too",
+                             "NT_PRPSINFO")
+        if offsets[name][1] < need:
+            raise StateError(f"register {name} has {offsets[name][1]} bytes, fewer than the {need} "
+                             f"gdb-oneapi reads ({why})", "NT_PRPSINFO")
+    for name in ("ip", "emask"):
+        if name in offsets:
+            raise StateError(f"the register description has a register named {name}, the name the debugger "
+                             f"gives the {'instruction pointer' if name == 'ip' else 'execution mask'} it computes",
+                             "NT_PRPSINFO")
+    heads = [_heads(thread, offsets) for thread in core.threads]
+    for thread, head in zip(core.threads, heads):
+        if head.workgroup is None:
+            raise StateError(f"its {len(thread.regs)}-byte register block ends before r0's work-group ids",
+                             thread.where)
+    bases = [h.isabase for h in heads if h.isabase is not None]
+    base = min(bases) if bases else 0
     loads = [s for s in core.segments if s.type == PT_LOAD]
-    code_objects, images = _code_objects(core, loads, files)
+    code_objects, images = _code_objects(core, loads, files, base)
     memory = _memory(core, loads, core.mappings)
-    simd = _simd_width(images)
-    waves = []
+    lanes = _simd_width(images) or 32  # the emask width when no kernel says (every lane then exists)
+    width = (1 << lanes) - 1
+    model_layout = [("ip", 4), ("emask", 4)] + layout
+    waves: list[Wave] = []
     tids = [thread.tid for thread in core.threads]
     # the threads' own ids name the waves when they can (unique, small enough for a DAP thread id)
     unique = len(set(tids)) == len(tids) and max(tids) < 1 << 31
-    for index, thread in enumerate(core.threads):
-        # a note shorter than the description: the registers past its end read as unavailable
-        span = _core_span(core, thread.regs_offset, min(thread.regs_length, total))
-        wave_layout = list(layout)
-        if "ip" not in names and "cr0" in names:
-            # newer descriptions keep the instruction pointer only as cr0.2
-            wave_layout, span = _with_ip(layout, span)
-        registers = RegisterFile(wave_layout, span, f"{thread.where}.registers", "core")
-        lanes = simd or 32  # the emask width when no kernel says (every lane then exists)
-        waves.append(Wave(thread.tid if unique else index, index, registers, lanes, np.ones(lanes, bool), None,
-                          None, thread.where))
-    if not waves:
-        raise StateError("the core has no GPU thread", "NT_PRSTATUS")
-    lanes = waves[0].lanes
-    for wave in waves:
+    groups: dict[tuple[int | None, tuple[int, int, int]], list[Wave]] = {}
+    pcs: dict[int, int | None] = {}
+    for index, (thread, head) in enumerate(zip(core.threads, heads)):
+        ip = None
+        if head.offset_ip is not None and head.isabase is not None:
+            ip = head.isabase + head.offset_ip - base
+            if ip >= 1 << 32:
+                raise StateError(f"its PC {head.isabase + head.offset_ip:#x} (isabase + CR0.2) is 4 GiB or more "
+                                 f"above the lowest instruction base of the core's threads ({base:#x})", thread.where)
+        dispatch_mask = width if head.dispatch is None else head.dispatch & width
+        emask = None if head.ce is None else head.ce & dispatch_mask
+        wave = Wave.deferred(thread.tid if unique else index, 0, lanes, thread.where,
+                             _loader(thread, model_layout, ip, emask, dispatch_mask, total))
         wave.pc_register, wave.exec_register = "ip", "emask"
-    workgroup = Workgroup((0, 0, 0), None, waves, "threads")
-    co_id = _code_object_for(waves[0], images)
-    kernel = _kernel_at(images, co_id, waves[0].pc)
-    dispatch = Dispatch(0, kernel, co_id, (lanes * len(waves), 1, 1), (lanes * len(waves), 1, 1),
-                        [workgroup], {}, "threads")
+        waves.append(wave)
+        pcs[wave.id] = ip
+        co_id = images.code_object_for(ip)
+        groups.setdefault((co_id, head.workgroup), []).append(wave)
+    dispatches: list[Dispatch] = []
+    by_code_object: dict[int | None, list[Workgroup]] = {}
+    for (co_id, wg_id), members in groups.items():
+        for i, wave in enumerate(members):
+            wave.index_in_workgroup = i
+        by_code_object.setdefault(co_id, []).append(Workgroup(wg_id, None, members, f"work-group {wg_id}"))
+    for co_id, workgroups in by_code_object.items():
+        first = workgroups[0].waves[0]
+        kernel = images.kernel_at(co_id, pcs[first.id])
+        most = max(len(wg.waves) for wg in workgroups)
+        ids = np.array([wg.id for wg in workgroups], dtype=np.int64)
+        wg_size = (lanes * most, 1, 1)  # the core does not say; each thread's lanes, side by side
+        grid = tuple(int(s * (m + 1)) for s, m in zip(wg_size, ids.max(axis=0)))
+        dispatches.append(Dispatch(len(dispatches), kernel, co_id, grid, wg_size, workgroups, {},
+                                   f"threads of code object {co_id}"))
     focus, stop = _stop(core, waves)
     target = Target("intel", "intelgt", lanes)
     manifest = {"format": "intel-gpu-core", "producer": "intel gpu core",
-                "register_layouts": {"core": [[n, s] for n, s in layout]}}
-    return GpuState(root=None, source=files.source, producer="intel gpu core", manifest=manifest, target=target,
-                    code_objects=code_objects, memory=memory, dispatches=[dispatch], focus=focus, stop=stop,
-                    files=files)
+                "register_layouts": {"core": [[n, s] for n, s in model_layout]}}
+    state = GpuState(root=None, source=files.source, producer="intel gpu core", manifest=manifest, target=target,
+                     code_objects=code_objects, memory=memory, dispatches=dispatches, focus=focus, stop=stop,
+                     files=files)
+    state.not_kept = [f"the register description's features and types (NT_PRPSINFO, {core.prpsinfo_form} form): "
+                      "the registers are kept by name"]
+    return state
 
 
-def _with_ip(layout, span: FileSpan):
-    """`ip` (cr0's dword 2) put first, over the register bytes copied once; unknown if cr0 is cut off."""
-    data = span.array.tobytes()
-    offset = 0
-    for name, size in layout:
-        if name == "cr0":
-            break
-        offset += size
-    ip = data[offset + CR0_IP_OFFSET:offset + CR0_IP_OFFSET + 4]
-    if len(ip) < 4:
-        return layout, span
-    return [("ip", 4)] + list(layout), BytesSpan(ip + data)
+def _loader(thread: _Thread, model_layout, ip: int | None, emask: int | None, dispatch_mask: int, total: int):
+    def load(wave: Wave) -> list:
+        regs = bytes(thread.regs[:total])
+        layout = list(model_layout)
+        prefix = b""
+        # ip and emask come first; one the note does not give is left out (never a guess)
+        for name, value in (("ip", ip), ("emask", emask)):
+            if value is None:
+                layout.remove((name, 4))
+            else:
+                prefix += value.to_bytes(4, "little")
+        registers = RegisterFile(layout, BytesSpan(prefix + regs), f"{thread.where}.registers",
+                                 "core" if len(layout) == len(model_layout) else None)
+        valid = mask_to_lanes(dispatch_mask, wave.lanes)  # SR0.2: the lanes dispatched
+        return [registers, valid, None, None]
+    return load
 
 
-def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles):
+class _Images:
+    """The device ELFs of NT_FILE: which one holds a PC, and the function there (each parsed once)."""
+
+    def __init__(self, images: list[tuple[int, bytes, int]]):
+        self.images = images
+        self._loaded: dict[int, object] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.images)
+
+    def _code_object(self, co_id: int):
+        from aspace_dap.codeobj import load_code_objects
+        from aspace_dap.errors import AspaceError
+
+        if co_id not in self._loaded:
+            data = next(data for i, data, _ in self.images if i == co_id)
+            try:
+                self._loaded[co_id] = load_code_objects(data)[0]
+            except AspaceError:
+                self._loaded[co_id] = None
+        return self._loaded[co_id]
+
+    def code_object_for(self, pc: int | None) -> int | None:
+        if not self.images:
+            return None
+        from aspace_dap.errors import AspaceError
+
+        for co_id, _, load in self.images:
+            co = self._code_object(co_id)
+            if pc is None or co is None:
+                continue
+            try:
+                if co.symbol_at(pc - load) is not None:
+                    return co_id
+            except AspaceError:
+                continue
+        return self.images[0][0]
+
+    def kernel_at(self, co_id: int | None, pc: int | None) -> str:
+        """The function the thread stopped in: DWARF's outermost frame there, else the ELF symbol."""
+        from aspace_dap.dwarf.index import DwarfIndex
+        from aspace_dap.errors import AspaceError
+
+        found = next((load for i, _, load in self.images if i == co_id), None)
+        co = None if co_id is None else self._code_object(co_id)
+        if co is None or pc is None or found is None:
+            return ""
+        try:
+            if co.has_dwarf():
+                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine).frames_at(pc - found)
+                if frames:
+                    return frames[-1].function
+            symbol = co.symbol_at(pc - found)
+        except AspaceError:
+            return ""
+        return symbol.name if symbol is not None else ""
+
+
+def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles, base: int):
     refs, images = [], []
     for i, m in enumerate(core.mappings):
         seg = next((s for s in loads if s.vaddr <= m.start and m.end <= s.vaddr + s.filesz), None)
@@ -336,15 +481,18 @@ def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles):
         offset = seg.offset + (m.start - seg.vaddr)
         if offset + (m.end - m.start) > core.size:
             raise StateError(f"its bytes end past the {core.size}-byte file (truncated?)", where)
+        if m.bias < base:
+            raise StateError(f"its load bias {m.bias:#x} is below the threads' instruction base {base:#x}: its "
+                             "code cannot be where their PCs (isabase + CR0.2) point", where)
         with open(core.path, "rb") as f:
             f.seek(offset)
             data = f.read(m.end - m.start)
         if not data.startswith(ELF_MAGIC):
             raise StateError("the embedded device file is not an ELF image", where)
         name = f"{i}-{os.path.basename(m.name) or 'device.elf'}"
-        refs.append(CodeObjectRef(i, files.write_image(name, data), m.bias, m.name))
-        images.append((i, data, m.bias))
-    return refs, images
+        refs.append(CodeObjectRef(i, files.write_image(name, data), m.bias - base, m.name))
+        images.append((i, data, m.bias - base))
+    return refs, _Images(images)
 
 
 def _memory(core: _Core, loads: list[_Segment], mappings: list[_Mapping]) -> dict[str, SparseMemory]:
@@ -364,16 +512,16 @@ def _memory(core: _Core, loads: list[_Segment], mappings: list[_Mapping]) -> dic
     return {"global": SparseMemory(regions, "global", "PT_LOAD")} if regions else {}
 
 
-def _simd_width(images) -> int | None:
-    if not images:
-        return None
+def _simd_width(images: _Images) -> int | None:
     from .adapter import simd_width_of_code_object  # the kernels' SIMD width is IGC's DWARF
-    from aspace_dap.codeobj import load_code_objects
     from aspace_dap.errors import AspaceError
 
-    for _, data, _ in images:
+    for co_id, _, _ in images.images:
+        co = images._code_object(co_id)
+        if co is None:
+            continue
         try:
-            width = simd_width_of_code_object(load_code_objects(data)[0])
+            width = simd_width_of_code_object(co)
         except AspaceError:
             continue
         if width in (1, 2, 4, 8, 16, 32):
@@ -381,50 +529,8 @@ def _simd_width(images) -> int | None:
     return None
 
 
-def _code_object_for(wave: Wave, images) -> int | None:
-    if not images:
-        return None
-    pc = wave.pc
-    for co_id, data, bias in images:
-        if pc is not None and _text_contains(data, pc - bias):
-            return co_id
-    return images[0][0]
-
-
-def _text_contains(data: bytes, address: int) -> bool:
-    from aspace_dap.codeobj import load_code_objects
-    from aspace_dap.errors import AspaceError
-
-    try:
-        co = load_code_objects(data)[0]
-        return co.symbol_at(address) is not None
-    except AspaceError:
-        return False
-
-
-def _kernel_at(images, co_id: int | None, pc: int | None) -> str:
-    """The function the thread stopped in: DWARF's outermost frame there, else the ELF symbol."""
-    from aspace_dap.codeobj import load_code_objects
-    from aspace_dap.dwarf.index import DwarfIndex
-    from aspace_dap.errors import AspaceError
-
-    for i, data, bias in images:
-        if i != co_id or pc is None:
-            continue
-        try:
-            co = load_code_objects(data)[0]
-            if co.has_dwarf():
-                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine).frames_at(pc - bias)
-                if frames:
-                    return frames[-1].function
-            symbol = co.symbol_at(pc - bias)
-        except AspaceError:
-            return ""
-        return symbol.name if symbol is not None else ""
-    return ""
-
-
 def _stop(core: _Core, waves: list[Wave]) -> tuple[Focus | None, Stop | None]:
+    faults = _faults(core, waves)
     for wave, thread in zip(waves, core.threads):
         signo = thread.siginfo[0] if thread.siginfo else thread.signal
         if signo:
@@ -432,9 +538,20 @@ def _stop(core: _Core, waves: list[Wave]) -> tuple[Focus | None, Stop | None]:
             text = name
             if thread.siginfo and signo in (SIGSEGV, 7):
                 text = f"{name}: invalid access at address {thread.siginfo[2]:#x}"
-            lane = int(np.argmax(wave.active_lanes)) if wave.active_lanes.any() else 0
-            return Focus(wave.id, lane), Stop("exception", f"thread {thread.tid:#x}: {text}")
+            active = wave.active_lanes
+            lane = int(np.argmax(active)) if active.any() else 0
+            return Focus(wave.id, lane), Stop("exception", f"thread {thread.tid:#x}: {text}", faults=faults)
     return None, Stop("pause", "core file")
 
 
-# ---------------------------------------------------------------------- writing
+def _faults(core: _Core, waves: list[Wave]) -> list[Fault]:
+    """Each thread's signal (NT_PRSTATUS, or its NT_SIGINFO), with si_code and, for SIGSEGV and SIGBUS,
+    si_addr: the address that faulted. The first is the stop's (gdb's current thread is the first)."""
+    out = []
+    for wave, thread in zip(waves, core.threads):
+        signo = thread.siginfo[0] if thread.siginfo else thread.signal
+        if not signo:
+            continue
+        address = thread.siginfo[2] if thread.siginfo and signo in (SIGSEGV, 7) else None
+        out.append(Fault(wave.id, signo, address=address, detail=thread.siginfo[1] if thread.siginfo else 0))
+    return out

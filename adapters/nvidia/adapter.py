@@ -68,10 +68,16 @@ class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
+    grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
         self._frame_info = weakref.WeakKeyDictionary()  # code object -> (CallFrameInfo, rows by PC)
+
+    def exceptions(self, state, active_lanes):
+        from .exceptions import exceptions  # the vendor's words for what the dump records
+
+        return exceptions(state, active_lanes)
 
     def spaces(self):
         return SPACES
@@ -352,6 +358,10 @@ class NvptxAdapter(TargetAdapter):
 
     # --- naming -----------------------------------------------------------------------
 
+    def make_disassembler(self):
+        from .disassembler import Nvdisasm
+        return Nvdisasm()
+
     def thread_name(self, wave, active: int, total: int) -> str:
         # cuda-gdb: block (x,y,z) and the warp's first thread; the device when the dump holds several
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
@@ -365,6 +375,25 @@ class NvptxAdapter(TargetAdapter):
             cluster_text = ""
         return (f"CUDA warp {wave.index_in_workgroup} {cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) "
                 f"thread ({first[0]},{first[1]},{first[2]}){on} [{active}/{total} active]")
+
+    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+        dispatches = table.dispatches
+        if table.ids.dtype == object or any(max(d.workgroup_size) >= 1 << 31 for d in dispatches):
+            return super().thread_names(table, active, total)
+        on = [f" device {d.device}" if getattr(d, "device", None) is not None else "" for d in dispatches] + [""]
+        # each warp's first thread: lane 0's local id, x fastest (Wave.local_id); none without a dispatch
+        size = np.array([[max(v, 1) for v in d.workgroup_size] for d in dispatches] + [[1, 1, 1]], np.int64)
+        size = size[table.dispatch]
+        flat = table.index_in_workgroup * table.lanes
+        first = np.stack([flat % size[:, 0], flat // size[:, 0] % size[:, 1], flat // (size[:, 0] * size[:, 1])])
+        first[:, table.dispatch < 0] = 0
+        clusters = [None] * len(table) if table.clusters is None else table.clusters
+        cluster_text = ["" if c is None else f"cluster ({c[0]},{c[1]},{c[2]}) " for c in clusters]
+        x, y, z = table.workgroup_ids.T.tolist()
+        tx, ty, tz = first.tolist()
+        return [f"CUDA warp {k} {c}block ({a},{b},{e}) thread ({i},{j},{m}){on[d]} [{n}/{t} active]"
+                for k, c, a, b, e, i, j, m, d, n, t in zip(table.index_in_workgroup.tolist(), cluster_text, x, y, z,
+                                                         tx, ty, tz, table.dispatch.tolist(), active, total)]
 
     def wave_target(self, state, wave, dialect):
         return NvptxWaveTarget(self, state, wave, dialect)

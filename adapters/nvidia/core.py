@@ -25,6 +25,10 @@ layout (lane 0 first), predicates `P0…`, uniform registers `UR0…` and unifor
 local memory the per_lane private memory, lane PCs `lane_pcs`, the backtrace tables each wave's
 `return_addresses`, constant banks the dispatch's `const` memory. Section bytes are mapped from the
 core file, not copied, except the registers, which are transposed from per-lane to per-register order.
+
+A full GPU holds hundreds of thousands of sections (core_elf.py reads the container in bulk). Opening
+reads every warp and lane row into arrays (what the waves table, the focus and the layouts need); a
+warp's registers, local memory and backtraces are read when the warp is first looked at.
 """
 
 from __future__ import annotations
@@ -32,185 +36,25 @@ from __future__ import annotations
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from aspace_dap.errors import AspaceError, StateError
 from aspace_dap.state.corefiles import BytesSpan, CoreFiles
-from aspace_dap.state.files import FileSpan
 from aspace_dap.state.formats import is_gzip_file, read_head
 from aspace_dap.state.memory import Region, SparseMemory
-from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
-                    mask_to_lanes)
+from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave,
+                                    WaveHeads, Workgroup, mask_to_lanes)
 from aspace_dap.state.private import PER_LANE, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
+from .core_elf import (EM_CUDA, ELF_MAGIC, ELFOSABI_CUDA, ET_CORE, EXCEPTION_NONE, EXCEPTION_UNKNOWN, EXCEPTIONS,
+                       LEFT_OUT, SHT_BT, SHT_CB_TABLE, SHT_CBU_BAR, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE,
+                       SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_MANAGED, SHT_META,
+                       SHT_MOD_TABLE, SHT_NOBITS, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED,
+                       SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, WINDOW_SIZE, CoreElf, Section)
 
-ELF_MAGIC = b"\x7fELF"
-ET_CORE = 4
-EM_CUDA = 0xBE
-ELFOSABI_CUDA = 0x33
-ELFOSABIV_LATEST = 7
-SHT_STRTAB = 3
-SHT_NOBITS = 8
-
-_LOUSER = 0x80000000
-SHT_MANAGED = _LOUSER + 1
-SHT_GLOBAL = _LOUSER + 2
-SHT_LOCAL = _LOUSER + 3
-SHT_SHARED = _LOUSER + 4
-SHT_REGS = _LOUSER + 5
-SHT_ELF_IMG = _LOUSER + 6
-SHT_RELF_IMG = _LOUSER + 7
-SHT_DEV_TABLE = _LOUSER + 9
-SHT_CTX_TABLE = _LOUSER + 10
-SHT_SM_TABLE = _LOUSER + 11
-SHT_GRID_TABLE = _LOUSER + 12
-SHT_CTA_TABLE = _LOUSER + 13
-SHT_WP_TABLE = _LOUSER + 14
-SHT_LN_TABLE = _LOUSER + 15
-SHT_MOD_TABLE = _LOUSER + 16
-SHT_PRED = _LOUSER + 17
-SHT_PARAM = _LOUSER + 18
-SHT_UREGS = _LOUSER + 19
-SHT_UPRED = _LOUSER + 20
-SHT_BT = _LOUSER + 8
-SHT_CB_TABLE = _LOUSER + 21
-SHT_META = _LOUSER + 22
-SHT_CBU_BAR = _LOUSER + 23  # r575: the warp's convergence barrier masks, u32 each
-
-# Generic addresses inside these windows are shared / local (cuda-gdb's fixed window size).
-WINDOW_SIZE = 1 << 24
-MAX_ROWS = 1 << 20  # more rows than any GPU has SMs, warps or lanes: a corrupt size, not a table
-
-EXCEPTIONS = {
-    1: "Lane Illegal Address", 2: "Lane User Stack Overflow", 3: "Device Hardware Stack Overflow",
-    4: "Warp Illegal Instruction", 5: "Warp Out-of-range Address", 6: "Warp Misaligned Address",
-    7: "Warp Invalid Address Space", 8: "Warp Invalid PC", 9: "Warp Hardware Stack Overflow",
-    10: "Device Illegal Address", 11: "Lane Misaligned Address", 12: "Warp Assert",
-    13: "Lane Syscall Error", 14: "Warp Illegal Address",
-}
-EXCEPTION_NONE = 0
-EXCEPTION_UNKNOWN = 0xFFFFFFFF
-
-# CUDBGCoredumpGenerationFlags (the meta row's flags, r565+): what the driver was told to leave out.
-# CUDA_ENABLE_LIGHTWEIGHT_COREDUMP=1 sets every SKIP_*_MEMORY flag.
-LEFT_OUT = {
-    1 << 1: "global memory (CU_COREDUMP_SKIP_GLOBAL_MEMORY): global values read as unavailable",
-    1 << 2: "shared memory (CU_COREDUMP_SKIP_SHARED_MEMORY): __shared__ values read as unavailable",
-    1 << 3: "local memory (CU_COREDUMP_SKIP_LOCAL_MEMORY): the stack and spilled values read as unavailable",
-    1 << 5: "constant banks (CU_COREDUMP_SKIP_CONSTBANK_MEMORY): parameters come only from .cudbg.param",
-    1 << 7: "contexts that did not fault (CU_COREDUMP_FAULTED_CONTEXTS_ONLY): their kernels are not in the core",
-}
-
-
-@dataclass(frozen=True)
-class RowFormat:
-    """One table's row struct, every field through the newest driver's, as little-endian struct codes.
-
-    `sizes` are the row sizes drivers wrote, oldest first: a row of sh_entsize bytes holds the
-    fields that end within it; the others read as 0 (a newer driver's larger row is read the same way).
-    """
-
-    table: str
-    fields: tuple[tuple[str, str], ...]
-    sizes: tuple[int, ...]
-
-    @property
-    def fmt(self) -> str:
-        return "<" + "".join(code for _, code in self.fields)
-
-    @property
-    def size(self) -> int:
-        """The oldest row size: no row may be shorter."""
-        return self.sizes[0]
-
-    def _offsets(self) -> list[tuple[str, str, int]]:
-        out, at = [], 0
-        for name, code in self.fields:
-            out.append((name, code, at))
-            at += struct.calcsize("<" + code)
-        return out
-
-    def unpack(self, body: bytes, at: int, entsize: int) -> dict[str, int]:
-        row = {}
-        for name, code, offset in self._offsets():
-            width = struct.calcsize("<" + code)
-            row[name] = struct.unpack_from("<" + code, body, at + offset)[0] if offset + width <= entsize else 0
-        return row
-
-    def pack(self, entsize: int | None = None, **values: int) -> bytes:
-        entsize = self.sizes[-1] if entsize is None else entsize
-        out = bytearray(entsize)
-        for name, code, offset in self._offsets():
-            width = struct.calcsize("<" + code)
-            if offset + width <= entsize:
-                struct.pack_into("<" + code, out, offset, values.get(name, 0))
-        return bytes(out)
-
-
-def _row(table: str, sizes: tuple[int, ...], spec: str) -> RowFormat:
-    form = RowFormat(table, tuple((name, code) for code, name in (f.split(":") for f in spec.split())), sizes)
-    assert struct.calcsize(form.fmt) == sizes[-1], table
-    return form
-
-
-DEVICE_ROW = _row("devtbl", (72, 80, 88),
-                  "Q:devName Q:devType Q:smType I:devId I:pciBusId I:pciDevId I:numSMs I:numWarpsPerSM "
-                  "I:numLanesPerWarp I:numRegsPerLane I:numPredicatesPrLane I:smMajor I:smMinor "
-                  "I:instructionSize I:status "
-                  "I:numUniformRegsPrWarp I:numUniformPredicatesPrWarp "  # r400
-                  "I:numConvergenceBarriersPrWarp I:padding0")  # r575
-GRID_ROW = _row("gridtbl", (104, 120, 136),
-                "Q:gridId64 Q:contextId Q:function Q:functionEntry Q:moduleHandle Q:parentGridId64 "
-                "Q:paramsOffset I:kernelType I:origin I:gridStatus I:numRegs I:gridDimX I:gridDimY "
-                "I:gridDimZ I:blockDimX I:blockDimY I:blockDimZ I:attrLaunchBlocking I:attrHostTid "
-                "I:clusterDimX I:clusterDimY I:clusterDimZ I:padding0 "  # r525
-                "I:preferredClusterDimX I:preferredClusterDimY I:preferredClusterDimZ I:padding1")  # r565
-SM_ROW = _row("smtbl", (8, 40),
-              "I:smId I:padding0 "
-              "I:exception I:errorPCValid Q:errorPC I:clusterExceptionTargetBlockIdxValid "  # r555
-              "I:clusterExceptionTargetBlockIdxX I:clusterExceptionTargetBlockIdxY I:clusterExceptionTargetBlockIdxZ")
-CTA_ROW = _row("ctatbl", (24, 40, 56),
-               "Q:gridId64 I:blockIdxX I:blockIdxY I:blockIdxZ I:padding0 "
-               "I:clusterIdxX I:clusterIdxY I:clusterIdxZ I:padding1 "  # r525
-               "I:clusterDimX I:clusterDimY I:clusterDimZ I:padding2")  # r565
-WARP_ROW = _row("wptbl", (32, 40, 48, 64),
-                "Q:errorPC I:warpId I:validLanesMask I:activeLanesMask I:isWarpBroken I:errorPCValid I:padding0 "
-                "I:numRegs I:padding1 "  # r525
-                "I:sharedMemSize I:padding2 "  # r570
-                "I:inSyscallLanesMask I:cbuActiveLanesMask I:cbuExitedLanesMask I:cbuCollectiveLanesMask")  # r575
-LANE_ROW = _row("lntbl", (48, 56),
-                "Q:virtualPC Q:physPC I:ln I:threadIdxX I:threadIdxY I:threadIdxZ I:exception "
-                "I:callDepth I:syscallCallDepth I:ccRegister "
-                "I:cbuThreadState I:padding0")  # r575
-BACKTRACE_ROW = _row("bt", (24,), "Q:returnAddress Q:virtualReturnAddress I:level I:padding0")
-CONST_BANK_ROW = _row("cbankstbl", (16,), "Q:addr I:size I:bankId")  # r550
-META_ROW = _row("meta", (32,), "Q:generatorName I:driverVersionMajor I:driverVersionMinor I:cudaDriverVersionMajor "
-                            "I:cudaDriverVersionMinor I:flags I:timestamp")  # r565
-MODULE_ROW = _row("modtbl", (8,), "Q:moduleHandle")
-CONTEXT_ROW = _row("ctxtbl", (40,), "Q:contextId Q:sharedWindowBase Q:localWindowBase Q:globalWindowBase "
-                                    "I:deviceIdx I:tid")
-
-TABLES = {SHT_DEV_TABLE: DEVICE_ROW, SHT_GRID_TABLE: GRID_ROW, SHT_SM_TABLE: SM_ROW, SHT_CTA_TABLE: CTA_ROW,
-          SHT_WP_TABLE: WARP_ROW, SHT_LN_TABLE: LANE_ROW, SHT_MOD_TABLE: MODULE_ROW, SHT_CTX_TABLE: CONTEXT_ROW,
-          SHT_BT: BACKTRACE_ROW, SHT_CB_TABLE: CONST_BANK_ROW, SHT_META: META_ROW}
-
-# Row sizes by driver (cudacoredump.h's format history): what write_core(version=...) writes.
-ROW_SIZES = {
-    "r346": {"devtbl": 72, "gridtbl": 104, "smtbl": 8, "ctatbl": 24, "wptbl": 32, "lntbl": 48},
-    "r400": {"devtbl": 80, "gridtbl": 104, "smtbl": 8, "ctatbl": 24, "wptbl": 32, "lntbl": 48},
-    "r525": {"devtbl": 80, "gridtbl": 120, "smtbl": 8, "ctatbl": 40, "wptbl": 40, "lntbl": 48},
-    "r555": {"devtbl": 80, "gridtbl": 120, "smtbl": 40, "ctatbl": 40, "wptbl": 40, "lntbl": 48},
-    "r565": {"devtbl": 80, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 40, "lntbl": 48},
-    "r570": {"devtbl": 80, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 48, "lntbl": 48},
-    "r575": {"devtbl": 88, "gridtbl": 136, "smtbl": 40, "ctatbl": 56, "wptbl": 64, "lntbl": 56},
-}
-CONST_BANKS_SINCE = "r550"  # the constant bank table
-META_SINCE = "r565"  # .cudbg.meta: who wrote the core, driver and CUDA versions
-UNIFORM_SINCE = "r400"  # uniform registers and predicates
-CBU_SINCE = "r575"  # convergence barrier masks (.cudbg.cbu_bar), per-lane thread state
+BIG = np.int64(1 << 40)
 
 
 def is_cuda_core(path: str | os.PathLike) -> bool:
@@ -218,128 +62,6 @@ def is_cuda_core(path: str | os.PathLike) -> bool:
     head = read_head(path)
     return (len(head) == 20 and head[:4] == ELF_MAGIC and head[7] == ELFOSABI_CUDA
             and struct.unpack_from("<HH", head, 16) == (ET_CORE, EM_CUDA))
-
-
-# ---------------------------------------------------------------------- reading: the ELF container
-
-
-@dataclass(frozen=True)
-class _Section:
-    index: int
-    name: str
-    type: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
-
-
-class _CoreElf:
-    """The section table of a core file, every section checked to lie inside the file."""
-
-    def __init__(self, path: Path, label: str | None = None):
-        self.path = path  # the file read: the core, or its inflated copy
-        self.label = label or str(path)  # the core as the user named it, for errors
-        try:
-            self.file_size = path.stat().st_size
-            with open(path, "rb") as f:
-                header = f.read(64)
-                if len(header) < 64 or header[:4] != ELF_MAGIC:
-                    raise StateError("not an ELF file", self.label)
-                if header[4] != 2 or header[5] != 1:
-                    raise StateError("a CUDA core dump is a little-endian ELF64 file", self.label)
-                e_type, e_machine = struct.unpack_from("<HH", header, 16)
-                if e_type != ET_CORE or e_machine != EM_CUDA or header[7] != ELFOSABI_CUDA:
-                    raise StateError(f"not a CUDA core dump (e_type {e_type}, e_machine {e_machine:#x}, "
-                                     f"OSABI {header[7]:#x})", self.label)
-                shoff, = struct.unpack_from("<Q", header, 40)
-                shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
-                if shentsize != 64 or shnum == 0 or shoff + shnum * 64 > self.file_size:
-                    raise StateError("section header table missing or outside the file", self.label)
-                f.seek(shoff)
-                table = f.read(shnum * 64)
-        except OSError as exc:
-            raise StateError(f"cannot read: {exc.strerror or exc}", self.label) from exc
-        raw = [struct.unpack_from("<IIQQQQIIQQ", table, i * 64) for i in range(shnum)]
-        if not 0 < shstrndx < shnum:
-            raise StateError(f"section name table index {shstrndx} out of range", self.label)
-        names_hdr = raw[shstrndx]
-        self._check_extent(f"section {shstrndx}", names_hdr[4], names_hdr[5])
-        names = self._read(names_hdr[4], names_hdr[5])
-        self.sections: list[_Section] = []
-        for index, (name_at, sh_type, _, addr, offset, size, link, info, _, entsize) in enumerate(raw):
-            end = names.find(b"\0", name_at)
-            name = names[name_at:end].decode("latin-1") if 0 <= name_at < len(names) and end >= 0 \
-                else f"section {index}"
-            if sh_type != SHT_NOBITS and index:
-                self._check_extent(name, offset, size)
-            self.sections.append(_Section(index, name, sh_type, addr, offset, size, link, info, entsize))
-        self.span = FileSpan(lambda: (path, 0), self.file_size)
-        self._rows: dict[int, list[dict[str, int]]] = {}
-
-    def _check_extent(self, name: str, offset: int, size: int) -> None:
-        if offset + size > self.file_size:
-            raise StateError(f"{size} bytes at file offset {offset:#x} run past the end of the "
-                             f"{self.file_size}-byte file (truncated)", name)
-
-    def _read(self, offset: int, size: int) -> bytes:
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            return f.read(size)
-
-    def body(self, sec: _Section) -> bytes:
-        return b"" if sec.type == SHT_NOBITS else self._read(sec.offset, sec.size)
-
-    def of_type(self, sh_type: int) -> list[_Section]:
-        return [s for s in self.sections if s.type == sh_type]
-
-    def rows(self, sec: _Section) -> list[dict[str, int]]:
-        found = self._rows.get(sec.index)
-        if found is None:
-            found = self._rows[sec.index] = self._parse_rows(sec)
-        return found
-
-    def _parse_rows(self, sec: _Section) -> list[dict[str, int]]:
-        form = TABLES[sec.type]
-        if sec.entsize < form.size:
-            raise StateError(f"sh_entsize {sec.entsize} is smaller than a {form.table} row "
-                             f"({form.size} bytes)", sec.name)
-        if sec.size % sec.entsize:
-            raise StateError(f"{sec.size} bytes is not a whole number of {sec.entsize}-byte rows "
-                             f"(truncated table)", sec.name)
-        if sec.size // sec.entsize > MAX_ROWS:
-            raise StateError(f"{sec.size // sec.entsize} rows is more than a {form.table} table holds", sec.name)
-        body = self.body(sec)
-        return [form.unpack(body, at, sec.entsize) for at in range(0, len(body), sec.entsize)]
-
-    def parent(self, sec: _Section, table_type: int) -> tuple[_Section, dict[str, int]]:
-        """The parent table (sh_link) and the row of it (sh_info) that `sec` belongs to."""
-        want = TABLES[table_type].table
-        if not 0 < sec.link < len(self.sections) or self.sections[sec.link].type != table_type:
-            raise StateError(f"sh_link {sec.link} does not name a {want} section", sec.name)
-        parent = self.sections[sec.link]
-        rows = self.rows(parent)
-        if sec.info >= len(rows):
-            raise StateError(f"sh_info {sec.info} is past the {len(rows)} rows of {parent.name}", sec.name)
-        return parent, rows[sec.info]
-
-    def children(self, sh_type: int, parent_type: int) -> dict[tuple[int, int], list[_Section]]:
-        """Sections of one type keyed by (parent section index, parent row), links checked."""
-        out: dict[tuple[int, int], list[_Section]] = {}
-        for sec in self.of_type(sh_type):
-            self.parent(sec, parent_type)
-            out.setdefault((sec.link, sec.info), []).append(sec)
-        return out
-
-    def string(self, index: int) -> str:
-        for sec in self.of_type(SHT_STRTAB):
-            if sec.name == ".strtab":
-                body = self.body(sec)
-                end = body.find(b"\0", index)
-                return body[index:end].decode("latin-1") if 0 <= index < len(body) and end >= 0 else ""
-        return ""
 
 
 # ---------------------------------------------------------------------- reading: the model
@@ -351,30 +73,95 @@ def load_core(path: str | os.PathLike) -> GpuState:
     files = CoreFiles(path, "a CUDA core dump", "aspace-cudacore-")
     try:
         elf_path = files.inflate(path) if is_gzip_file(path) else path
-        return _CoreReader(_CoreElf(elf_path, str(path)), files).build()
+        elf = CoreElf(elf_path, str(path))
+        try:
+            return _CoreReader(elf, files).build()
+        finally:
+            elf.close()  # what waves read later, they read by opening the file again
     except BaseException:
         files.close()
         raise
 
 
+class _Lanes:
+    """Every lane row of the core in one array, grouped by warp (warps in wptbl row order) and, within
+    a warp, by lane number: what opening needs of 270,000 lanes without a Python object per lane."""
+
+    def __init__(self, elf: CoreElf, lanes: int):
+        self.elf = elf
+        warp_tables = elf.indices(SHT_WP_TABLE)
+        self.warps, warp_bounds = elf.row_array(warp_tables, SHT_WP_TABLE)
+        self.warp_start = {int(t): int(b) for t, b in zip(warp_tables, warp_bounds[:-1])}  # wptbl -> first warp
+        by_warp = elf.children(SHT_LN_TABLE, SHT_WP_TABLE)  # every lane table's link checked
+        lane_tables = by_warp.sections
+        rows, bounds = elf.row_array(lane_tables, SHT_LN_TABLE)
+        counts = np.diff(bounds)
+        table = np.repeat(np.arange(len(lane_tables)), counts)
+        self.section = lane_tables[table]                            # each row's lntbl
+        self.row_in_table = np.arange(len(rows)) - bounds[:-1][table]
+        bad = rows["ln"] >= lanes
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise StateError(f"row {int(self.row_in_table[i])} names lane {int(rows['ln'][i])} of a {lanes}-lane warp",
+                             elf.name(int(self.section[i])))
+        links = elf.table["link"][self.section].astype(np.int64)
+        infos = elf.table["info"][self.section].astype(np.int64)
+        first_warp = np.zeros(elf.count, np.int64)  # section index -> its first warp, for the warp tables
+        first_warp[warp_tables] = warp_bounds[:-1]
+        warp_of = first_warp[links] + infos
+        self.warp_count = {int(t): int(b - a) for t, a, b in zip(warp_tables, warp_bounds[:-1], warp_bounds[1:])}
+        order = np.lexsort((rows["ln"], warp_of))
+        self.rows, self.section, self.row_in_table = rows[order], self.section[order], self.row_in_table[order]
+        self.warp_of = warp_of[order]
+        n = len(self.warps)
+        self.start = np.searchsorted(self.warp_of, np.arange(n))
+        self.end = np.searchsorted(self.warp_of, np.arange(n), side="right")
+        self.ln = self.rows["ln"].astype(np.int64)
+        bit = np.left_shift(np.uint64(1), self.ln.astype(np.uint64))
+        self.present = self._per_warp(np.bitwise_or, bit, np.uint64(0))
+        valid = self.warps["validLanesMask"].astype(np.uint64)
+        self.valid_row = (valid[self.warp_of] >> self.ln.astype(np.uint64)) & np.uint64(1) == 1 if len(self.ln) else \
+            np.zeros(0, bool)
+
+    def _per_warp(self, ufunc, values: np.ndarray, empty):
+        """ufunc.reduce of `values` over each warp's rows (`empty` for a warp without rows)."""
+        out = np.full(len(self.warps), empty, dtype=values.dtype if len(values) else np.asarray(empty).dtype)
+        has = self.end > self.start
+        if has.any() and len(values):
+            out[has] = ufunc.reduceat(values, self.start[has])[: int(has.sum())]
+        return out
+
+    def first_where(self, mask: np.ndarray) -> np.ndarray:
+        """Each warp's first row (lowest lane) where `mask` holds, or -1."""
+        positions = np.where(mask, np.arange(len(mask)), BIG)
+        first = self._per_warp(np.minimum, positions.astype(np.int64), BIG)
+        return np.where(first < BIG, first, -1)
+
+    def words(self, kind_sections, size_per_word: int = 4) -> np.ndarray:
+        """Words each lane row's section of a kind holds (0 without one)."""
+        found = kind_sections.first(self.section, self.row_in_table)
+        sizes = np.where(found >= 0, self.elf.table["size"][np.maximum(found, 0)], 0)
+        return (sizes // size_per_word).astype(np.int64), found
+
+
 class _CoreReader:
-    def __init__(self, elf: _CoreElf, files: CoreFiles):
+    def __init__(self, elf: CoreElf, files: CoreFiles):
         self.elf = elf
         self.files = files
         self.layouts: dict[str, list[tuple[str, int]]] = {}
         self.next_wave = 0
-        self.lane_exceptions: dict[tuple[int, int], int] = {}  # (wave id, lane) -> CUDBGException_t
+        self.lane_exceptions: dict[tuple[int, int], int] = {}  # (wave id, lane) -> CUDBGException_t, when one
         # parent (section, row) -> child sections, each link checked once
-        self.lanes_by_warp = elf.children(SHT_LN_TABLE, SHT_WP_TABLE)
         self.per_lane = {kind: elf.children(kind, SHT_LN_TABLE) for kind in (SHT_REGS, SHT_PRED, SHT_LOCAL, SHT_BT)}
-        self.uregs = elf.children(SHT_UREGS, SHT_WP_TABLE)
-        self.upreds = elf.children(SHT_UPRED, SHT_WP_TABLE)
-        self.barriers = elf.children(SHT_CBU_BAR, SHT_WP_TABLE)
+        self.uniform = {kind: elf.children(kind, SHT_WP_TABLE) for kind in (SHT_UREGS, SHT_UPRED, SHT_CBU_BAR)}
         self.waves_by_sm: dict[tuple[int, int], list[Wave]] = {}  # (smtbl section, row) -> its warps
         self.error_pcs: dict[int, int] = {}  # wave id -> the warp row's errorPC, when errorPCValid
         self.syscall_waves: list[int] = []  # waves with lanes in a syscall (r575 inSyscallLanesMask)
+        self.warp_of_wave: dict[int, int] = {}  # wave id -> its warp (row of the warp arrays)
+        self._layout_names: dict[tuple[int, ...], str] = {}
+        self.sm_fault: tuple[int, int, int | None] | None = None  # (wave, code, errorPC) of an SM row's exception
 
-    def _table(self, sh_type: int, what: str) -> tuple[_Section, list[dict[str, int]]]:
+    def _table(self, sh_type: int, what: str) -> tuple[Section, list[dict[str, int]]]:
         found = self.elf.of_type(sh_type)
         if not found:
             raise StateError(f"the core has no {what} table", self.elf.label)
@@ -382,7 +169,7 @@ class _CoreReader:
             raise StateError(f"{len(found)} device tables; a core has one", found[1].name)
         return found[0], self.elf.rows(found[0])
 
-    def _device_of(self, sec: _Section) -> int:
+    def _device_of(self, sec: Section) -> int:
         """The device row a per-device table (ctxtbl, smtbl, gridtbl) belongs to (sh_link / sh_info)."""
         self.elf.parent(sec, SHT_DEV_TABLE)
         return sec.info
@@ -407,8 +194,11 @@ class _CoreReader:
         target = Target("nvidia", self.processors[0], self.lanes, next(iter(self.windows.values()), {}))
         code_objects, modules = self._code_objects()
         memory = self._global_memory()
+        self.all_lanes = _Lanes(elf, self.lanes)
         dispatches = self._dispatches(modules, memory.get("global"), target.apertures)
+        self.state_waves = [w for d in dispatches for w in d.waves]
         focus, stop = self._focus(dispatches)
+        stop.faults = self._faults(focus)
         producer = self._producer()
         warnings = self._left_out(memory)
         not_kept = self._not_kept(focus, stop)
@@ -416,9 +206,24 @@ class _CoreReader:
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
         state = GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
                          target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
-                         focus=focus, stop=stop, files=self.files, warnings=warnings)
+                         focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads)
         state.not_kept = not_kept
         return state
+
+    def _faults(self, focus: Focus | None) -> list[Fault]:
+        """Every lane's exception, one Fault per warp and code (its lanes as a mask, the warp's errorPC),
+        the stop's own first; the SM row's exception when no lane records one (r555+: the warps exited)."""
+        masks: dict[tuple[int, int], int] = {}
+        for (wave, ln), code in sorted(self.lane_exceptions.items()):
+            if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
+                masks[(wave, code)] = masks.get((wave, code), 0) | 1 << ln
+        faults = [Fault(wave, code, mask, self.error_pcs.get(wave)) for (wave, code), mask in masks.items()]
+        if not faults and self.sm_fault is not None:
+            wave, code, pc = self.sm_fault
+            faults.append(Fault(wave, code, None, pc))
+        if focus is not None:
+            faults.sort(key=lambda f: f.wave != focus.wave or not (f.lanes is None or f.lanes >> focus.lane & 1))
+        return faults
 
     def _not_kept(self, focus: Focus | None, stop: Stop | None) -> list[str]:
         """What the core records that a dump folder has no field for: exceptions and error PCs other
@@ -473,7 +278,7 @@ class _CoreReader:
         return (f"cuda core dump by {name}, driver {meta['driverVersionMajor']}.{meta['driverVersionMinor']}, "
                 f"CUDA {meta['cudaDriverVersionMajor']}.{meta['cudaDriverVersionMinor']}{when}")
 
-    def _context_device(self, sec: _Section) -> int:
+    def _context_device(self, sec: Section) -> int:
         # a context table names its device by sh_link/sh_info; one without a link is device 0's
         return 0 if sec.link == 0 else self._device_of(sec)
 
@@ -494,7 +299,7 @@ class _CoreReader:
 
     def _code_objects(self) -> tuple[list[CodeObjectRef], dict[tuple[int, int], tuple[int, bytes]]]:
         """One code object per (device, module handle), the relocated image preferred."""
-        images: dict[tuple[int, int], tuple[_Section, bool]] = {}
+        images: dict[tuple[int, int], tuple[Section, bool]] = {}
         for sh_type, relocated in ((SHT_ELF_IMG, False), (SHT_RELF_IMG, True)):
             for sec in self.elf.of_type(sh_type):
                 mod_sec, module = self.elf.parent(sec, SHT_MOD_TABLE)
@@ -512,7 +317,7 @@ class _CoreReader:
             modules[key] = (co_id, data)
         return refs, modules
 
-    def _regions(self, sections: list[_Section], space: str, path: str, base: int | None = None) -> SparseMemory:
+    def _regions(self, sections: list[Section], space: str, path: str, base: int | None = None) -> SparseMemory:
         regions = [Region(s.addr if base is None else base, s.size, s.name, s.offset, span=self.elf.span)
                    for s in sections if s.type != SHT_NOBITS]
         return SparseMemory(regions, space, path)
@@ -521,7 +326,7 @@ class _CoreReader:
         sections = self.elf.of_type(SHT_GLOBAL) + self.elf.of_type(SHT_MANAGED)
         return {"global": self._regions(sections, "global", ".cudbg.global")} if sections else {}
 
-    def _const_banks(self, table: _Section | None, global_memory: SparseMemory | None) -> SparseMemory | None:
+    def _const_banks(self, table: Section | None, global_memory: SparseMemory | None) -> SparseMemory | None:
         """A grid's constant banks (rows {addr, size, bankId}): each bank's bytes are global memory at
         addr, so they are the parts of the .cudbg.global sections inside it; the rest stays unknown."""
         if table is None:
@@ -561,29 +366,35 @@ class _CoreReader:
         for sec in elf.of_type(SHT_GRID_TABLE):
             dev = self._device_of(sec)
             for i, grid in enumerate(elf.rows(sec)):
-                found = params.get((sec.index, i), [])
+                found = self._sections(params.get(sec.index, i))
                 memory = self._regions(found, "param", found[0].name, grid["paramsOffset"]) if found else None
-                bank_tables = banks.get((sec.index, i), [])
+                bank_tables = self._sections(banks.get(sec.index, i))
                 const = self._const_banks(bank_tables[0] if bank_tables else None, global_memory)
                 grids.setdefault((dev, grid["gridId64"]), (grid, memory, const))
         workgroups: dict[tuple[int, int], list[Workgroup]] = {}
         shared = elf.children(SHT_SHARED, SHT_CTA_TABLE)
         warps_by_cta = elf.children(SHT_WP_TABLE, SHT_CTA_TABLE)
         sm_devices = {sec.index: self._device_of(sec) for sec in elf.of_type(SHT_SM_TABLE)}
-        for cta_sec in elf.of_type(SHT_CTA_TABLE):
+        self._warp_facts()
+        cta_tables = elf.indices(SHT_CTA_TABLE)
+        cta_rows, cta_bounds = elf.row_array(cta_tables, SHT_CTA_TABLE)
+        columns = {name: cta_rows[name].tolist() for name in cta_rows.dtype.names}
+        for k, cta_index in enumerate(cta_tables.tolist()):
+            cta_sec = elf.section(cta_index)
             sm_sec, _ = elf.parent(cta_sec, SHT_SM_TABLE)
             dev = sm_devices[sm_sec.index]
-            for row_index, cta in enumerate(elf.rows(cta_sec)):
+            for row_index, at in enumerate(range(int(cta_bounds[k]), int(cta_bounds[k + 1]))):
+                cta = {name: values[at] for name, values in columns.items()}
                 key = (dev, cta["gridId64"])
                 if key not in grids:
                     raise StateError(f"CTA row {row_index} names grid {cta['gridId64']}, which the grid "
                                      f"table of device {dev} does not hold", cta_sec.name)
                 grid = grids[key][0]
-                lds_sections = shared.get((cta_sec.index, row_index), [])
+                lds_sections = self._sections(shared.get(cta_sec.index, row_index))
                 lds = self._regions(lds_sections, "local", lds_sections[0].name, 0) if lds_sections else None
                 waves = []
-                for wp_sec in warps_by_cta.get((cta_sec.index, row_index), []):
-                    waves.extend(self._warps(wp_sec, grid, dev))
+                for wp in warps_by_cta.get(cta_sec.index, row_index):
+                    waves.extend(self._warps(int(wp), grid, dev))
                 self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
                 workgroup = Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]")
@@ -612,123 +423,237 @@ class _CoreReader:
             dispatches.append(dispatch)
         return dispatches
 
-    def _warps(self, wp_sec: _Section, grid: dict[str, int], dev: int) -> list[Wave]:
-        elf = self.elf
+    def _sections(self, indices) -> list[Section]:
+        return [self.elf.section(int(i)) for i in indices]
+
+    # -- warps: what every warp shows is worked out for all at once; a warp's registers, local memory
+    #    and backtraces are read when it is first looked at
+    def _warp_facts(self) -> None:
+        lanes = self.all_lanes
+        warps = lanes.warps
+        valid = warps["validLanesMask"].astype(np.uint64)
+        missing = valid & ~lanes.present
+        if missing.any():
+            w = int(np.argmax(missing != 0))
+            ln = int(np.flatnonzero(mask_to_lanes(int(missing[w]), 64))[0])
+            raise StateError(f"valid lane {ln} has no lane table row", self._warp_where(w))
+        active = warps["activeLanesMask"].astype(np.uint64) & valid
+        shift = lanes.ln.astype(np.uint64)
+        active_row = (active[lanes.warp_of] >> shift) & np.uint64(1) == 1 if len(shift) else np.zeros(0, bool)
+        first = lanes.first_where(active_row)
+        first = np.where(first >= 0, first, lanes.first_where(lanes.valid_row))
+        pcs = lanes.rows["virtualPC"]
+        self.warp_pc = np.where(first >= 0, pcs[np.maximum(first, 0)] if len(pcs) else 0, warps["errorPC"])
+        self.warp_active = active
+        # register counts: what every valid lane holds (a warp without valid lanes: what its lanes hold)
+        self.counts = {}
+        for kind in (SHT_REGS, SHT_PRED):
+            words, _ = lanes.words(self.per_lane[kind])
+            held = lanes._per_warp(np.minimum, np.where(lanes.valid_row, words, BIG), BIG)
+            some = lanes._per_warp(np.minimum, np.where(words > 0, words, BIG), BIG)
+            self.counts[kind] = np.where(held < BIG, held, np.where(some < BIG, some, 0))
+        links, infos = self._warp_keys()
+        for kind, sections in self.uniform.items():
+            found = sections.first(links, infos)
+            sizes = np.where(found >= 0, self.elf.table["size"][np.maximum(found, 0)], 0)
+            self.counts[kind] = (sizes // 4).astype(np.int64)
+        self._check_local_windows()
+        _, bt = lanes.words(self.per_lane[SHT_BT], 1)
+        self.has_backtrace = (lanes._per_warp(np.maximum, (bt >= 0).astype(np.int8), np.int8(0)) > 0).tolist()
+        codes = lanes.rows["exception"]
+        self.exception_rows = np.flatnonzero((codes != EXCEPTION_NONE) & (codes != EXCEPTION_UNKNOWN))
+        self.exceptions_of: dict[int, list[tuple[int, int]]] = {}  # warp -> (lane, code) of its lanes' exceptions
+        for row in self.exception_rows.tolist():
+            self.exceptions_of.setdefault(int(lanes.warp_of[row]), []).append((int(lanes.ln[row]), int(codes[row])))
+        # what each warp's wave needs at once, as plain lists
+        self.column = {name: warps[name].tolist()
+                       for name in ("warpId", "errorPC", "errorPCValid", "inSyscallLanesMask")}
+        self.count_lists = {kind: values.tolist() for kind, values in self.counts.items()}
+        has = lanes.end > lanes.start
+        first = np.where(has, lanes.start, 0)
+        rows = lanes.rows[first] if len(lanes.rows) else np.zeros(len(warps), lanes.rows.dtype)
+        self.first_lane = (has.tolist(), rows["threadIdxX"].tolist(), rows["threadIdxY"].tolist(),
+                           rows["threadIdxZ"].tolist(), rows["ln"].tolist())
+
+    def _check_local_windows(self) -> None:
+        """Each warp's local memory (its lanes' sh_addr ranges) lies within one local window."""
+        lanes, table = self.all_lanes, self.elf.table
+        _, found = lanes.words(self.per_lane[SHT_LOCAL], 1)
+        held = found >= 0
+        at = np.maximum(found, 0)
+        low = lanes._per_warp(np.minimum, np.where(held, table["addr"][at], np.uint64(2**64 - 1)), np.uint64(2**64 - 1))
+        high = lanes._per_warp(np.maximum, np.where(held, table["addr"][at] + table["size"][at], np.uint64(0)),
+                               np.uint64(0))
+        wide = (high > low) & (high - np.minimum(low, high) > np.uint64(WINDOW_SIZE))
+        if wide.any():
+            w = int(np.argmax(wide))
+            rows = [r for r in range(int(lanes.start[w]), int(lanes.end[w])) if held[r]]
+            base = int(low[w])
+            far = max(rows, key=lambda r: abs(int(table["addr"][found[r]]) - base))
+            raise StateError(f"the warp's local memory sections span {int(high[w]) - base:#x} bytes (sh_addr {base:#x} "
+                             f"to {int(table['addr'][found[far]]):#x}), more than the {WINDOW_SIZE:#x}-byte local "
+                             f"window", self.elf.name(int(found[far])))
+
+    def _warp_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(wptbl section, row) of every warp, in warp order."""
+        if not hasattr(self, "_keys"):
+            lanes = self.all_lanes
+            links = np.zeros(len(lanes.warps), np.int64)
+            infos = np.zeros(len(lanes.warps), np.int64)
+            starts = sorted(lanes.warp_start.items(), key=lambda kv: kv[1])
+            for n, (table, start) in enumerate(starts):
+                end = starts[n + 1][1] if n + 1 < len(starts) else len(lanes.warps)
+                links[start:end] = table
+                infos[start:end] = np.arange(end - start)
+            self._keys = (links, infos)
+        return self._keys
+
+    def _warp_where(self, w: int) -> str:
+        links, _ = self._warp_keys()
+        return f"{self.elf.name(int(links[w]))}[warp {int(self.all_lanes.warps['warpId'][w])}]"
+
+    def _warps(self, wp_index: int, grid: dict[str, int], dev: int) -> list[Wave]:
+        lanes = self.all_lanes
+        start = lanes.warp_start[wp_index]
+        name = self.elf.name(wp_index)
+        device = self.devices[dev]  # register counts are the warp's own device's
         waves = []
-        for w, warp in enumerate(elf.rows(wp_sec)):
-            lane_rows: dict[int, tuple[_Section, int, dict[str, int]]] = {}
-            for ln_sec in self.lanes_by_warp.get((wp_sec.index, w), []):
-                for i, lane in enumerate(elf.rows(ln_sec)):
-                    if lane["ln"] >= self.lanes:
-                        raise StateError(f"row {i} names lane {lane['ln']} of a {self.lanes}-lane warp",
-                                         ln_sec.name)
-                    lane_rows[lane["ln"]] = (ln_sec, i, lane)
-            uniform = tuple(found.get((wp_sec.index, w), []) for found in (self.uregs, self.upreds, self.barriers))
-            waves.append(self._wave(wp_sec, warp, lane_rows, self.per_lane, uniform, grid, dev))
+        column, counts_of = self.column, self.count_lists
+        for w in range(start, start + lanes.warp_count[wp_index]):
+            where = f"{name}[warp {column['warpId'][w]}]"
+            wave_id = self.next_wave
+            self.next_wave += 1
+            self.warp_of_wave[wave_id] = w
+            counts = (min(counts_of[SHT_REGS][w], device["numRegsPerLane"]),
+                      min(counts_of[SHT_PRED][w], device["numPredicatesPrLane"]),
+                      counts_of[SHT_UREGS][w], counts_of[SHT_UPRED][w], counts_of[SHT_CBU_BAR][w])
+            layout_name = self._layout(counts)
+            for ln, code in self.exceptions_of.get(w, ()):
+                self.lane_exceptions[(wave_id, ln)] = code
+            if column["errorPCValid"][w]:
+                self.error_pcs[wave_id] = column["errorPC"][w]
+            if column["inSyscallLanesMask"][w]:
+                self.syscall_waves.append(wave_id)
+            wave = Wave.deferred(wave_id, self._index_in_block(w, grid), self.lanes, where,
+                                 self._warp_loader(w, wp_index, counts, layout_name, where),
+                                 returns_pending=self.has_backtrace[w])
+            waves.append(wave)
         return waves
 
-    def _lane_words(self, kind_sections: dict, lane_rows: dict, valid: np.ndarray, count: int) -> np.ndarray:
-        """(lanes, n) u32 per lane from per-lane sections; n is what every valid lane holds."""
-        words: dict[int, np.ndarray] = {}
-        for ln, (ln_sec, i, _) in lane_rows.items():
-            found = kind_sections.get((ln_sec.index, i))
-            if found:
-                body = self.elf.body(found[0])
-                words[ln] = np.frombuffer(body[:len(body) // 4 * 4], dtype="<u4")
-        n = min([count] + [len(words.get(ln, ())) for ln in np.flatnonzero(valid)]) if words or valid.any() else 0
-        out = np.zeros((self.lanes, n), dtype="<u4")
-        for ln, values in words.items():
-            out[ln] = values[:n]
+    def _layout(self, counts: tuple[int, ...]) -> str:
+        """The register layout of a warp holding these many R, P, UR, UP and B registers (named once)."""
+        name = self._layout_names.get(counts)
+        if name is not None:
+            return name
+        n_r, n_p, n_ur, n_up, n_b = counts
+        name = self._layout_names[counts] = f"cuda_r{n_r}_p{n_p}_ur{n_ur}_up{n_up}" + (f"_b{n_b}" if n_b else "")
+        if name not in self.layouts:
+            lanes = self.lanes
+            layout = [("pc", 8), ("exec", (lanes + 7) // 8)]
+            layout += [(f"R{i}", 4 * lanes) for i in range(n_r)] + [(f"P{i}", lanes) for i in range(n_p)]
+            layout += [(f"UR{i}", 4) for i in range(n_ur)] + [(f"UP{i}", 1) for i in range(n_up)]
+            layout += [(f"B{i}", 4) for i in range(n_b)]  # convergence barriers: a mask of lanes each
+            self.layouts[name] = layout
+        return name
+
+    def _index_in_block(self, w: int, grid: dict[str, int]) -> int:
+        # the lane table's thread index says where the warp sits in its block (warpId is the SM's slot)
+        has, tx, ty, tz, ln = self.first_lane  # the warp's lowest lane
+        if not has[w]:
+            return self.column["warpId"][w]
+        bx, by = max(grid["blockDimX"], 1), max(grid["blockDimY"], 1)
+        flat = tx[w] + bx * (ty[w] + by * tz[w])
+        return max(flat - ln[w], 0) // self.lanes
+
+    def _warp_loader(self, w: int, wp_index: int, counts: tuple[int, ...], layout_name: str, where: str):
+        def load(wave: Wave) -> list:
+            return self._load_warp(wave, w, wp_index, counts, layout_name, where)
+        return load
+
+    def _load_warp(self, wave: Wave, w: int, wp_index: int, counts, layout_name: str, where: str) -> list:
+        lanes = self.all_lanes
+        n_lanes = self.lanes
+        rows = range(int(lanes.start[w]), int(lanes.end[w]))
+        valid = mask_to_lanes(int(lanes.warps["validLanesMask"][w]), n_lanes)
+        warp_pc = int(self.warp_pc[w])
+        pcs = np.full(n_lanes, warp_pc, dtype=np.uint64)
+        for r in rows:
+            if valid[lanes.ln[r]]:
+                pcs[lanes.ln[r]] = lanes.rows["virtualPC"][r]
+        for r in rows:  # an invalid lane keeps the PC its row gives (the warp's when it has none)
+            if not valid[lanes.ln[r]]:
+                pcs[lanes.ln[r]] = lanes.rows["virtualPC"][r]
+        pcs[~valid] = warp_pc
+        n_r, n_p, n_ur, n_up, n_b = counts
+        regs = self._lane_words(SHT_REGS, rows, n_r, "<u4")
+        preds = self._lane_words(SHT_PRED, rows, n_p, "<u4")
+        links, infos = self._warp_keys()
+        uregs, upreds, barriers = (self._uniform_words(kind, int(links[w]), int(infos[w]), n)
+                                   for kind, n in ((SHT_UREGS, n_ur), (SHT_UPRED, n_up), (SHT_CBU_BAR, n_b)))
+        mask_bytes = (n_lanes + 7) // 8
+        data = (warp_pc.to_bytes(8, "little") + int(self.warp_active[w]).to_bytes(mask_bytes, "little")
+                + np.ascontiguousarray(regs.T).tobytes()
+                + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uregs.tobytes()
+                + (upreds & 0xFF).astype(np.uint8).tobytes() + barriers.tobytes())
+        registers = RegisterFile(self.layouts[layout_name], BytesSpan(data), f"{where}.registers", layout_name)
+        if wave._returns_pending:
+            wave.return_addresses = self._return_addresses(rows)
+        return [registers, valid, self._local(rows, where), pcs]
+
+    def _lane_words(self, kind: int, rows: range, n: int, dtype: str) -> np.ndarray:
+        """(lanes, n) u32 per lane from the per-lane sections of a kind (lanes without one read 0)."""
+        out = np.zeros((self.lanes, n), dtype=dtype)
+        if not n:
+            return out
+        lanes = self.all_lanes
+        found = self.per_lane[kind].first(lanes.section[rows.start:rows.stop], lanes.row_in_table[rows.start:rows.stop])
+        for r, sec in zip(rows, found):
+            if sec >= 0:
+                size = int(self.elf.table["size"][sec])
+                body = self.elf.read(int(self.elf.table["offset"][sec]), min(size, 4 * n))
+                values = np.frombuffer(body[:len(body) // 4 * 4], dtype="<u4")
+                out[lanes.ln[r], :len(values)] = values
         return out
 
-    def _uniform_words(self, sections: list[_Section]) -> np.ndarray:
-        if not sections:
+    def _uniform_words(self, kind: int, link: int, info: int, n: int) -> np.ndarray:
+        found = self.uniform[kind].get(link, info)
+        if not len(found) or not n:
             return np.zeros(0, dtype="<u4")
-        return np.frombuffer(self.elf.body(sections[0])[:sections[0].size // 4 * 4], dtype="<u4")
+        sec = self.elf.section(int(found[0]))
+        return np.frombuffer(self.elf.body(sec)[:sec.size // 4 * 4], dtype="<u4")
 
-    def _return_addresses(self, lane_rows) -> dict[int, list[int]] | None:
+    def _return_addresses(self, rows: range) -> dict[int, list[int]] | None:
         """Each lane's call stack from its backtrace table: virtual return addresses by level (level 0
         is the innermost caller), None when the core has no backtrace tables for this warp."""
+        lanes = self.all_lanes
         found = {}
-        for ln, (ln_sec, i, _) in lane_rows.items():
-            for sec in self.per_lane[SHT_BT].get((ln_sec.index, i), []):
+        bt = self.per_lane[SHT_BT]
+        for r in rows:
+            for sec in self._sections(bt.get(int(lanes.section[r]), int(lanes.row_in_table[r]))):
                 levels = {}
                 for row in self.elf.rows(sec):
                     levels.setdefault(row["level"], row["virtualReturnAddress"])
                 if sorted(levels) != list(range(len(levels))):
                     raise StateError(f"backtrace levels {sorted(levels)} are not 0..{len(levels) - 1}", sec.name)
-                found[ln] = [levels[k] for k in range(len(levels))]
+                found[int(lanes.ln[r])] = [levels[k] for k in range(len(levels))]
         return found or None
 
-    def _wave(self, wp_sec, warp, lane_rows, per_lane, uniform, grid, dev) -> Wave:
-        lanes = self.lanes
-        where = f"{wp_sec.name}[warp {warp['warpId']}]"
-        valid = mask_to_lanes(warp["validLanesMask"], lanes)
-        for ln in np.flatnonzero(valid):
-            if int(ln) not in lane_rows:
-                raise StateError(f"valid lane {int(ln)} has no lane table row", where)
-        active = warp["activeLanesMask"] & warp["validLanesMask"]
-        pcs = np.zeros(lanes, dtype=np.uint64)
-        for ln, (_, _, lane) in lane_rows.items():
-            pcs[ln] = lane["virtualPC"]
-        first = next((ln for ln in range(lanes) if active >> ln & 1), None)
-        if first is None:
-            first = next((ln for ln in range(lanes) if valid[ln]), None)
-        warp_pc = int(pcs[first]) if first is not None else warp["errorPC"]
-        pcs[~valid] = warp_pc
-
-        device = self.devices[dev]  # register counts are the warp's own device's
-        regs = self._lane_words(per_lane[SHT_REGS], lane_rows, valid, device["numRegsPerLane"])
-        preds = self._lane_words(per_lane[SHT_PRED], lane_rows, valid, device["numPredicatesPrLane"])
-        uregs, upreds, barriers = (self._uniform_words(sections) for sections in uniform)
-        mask_bytes = (lanes + 7) // 8
-        layout = [("pc", 8), ("exec", mask_bytes)]
-        layout += [(f"R{i}", 4 * lanes) for i in range(regs.shape[1])]
-        layout += [(f"P{i}", lanes) for i in range(preds.shape[1])]
-        layout += [(f"UR{i}", 4) for i in range(len(uregs))]
-        layout += [(f"UP{i}", 1) for i in range(len(upreds))]
-        layout += [(f"B{i}", 4) for i in range(len(barriers))]  # convergence barriers: a mask of lanes each
-        data = (struct.pack("<Q", warp_pc) + active.to_bytes(mask_bytes, "little")
-                + np.ascontiguousarray(regs.T).tobytes()
-                + np.ascontiguousarray((preds.T & 0xFF).astype(np.uint8)).tobytes() + uregs.tobytes()
-                + (upreds & 0xFF).astype(np.uint8).tobytes() + barriers.tobytes())
-        layout_name = f"cuda_r{regs.shape[1]}_p{preds.shape[1]}_ur{len(uregs)}_up{len(upreds)}" + \
-            (f"_b{len(barriers)}" if len(barriers) else "")
-        self.layouts[layout_name] = layout
-        registers = RegisterFile(layout, BytesSpan(data), f"{where}.registers", layout_name)
-
-        wave_id = self.next_wave
-        self.next_wave += 1
-        for ln, (_, _, lane) in lane_rows.items():
-            self.lane_exceptions[(wave_id, ln)] = lane["exception"]
-        if warp["errorPCValid"]:
-            self.error_pcs[wave_id] = warp["errorPC"]
-        if warp["inSyscallLanesMask"]:
-            self.syscall_waves.append(wave_id)
-        wave = Wave(wave_id, self._index_in_block(warp, lane_rows, grid), registers, lanes, valid,
-                    self._local(per_lane[SHT_LOCAL], lane_rows, where), pcs, where)
-        wave.return_addresses = self._return_addresses(lane_rows)
-        return wave
-
-    def _index_in_block(self, warp, lane_rows, grid) -> int:
-        # the lane table's thread index says where the warp sits in its block (warpId is the SM's slot)
-        if not lane_rows:
-            return warp["warpId"]
-        ln, (_, _, lane) = min(lane_rows.items())
-        bx, by = max(grid["blockDimX"], 1), max(grid["blockDimY"], 1)
-        flat = lane["threadIdxX"] + bx * (lane["threadIdxY"] + by * lane["threadIdxZ"])
-        return max(flat - ln, 0) // self.lanes
-
-    def _local(self, local_sections, lane_rows, where) -> PrivateMemory | None:
+    def _local(self, rows: range, where: str) -> PrivateMemory | None:
+        lanes = self.all_lanes
         found = {}
-        for ln, (ln_sec, i, _) in lane_rows.items():
-            sections = local_sections.get((ln_sec.index, i))
-            if sections:
-                found[ln] = sections[0]
+        local = self.per_lane[SHT_LOCAL]
+        for r in rows:
+            sections = local.get(int(lanes.section[r]), int(lanes.row_in_table[r]))
+            if len(sections):
+                found[int(lanes.ln[r])] = self.elf.section(int(sections[0]))
         if not found:
             return None
         base = min(s.addr for s in found.values())
         lane_size = max(s.addr + s.size for s in found.values()) - base
+        if lane_size > WINDOW_SIZE:
+            far = max(found.values(), key=lambda s: abs(s.addr - base))
+            raise StateError(f"the warp's local memory sections span {lane_size:#x} bytes (sh_addr {base:#x} to "
+                             f"{far.addr:#x}), more than the {WINDOW_SIZE:#x}-byte local window", far.name)
         secs = [found.get(ln) for ln in range(self.lanes)]
         contiguous = all(s is not None and s.addr == base and s.size == lane_size and
                          s.offset == secs[0].offset + ln * lane_size for ln, s in enumerate(secs))
@@ -741,23 +666,39 @@ class _CoreReader:
         view = SparseMemory(regions, "private_wave", f"{where}.local")
         return PrivateMemory(PER_LANE, lane_size * self.lanes, self.lanes, view, base, f"{where}.local")
 
+    def read_heads(self, pc_name: str, exec_name: str | None) -> WaveHeads:
+        """pc, active lanes and valid lanes of every warp from the tables read at open."""
+        waves = self.state_waves
+        if (pc_name, exec_name) != ("pc", "exec"):
+            return WaveHeads.of_waves(waves, range(len(waves)))
+        rows = np.array([self.warp_of_wave[w.id] for w in waves], np.int64)
+        warps = self.all_lanes.warps
+        n = len(waves)
+        return WaveHeads(self.warp_pc[rows].astype(np.uint64), np.ones(n, bool), self.warp_active[rows],
+                         np.ones(n, bool), warps["validLanesMask"][rows].astype(np.uint64), np.ones(n, bool))
+
     def _focus(self, dispatches: list[Dispatch]) -> tuple[Focus | None, Stop | None]:
-        waves = [w for d in dispatches for w in d.waves]
-        for wave in waves:
-            for ln in np.flatnonzero(wave.valid_lanes):
-                code = self.lane_exceptions.get((wave.id, int(ln)), EXCEPTION_NONE)
-                if code not in (EXCEPTION_NONE, EXCEPTION_UNKNOWN):
-                    name = EXCEPTIONS.get(code, f"exception {code}")
-                    # warp errors are reported late: the lanes stand past the faulting instruction, which
-                    # the warp row's errorPC names (cuda-gdb: "the exception was triggered at PC ...")
-                    error_pc = self.error_pcs.get(wave.id)
-                    at = f" triggered at PC {error_pc:#x}" if error_pc is not None else ""
-                    return Focus(wave.id, int(ln)), Stop("exception", f"CUDA Exception: {name} ({code}){at}",
-                                                         pc=error_pc)
+        waves = self.state_waves
+        lanes = self.all_lanes
+        faulted = []
+        for row in self.exception_rows:
+            if lanes.valid_row[row]:
+                faulted.append((int(lanes.warp_of[row]), int(lanes.ln[row]), int(lanes.rows["exception"][row])))
+        order = {self.warp_of_wave[w.id]: (n, w) for n, w in enumerate(waves)}
+        faulted = sorted((order[w][0], ln, code) for w, ln, code in faulted if w in order)
+        if faulted:
+            n, ln, code = faulted[0]
+            wave = waves[n]
+            name = EXCEPTIONS.get(code, f"exception {code}")
+            # warp errors are reported late: the lanes stand past the faulting instruction, which
+            # the warp row's errorPC names (cuda-gdb: "the exception was triggered at PC ...")
+            error_pc = self.error_pcs.get(wave.id)
+            at = f" triggered at PC {error_pc:#x}" if error_pc is not None else ""
+            return Focus(wave.id, ln), Stop("exception", f"CUDA Exception: {name} ({code}){at}", pc=error_pc)
         # r555+: an SM row keeps the exception even when the faulting warps exited (no lane says so);
         # the focus goes to a warp of that SM whose errorPC is valid, else its first warp
         for (sm_sec, sm_row), on_sm in self.waves_by_sm.items():
-            row = self.elf.rows(self.elf.sections[sm_sec])[sm_row]
+            row = self.elf.rows(self.elf.section(sm_sec))[sm_row]
             code = row["exception"]
             if code in (EXCEPTION_NONE, EXCEPTION_UNKNOWN) or not on_sm:
                 continue
@@ -766,17 +707,19 @@ class _CoreReader:
             lane = int(active[0]) if len(active) else int(np.flatnonzero(wave.valid_lanes)[0]) \
                 if wave.valid_lanes.any() else 0
             name = EXCEPTIONS.get(code, f"exception {code}")
-            device = f" of device {self.elf.sections[sm_sec].info}" if len(self.devices) > 1 else ""
+            device = f" of device {self.elf.section(sm_sec).info}" if len(self.devices) > 1 else ""
             where = f" at {row['errorPC']:#x}" if row["errorPCValid"] else ""
+            self.sm_fault = (wave.id, code, row["errorPC"] if row["errorPCValid"] else None)
             if row["clusterExceptionTargetBlockIdxValid"]:  # r565: a cluster request to another block failed
                 where += (f", target block ({row['clusterExceptionTargetBlockIdxX']},"
                           f"{row['clusterExceptionTargetBlockIdxY']},{row['clusterExceptionTargetBlockIdxZ']})")
             return Focus(wave.id, lane), Stop("exception", f"CUDA Exception: {name} ({code}) on SM {row['smId']}"
                                               f"{device}{where}", pc=row["errorPC"] if row["errorPCValid"] else None)
         for wave in waves:
-            active = np.flatnonzero(wave.active_lanes)
-            if len(active):
-                return Focus(wave.id, int(active[0])), Stop("pause", "CUDA core dump: no lane reports an exception")
+            active = int(self.warp_active[self.warp_of_wave[wave.id]])
+            if active:
+                lane = (active & -active).bit_length() - 1
+                return Focus(wave.id, lane), Stop("pause", "CUDA core dump: no lane reports an exception")
         return (Focus(waves[0].id, 0) if waves else None), Stop("pause", "CUDA core dump")
 
 
@@ -785,6 +728,3 @@ def _cluster_size(grid: dict[str, int]) -> tuple[int, int, int] | None:
     (every dimension 1, or 0 in rows that predate the field)."""
     size = (grid["clusterDimX"], grid["clusterDimY"], grid["clusterDimZ"])
     return None if all(n <= 1 for n in size) else size
-
-
-# ---------------------------------------------------------------------- writing

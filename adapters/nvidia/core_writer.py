@@ -13,11 +13,12 @@ from aspace_dap.errors import StateError
 from aspace_dap.state.memory import SparseMemory
 from aspace_dap.state.model import Aperture, Dispatch, GpuState, Wave, Workgroup, lanes_to_mask
 from aspace_dap.state.private import PER_LANE
-from .core import (CBU_SINCE, CONST_BANKS_SINCE, ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
-                   EXCEPTION_NONE, META_SINCE, ROW_SIZES, SHT_BT, SHT_CBU_BAR, SHT_CB_TABLE, SHT_CTA_TABLE,
-                   SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL,
-                   SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE,
-                   SHT_STRTAB, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, TABLES, UNIFORM_SINCE)
+from .core_elf import (CBU_SINCE, CONST_BANKS_SINCE, ELFOSABIV_LATEST, ELFOSABI_CUDA, ELF_MAGIC, EM_CUDA, ET_CORE,
+                       EXCEPTION_NONE, META_SINCE, ROW_SIZES, SHN_LORESERVE, SHN_XINDEX, SHT_BT, SHT_CBU_BAR,
+                       SHT_CB_TABLE, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL,
+                       SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED,
+                       SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE, SHT_STRTAB, SHT_UPRED, SHT_UREGS,
+                       SHT_WP_TABLE, TABLES, UNIFORM_SINCE)
 
 
 @dataclass
@@ -66,17 +67,27 @@ class _CoreBuilder:
         out = bytearray(64)
         offsets = []
         for sec in self.sections:
-            out += b"\0" * (-len(out) % 8)
+            out += bytes(-len(out) % 8)
             offsets.append(len(out))
             out += sec.data
         out += b"\0" * (-len(out) % 8)
         shoff = len(out)
-        for sec, name, offset in zip(self.sections, name_at, offsets):
-            out += struct.pack("<IIQQQQIIQQ", name, sec.type, 0, sec.addr, offset if sec.type else 0,
-                               len(sec.data), sec.link, sec.info, 8 if sec.type else 0, sec.entsize)
+        # ELF's extended numbering (what a full GPU needs: a section per lane and kind): with SHN_LORESERVE
+        # sections or more, e_shnum is 0 and section 0's sh_size holds the count; a string table index
+        # past it is SHN_XINDEX, the index in section 0's sh_link (libcudacore's elfGetSectionHeaderNum)
+        count = len(self.sections)
+        extended = count >= SHN_LORESERVE
+        self.sections[0].link = shstrndx if shstrndx >= SHN_LORESERVE else 0
+        headers = bytearray(64 * count)
+        for i, (sec, name, offset) in enumerate(zip(self.sections, name_at, offsets)):
+            size = count if i == 0 and extended else len(sec.data)
+            struct.pack_into("<IIQQQQIIQQ", headers, 64 * i, name, sec.type, 0, sec.addr, offset if sec.type else 0,
+                             size, sec.link, sec.info, 8 if sec.type else 0, sec.entsize)
+        out += headers
         ident = ELF_MAGIC + bytes([2, 1, 1, ELFOSABI_CUDA, ELFOSABIV_LATEST]) + b"\0" * 7
         out[:64] = ident + struct.pack("<HHIQQQIHHHHHH", ET_CORE, EM_CUDA, 1, 0, 0, shoff, 0, 64, 0, 0, 64,
-                                       len(self.sections), shstrndx)
+                                       0 if extended else count,
+                                       SHN_XINDEX if shstrndx >= SHN_LORESERVE else shstrndx)
         path.write_bytes(bytes(out))
 
 
@@ -142,12 +153,15 @@ def _uniform_words(wave: Wave, prefix: str, size: int) -> list[int]:
 
 def write_core(state: GpuState, path: str | os.PathLike, *,
                exception: tuple[int, ...] | None = None, version: str = "r575", devices: int = 1,
-               backtraces: dict[tuple[int, int], list[int]] | None = None, param_sections: bool = True) -> Path:
+               backtraces: dict[tuple[int, int], list[int]] | None = None, param_sections: bool = True,
+               sms: int | None = None, warps_per_sm: int = 64) -> Path:
     """Write `state` (an NVIDIA state) as a CUDA core dump.
 
     Each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index in the
-    block. `exception` = (wave id, lane, CUDBGException_t code[, error PC]) marks that lane as the one
-    that faulted (its warp's errorPC is the error PC given, else the lane's PC). `version` picks the driver whose row sizes are written
+    block; with `sms`, a device has that many SMs of `warps_per_sm` warp slots (an H100: 132 x 64) and
+    its CTAs are handed to them in turn, each warp's warpId its slot on the SM. `exception` = (wave id,
+    lane, CUDBGException_t code[, error PC]) marks that lane as the one that faulted (its warp's errorPC
+    is the error PC given, else the lane's PC). `version` picks the driver whose row sizes are written
     (ROW_SIZES; constant banks from r550, uniform registers from r400). A dispatch whose `device` is
     set runs on that device, of its `processor` (a machine with GPUs of several SM types); the others
     are spread over `devices` devices (wave i on device i % devices, each with its copy of the grid
@@ -187,11 +201,11 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     count = max([devices] + [d.device + 1 for d in state.dispatches if d.device is not None])
     placement: list[list[tuple[Dispatch, Workgroup, list[Wave]]]] = [[] for _ in range(count)]
     processors: list[str | None] = [None] * count
+    order = {id(w): i for i, w in enumerate(waves)}
     for d in state.dispatches:
         for wg in d.workgroups:
-            for dev in range(count):
-                mine = [w for w in wg.waves if (dev == d.device if d.device is not None
-                                                else waves.index(w) % devices == dev)]
+            for dev in ([d.device] if d.device is not None else range(count)):
+                mine = [w for w in wg.waves if d.device is not None or order[id(w)] % devices == dev]
                 if mine:
                     placement[dev].append((d, wg, mine))
         for dev in ([d.device] if d.device is not None else range(devices)):
@@ -214,8 +228,8 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
             raise StateError(f"a {version} core has no convergence barriers", "version")
         device_rows.append(dict(
             devName=out.string("aspace-dap core"), devType=out.string("GPU"), smType=out.string(processor),
-            devId=dev, numSMs=max(len(placement[dev]), 1),
-            numWarpsPerSM=max([64] + [w.index_in_workgroup + 1 for w in waves]),
+            devId=dev, numSMs=max(len(placement[dev]) if sms is None else sms, 1),
+            numWarpsPerSM=warps_per_sm if sms is not None else max([64] + [w.index_in_workgroup + 1 for w in waves]),
             numLanesPerWarp=target.lanes, numRegsPerLane=counts["R"], numPredicatesPrLane=counts["P"],
             smMajor=int(digits[:-1]), smMinor=int(digits[-1], 16), instructionSize=16,
             numUniformRegsPrWarp=counts["UR"], numUniformPredicatesPrWarp=counts["UP"],
@@ -271,11 +285,20 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                              entsize=sizes["gridtbl"])
         for row, d in enumerate(grids):
             _write_parameters(out, d, dev, row, grid_tbl, version, param_sections)
-        sm_tbl = out.table(f".cudbg.smtbl.dev{dev}", SHT_SM_TABLE,
-                           [dict(smId=i) for i in range(len(placement[dev]))], link=dev_tbl, info=dev,
-                           entsize=sizes["smtbl"])
-        for sm, (d, wg, mine) in enumerate(placement[dev]):
-            _write_cta(out, state, d, wg, mine, dev, sm, sm_tbl, exception, sizes, backtraces, layouts)
+        # the SMs and the CTAs on each: one CTA per SM, or the device's SMs taking the CTAs in turn
+        on_sm: list[list] = [[cta] for cta in placement[dev]] if sms is None else [[] for _ in range(sms)]
+        if sms is not None:
+            for k, cta in enumerate(placement[dev]):
+                on_sm[k % sms].append(cta)
+        sm_tbl = out.table(f".cudbg.smtbl.dev{dev}", SHT_SM_TABLE, [dict(smId=i) for i in range(len(on_sm))],
+                           link=dev_tbl, info=dev, entsize=sizes["smtbl"])
+        for sm, ctas in enumerate(on_sm):
+            if sms is not None and sum(len(mine) for _, _, mine in ctas) > warps_per_sm:
+                raise StateError(f"device {dev} SM {sm} would hold {sum(len(m) for _, _, m in ctas)} warps, more "
+                                 f"than its {warps_per_sm} warp slots", "waves")
+            if ctas:
+                _write_sm(out, state, ctas, dev, sm, sm_tbl, exception, sizes, backtraces, layouts,
+                          slots=sms is not None)
     out.write(path)
     return path
 
@@ -305,21 +328,34 @@ def _write_parameters(out: _CoreBuilder, d: Dispatch, dev: int, row: int, grid_t
                   [dict(addr=bank, size=region.address + len(known), bankId=0)], link=grid_tbl, info=row)
 
 
+def _write_sm(out: _CoreBuilder, state: GpuState, ctas: list[tuple[Dispatch, Workgroup, list[Wave]]], dev: int,
+              sm: int, sm_tbl: int, exception: tuple[int, ...] | None, sizes: dict[str, int],
+              backtraces: dict[tuple[int, int], list[int]], layouts: dict[int, object], slots: bool) -> None:
+    """One SM: its CTA table (a row per CTA) and each CTA's shared memory and warps."""
+    rows = []
+    for d, wg, _ in ctas:
+        cluster = dict(zip(("clusterIdxX", "clusterIdxY", "clusterIdxZ"), wg.cluster or (0, 0, 0)))
+        cluster.update(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))
+        rows.append(dict(gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2], **cluster))
+    cta = out.table(f".cudbg.ctatbl.dev{dev}.sm{sm}", SHT_CTA_TABLE, rows, link=sm_tbl, info=sm,
+                    entsize=sizes["ctatbl"])
+    slot = 0
+    for row, (d, wg, waves) in enumerate(ctas):
+        warp_ids = list(range(slot, slot + len(waves))) if slots else [w.index_in_workgroup for w in waves]
+        slot += len(waves)
+        _write_cta(out, state, d, wg, waves, dev, sm, cta, row, warp_ids, exception, sizes, backtraces, layouts)
+
+
 def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, waves: list[Wave], dev: int,
-               sm: int, sm_tbl: int, exception: tuple[int, ...] | None, sizes: dict[str, int],
-               backtraces: dict[tuple[int, int], list[int]], layouts: dict[int, object]) -> None:
-    where = f"dev{dev}.sm{sm}.cta0"
-    cluster = dict(zip(("clusterIdxX", "clusterIdxY", "clusterIdxZ"), wg.cluster or (0, 0, 0)))
-    cluster.update(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))
-    cta = out.table(f".cudbg.ctatbl.dev{dev}.sm{sm}", SHT_CTA_TABLE, [dict(
-        gridId64=d.id + 1, blockIdxX=wg.id[0], blockIdxY=wg.id[1], blockIdxZ=wg.id[2], **cluster)],
-        link=sm_tbl, info=sm, entsize=sizes["ctatbl"])
+               sm: int, cta: int, cta_row: int, warp_ids: list[int], exception: tuple[int, ...] | None,
+               sizes: dict[str, int], backtraces: dict[tuple[int, int], list[int]], layouts: dict[int, object]) -> None:
+    where = f"dev{dev}.sm{sm}.cta{cta_row}"
     if wg.lds is not None and wg.lds.regions:
         out.add(f".cudbg.shared.{where}", SHT_SHARED, _known_prefix(wg.lds, 0, wg.lds.regions[-1].end),
-                link=cta, info=0)
+                link=cta, info=cta_row)
     num_regs = len(_numbered(waves[0], "R"))
     warp_rows = []
-    for wave in waves:
+    for wave, warp_id in zip(waves, warp_ids):
         faulted = exception is not None and exception[0] == wave.id
         pc = wave.pc or 0
         error_pc = int(wave.lane_pcs[exception[1]]) if faulted and wave.lane_pcs is not None else pc
@@ -327,10 +363,11 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
             error_pc = exception[3]
         exec_mask = wave.exec_mask
         active = wave.valid_lanes if exec_mask is None else exec_mask & wave.valid_lanes
-        warp_rows.append(dict(errorPC=error_pc if faulted else 0, warpId=wave.index_in_workgroup,
+        warp_rows.append(dict(errorPC=error_pc if faulted else 0, warpId=warp_id,
                               validLanesMask=lanes_to_mask(wave.valid_lanes), activeLanesMask=lanes_to_mask(active),
                               errorPCValid=int(faulted), numRegs=num_regs))
-    wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=0, entsize=sizes["wptbl"])
+    wp_tbl = out.table(f".cudbg.wptbl.{where}", SHT_WP_TABLE, warp_rows, link=cta, info=cta_row,
+                       entsize=sizes["wptbl"])
     ref = state.code_object_by_id(d.code_object) if d.code_object is not None else None
     if ref is not None and ref.id not in layouts:
         layouts[ref.id] = _cubin_layout(ref.path)
@@ -347,7 +384,7 @@ def _write_cta(out: _CoreBuilder, state: GpuState, d: Dispatch, wg: Workgroup, w
             lane_rows.append(dict(virtualPC=lane_pc, physPC=_offset_in_caller(layout, lane_pc), ln=ln, threadIdxX=tid[0], threadIdxY=tid[1],
                                   threadIdxZ=tid[2], exception=code,
                                   callDepth=len(backtraces.get((wave.id, ln), ()))))
-        wp_where = f"{where}.wp{wave.index_in_workgroup}"
+        wp_where = f"{where}.wp{warp_ids[row]}"
         ln_tbl = out.table(f".cudbg.lntbl.{wp_where}", SHT_LN_TABLE, lane_rows, link=wp_tbl, info=row,
                            entsize=sizes["lntbl"])
         regs = _register_words(wave, "R", 4)

@@ -21,6 +21,7 @@ import bisect
 import struct
 from dataclasses import dataclass
 
+from aspace_dap.codeobj.sections import Section, section_table, body as section_body
 from aspace_dap.errors import CodeObjectError
 
 EM_CUDA = 190
@@ -44,62 +45,23 @@ LOC_UREG = 0xB
 STACK_REGISTER = 1  # R1 holds the local-memory stack pointer
 
 
-@dataclass(frozen=True)
-class _Section:
-    index: int
-    name: str
-    type: int
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    align: int
-    entsize: int
-    header_at: int
-
-
 class _Elf64:
     """A minimal little-endian ELF64 section-table view over bytes, bounds-checked."""
 
     def __init__(self, data: bytes, label: str):
         self.data = data
         self.label = label
-        if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-            raise CodeObjectError(f"{label}: not a little-endian ELF64 file")
-        (self.e_type, self.e_machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = \
-            struct.unpack_from("<HHIQQQIHHHHHH", data, 16)
-        if shentsize != 64 or shoff + shnum * 64 > len(data):
-            raise CodeObjectError(f"{label}: section header table outside the file")
-        raw = []
-        for i in range(shnum):
-            at = shoff + i * 64
-            fields = struct.unpack_from("<IIQQQQIIQQ", data, at)
-            raw.append((i, at, fields))
-        if not 0 <= shstrndx < shnum:
-            raise CodeObjectError(f"{label}: bad section name table index {shstrndx}")
-        names = self._blob(raw[shstrndx][2][4], raw[shstrndx][2][5], "section names")
-        self.sections: list[_Section] = []
-        for i, at, (name, stype, flags, addr, off, size, link, info, align, entsize) in raw:
-            end = names.find(b"\0", name)
-            label_name = names[name:end if end >= 0 else len(names)].decode("latin-1")
-            self.sections.append(_Section(i, label_name, stype, flags, addr, off, size, link, info, align,
-                                          entsize, at))
+        self.sections: list[Section] = section_table(data, label)
+        self.e_type, self.e_machine = struct.unpack_from("<HH", data, 16)
 
-    def _blob(self, offset: int, size: int, what: str) -> bytes:
-        if offset + size > len(self.data):
-            raise CodeObjectError(f"{self.label}: {what} run past the end of the file")
-        return self.data[offset:offset + size]
+    def body(self, sec: Section) -> bytes:
+        return section_body(self.data, sec.offset, sec.size, self.label, sec.name or f"section {sec.index}")
 
-    def body(self, sec: _Section) -> bytes:
-        return self._blob(sec.offset, sec.size, sec.name or f"section {sec.index}")
-
-    def by_name(self, name: str) -> _Section | None:
+    def by_name(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
 
 
-def _is_code(sec: _Section) -> bool:
+def _is_code(sec: Section) -> bool:
     # only code moves: shared, constant and local sections keep their window offsets
     return bool(sec.flags & SHF_ALLOC) and bool(sec.flags & SHF_EXECINSTR)
 
@@ -154,7 +116,7 @@ def _relocate_symbols(elf: _Elf64, out: bytearray, addresses: dict[int, int]) ->
     return values
 
 
-def _apply(elf: _Elf64, out: bytearray, rela: _Section, target: _Section,
+def _apply(elf: _Elf64, out: bytearray, rela: Section, target: Section,
            symbols: dict[int, list[int]]) -> None:
     width = 24 if rela.type == SHT_RELA else 16
     if rela.entsize not in (0, width):
@@ -347,7 +309,7 @@ class KernelParameters:
     parameters: tuple[KernelParameter, ...]
 
 
-def _attributes(elf: _Elf64, sec: _Section) -> list[tuple[int, int, bytes]]:
+def _attributes(elf: _Elf64, sec: Section) -> list[tuple[int, int, bytes]]:
     """(attribute, value, payload) of every record; value is the SVAL size or the inline u16."""
     body = elf.body(sec)
     out, pos = [], 0

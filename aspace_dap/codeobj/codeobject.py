@@ -61,7 +61,12 @@ class _LoadedSection:
 
 class _SectionCachingELFFile(ELFFile):
     """pyelftools parses a section's header and builds its object again on every lookup (by index,
-    by name, while iterating); a code object's bytes never change, so each is built once."""
+    by name, while iterating); a code object's bytes never change, so each is built once.
+
+    `relocations_applied`: the bytes of a relocatable object whose relocations were applied on load
+    (the DWARF readers must not apply them again)."""
+
+    relocations_applied = False
 
     def get_section(self, n, type=None):
         cache = self.__dict__.setdefault("_built_sections", {})
@@ -145,11 +150,15 @@ class _SymbolTable(Mapping):
 class CodeObject:
     """A device ELF. Everything except DWARF is parsed eagerly so bad input fails at load."""
 
-    def __init__(self, data: bytes, name: str):
+    def __init__(self, data: bytes, name: str, *, relocated: bool = False):
         self.name = name
         self.data = bytes(data)
         self.container_header = b""  # what wrapped the ELF in its file (ocloc's debug-file header)
+        # a relocatable object (`.o`) laid out and relocated by the loader: its addresses are its own
+        # layout's (code from 0), not a linked code object's
+        self.relocated = relocated
         self.elf = open_elf(self.data, name)
+        self.elf.relocations_applied = relocated
         try:
             header = self.elf.header
             self.e_machine: int = raw_machine(self.data, name)
@@ -273,12 +282,14 @@ class CodeObject:
         return ".debug_info" in self._sections
 
     def dwarf_info(self):
-        """pyelftools DWARFInfo, parsed on first use (relocations are already applied in linked objects)."""
+        """pyelftools DWARFInfo, parsed on first use (relocations are already applied in linked objects
+        and in relocatable ones the loader relocated)."""
         if self._dwarf is None:
             if not self.has_dwarf():
                 raise CodeObjectError(f"{self.name}: has no DWARF (.debug_info missing)")
             try:
-                self._dwarf = self.elf.get_dwarf_info(relocate_dwarf_sections=self.e_type == "ET_REL")
+                relocate = self.e_type == "ET_REL" and not self.relocated
+                self._dwarf = self.elf.get_dwarf_info(relocate_dwarf_sections=relocate)
             except ELF_PARSE_ERRORS as exc:
                 raise CodeObjectError(f"{self.name}: malformed DWARF sections: {exc}") from exc
         return self._dwarf

@@ -24,7 +24,8 @@ CUDA_FATBIN_SECTION = ".nv_fatbin"
 def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | memoryview, *,
                       name: str | None = None) -> list[CodeObject]:
     """Device code objects in a standalone ELF, an offload bundle, a host ELF's .hip_fatbin or
-    .nv_fatbin (its cubins, relocated), or ocloc's `.dbg` debug file.
+    .nv_fatbin (its cubins, relocated), or ocloc's `.dbg` debug file. An AMDGPU relocatable object
+    (`.o`), alone or in a bundle, is laid out and relocated (`adapters/amdgpu/relocations.py`).
 
     Bundle entries that are not amdgcn device code (the host entry, other
     targets) are skipped. Raises CodeObjectError when nothing usable is found.
@@ -57,10 +58,21 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     if machine == EM_CUDA:
         return [CodeObject(_relocated_cubin(data, label), label)]
     if machine in DEVICE_MACHINES:
-        co = CodeObject(data, label)
+        co = _device_object(data, label)
         co.container_header = container_header  # the adapter reads the device from it
         return [co]
     return _from_host_elf(data, label)
+
+
+def _device_object(data: bytes, label: str) -> CodeObject:
+    """A device ELF as a code object; an AMDGPU relocatable object (`.o`) laid out and relocated first."""
+    from aspace_dap.adapters.amdgpu.relocations import is_relocatable_amdgpu, relocate_object
+
+    if is_relocatable_amdgpu(data):
+        # the DWARF of a `.o` reaches code and strings only through relocations: apply them, with the
+        # code laid out from 0, before anything reads the object
+        return CodeObject(relocate_object(data, label), label, relocated=True)
+    return CodeObject(data, label)
 
 
 def _relocated_cubin(data: bytes, label: str) -> bytes:
@@ -73,7 +85,7 @@ def _relocated_cubin(data: bytes, label: str) -> bytes:
 
 def _from_bundle(data: bytes, label: str) -> list[CodeObject]:
     objects = [
-        CodeObject(entry.data, f"{label}#{entry.bundle_id}")
+        _device_object(entry.data, f"{label}#{entry.bundle_id}")
         for entry in parse_bundles(data, label)
         if entry.is_amdgcn and entry.data
     ]

@@ -4,8 +4,9 @@ This module answers the session's life (initialize, launch/attach, configuration
 terminate), a post-mortem's run control (continue, next, stepIn, stepOut, pause), threads, stack
 traces, the focus (setFocus), lanes, lane values and wave groups, sources and modules. The other
 requests are answered in variables.py (scopes, variables, setVariable, evaluate, whose Debug Console
-commands repl.py runs) and memory.py (memory requests, saveDump); `handlers` is the one table of them
-all that each connection's dispatcher copies.
+commands repl.py runs), memory.py (memory requests, saveDump), exceptions.py (exceptionInfo) and
+disassembly.py (disassemble); `handlers` is the one table of them all that each connection's dispatcher
+copies.
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ from .. import limits
 from ..errors import AspaceError
 from ..codeobj.loader import CODE_OBJECT_MAGICS
 from ..paths import check_client_file, check_dump_path, client_path
-from ..expressions import lane_values
+from ..lane_values import lane_values
 from ..session import Session
 from ..state.files import DUMP_FILE_MAGICS, MANIFEST
-from . import memory, variables
+from . import disassembly, exceptions, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
 from .focus import change_focus, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
-from .refs import thread_id, wave_of_thread
+from .refs import thread_ids, wave_of_thread
 from .waves import group_body, lane_rows
 
 requests = HandlerTable()
@@ -44,6 +45,8 @@ CAPABILITIES = {
     "supportsClipboardContext": True,
     "supportsValueFormattingOptions": True,
     "supportsDelayedStackTraceLoading": True,
+    "supportsExceptionInfoRequest": True,
+    "supportsDisassembleRequest": True,
 }
 
 
@@ -109,7 +112,7 @@ def configuration_done(ctx, args):
 @requests.request("threads")
 def threads(ctx, args):
     s = state_of(ctx).need()
-    return {"threads": [{"id": thread_id(w.id), "name": name} for w, name in zip(s.state.waves, s.thread_names())]}
+    return {"threads": [{"id": i, "name": name} for i, name in zip(thread_ids(s.wave_ids()), s.thread_names())]}
 
 
 @requests.request("waveGroups", optional={"group": int})
@@ -290,4 +293,5 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
         return Reply(body, events_after=[stopped(st, s)])
 
 
-handlers = HandlerTable.joined(requests, variables.requests, memory.requests)
+handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,
+                               disassembly.requests)

@@ -64,6 +64,11 @@ def thread_id(wave_id: int) -> int:
     return wave_id + 1
 
 
+def thread_ids(wave_ids) -> list[int]:
+    """thread_id of each of an array of wave ids."""
+    return (wave_ids + 1).tolist()
+
+
 def wave_of_thread(session, tid: int):
     try:
         return session.state.wave_by_id(tid - 1)

@@ -1,5 +1,6 @@
 """The Debug Console's GDB-style commands: `wave N`, `lane N`, `info lanes`, `info waves`,
-`x/NFU ADDRESS`, `save PATH`, `print/x EXPRESSION` and the help text.
+`x/NFU ADDRESS`, `save PATH`, `print/x EXPRESSION`, `p EXPRESSION` and the help text; the
+machine-level ones (`x/Ni`, `disassemble`, `info registers`) are machine.py's.
 
 The REPL speaks no DAP. The `evaluate` request hands it the session and two callbacks: `focus`, which
 moves the focus (the caller announces the change to its client), and `frame`, the frame an
@@ -21,6 +22,7 @@ from ..errors import AspaceError, LimitExceeded
 from ..expressions import evaluate_expression
 from ..memref import format_memref
 from ..session import Frame, Session
+from . import machine
 from .inputs import parsed
 from .memory import save_dump
 from .waves import coalesce_ranges, lane_rows
@@ -32,8 +34,12 @@ _REPL_WAVE = re.compile(r"^\s*wave\s+(\d+)\s*$")
 # `x` only with its `/FMT`: `x * 2` and `x + 1` are expressions (kernels have variables named x)
 _REPL_X = re.compile(r"^\s*x/(\d*)([xduotcfb]?)([bhwg]?)\s+(.+)$")
 _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
-# `print EXPR`, `print/x EXPR`, `p/x EXPR`; a bare `p ` is left alone: `p + 1` is an expression
+_REPL_XI = re.compile(r"^\s*x/(\d*)i\s+(.+)$")
+# `print EXPR`, `print/x EXPR`, `p EXPR`, `p/x EXPR` as GDB spells them
 _REPL_PRINT = re.compile(r"^\s*(?:print(?:/([xd]))?|p/([xd]))\s+(.+)$")
+_REPL_P = re.compile(r"^\s*p\s+(.+)$")
+# what can follow an operand in C: after a variable named p, `p + 1`, `p[2]`, `p .x` are expressions
+_CONTINUES_OPERAND = re.compile(r"^(?:->|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^<>\[.?=])")
 _REPL_HELP = ("help", "?", "aspace help", "-help", "aspace")
 HELP = """aspace-dap REPL commands:
   lane N              focus lane N of the current wave
@@ -42,9 +48,23 @@ HELP = """aspace-dap REPL commands:
   info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
   x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
                       local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
+  x/Ni ADDRESS        N instructions from ADDRESS: $pc (the selected frame's), $pc+16, a function
+                      name (settle), an address (0x3bfc); => marks the frame's pc
+  disassemble         the selected frame's function, => at its pc (also disassemble FUNCTION,
+                      disassemble ADDRESS, disassemble START,END or START,+LENGTH);
+                      /s interleaves the source lines, /r adds the instruction bytes
+  info registers [NAME...]
+                      the focused lane's registers (all, or those named: v3 s4 pc exec); a vector
+                      register shows this lane's element
+  info registers /a NAME...
+                      vector registers with every lane's element (inactive lanes named)
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
-  print/x EXPRESSION  the same in hex, every element and member (also p/x; print EXPRESSION)
+                      the lane's coordinates in any expression: threadIdx.x, blockIdx, blockDim, gridDim,
+                      warpSize (CUDA, HIP); get_local_id(0), get_group_id(n), get_global_id(n) (OpenCL);
+                      $_lane, $_dispatch_pos, $_workitem_global_id (ROCgdb's, gdb-oneapi's)
+  print/x EXPRESSION  the same in hex, every element and member (also p/x; print EXPRESSION, p EXPRESSION;
+                      where the frame has a variable p, `p + 1` is that expression: write print)
   aspace help         this list (also `-help`, for clients whose REPL keeps `help` for itself)
 """
 
@@ -70,6 +90,15 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
     if text.strip() == "info waves":
         return _info_waves(s)
+    m = _REPL_XI.match(text)
+    if m:
+        return machine.examine_instructions(s, frame(), _whole_number(m[1] or "1"), m[2])
+    m = machine.is_disassemble(text)
+    if m:
+        return machine.disassemble(s, frame(), m)
+    m = machine.is_info_registers(text)
+    if m:
+        return machine.info_registers(s, frame(), m)
     m = _REPL_X.match(text)
     if m:
         where = m[4].strip()
@@ -82,12 +111,19 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
     return None
 
 
-def print_format(text: str, hex_: bool) -> tuple[str, bool]:
-    """GDB's `print EXPR`, `print/x EXPR`, `p/x EXPR` as the expression and whether to show it in hex
-    (the format applies to every element and member); other text is returned as it is."""
+def print_format(text: str, hex_: bool, is_variable: Callable[[str], bool] = lambda name: False) -> tuple[str, bool]:
+    """GDB's `print EXPR`, `print/x EXPR`, `p EXPR`, `p/x EXPR` as the expression and whether to show it
+    in hex (the format applies to every element and member); other text is returned as it is.
+
+    GDB reads the first word as a command, always. Here a bare expression is also accepted, so
+    `p + 1` stays the expression p + 1 where `p` is a variable of the frame (`is_variable`) and what
+    follows it continues an expression; anywhere else `p EXPR` prints EXPR (`p tx`, `p -1`)."""
     m = _REPL_PRINT.match(text)
     if m:
         return m[3], hex_ or "x" in (m[1], m[2])
+    m = _REPL_P.match(text)
+    if m and not (_CONTINUES_OPERAND.match(m[1]) and is_variable("p")):
+        return m[1], hex_
     return text, hex_
 
 

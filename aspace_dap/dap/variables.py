@@ -107,6 +107,12 @@ def _variables(ctx, args):
 
 def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
     name = var.name or "?"
+    coordinate = s.coordinate_global(frame, var)
+    if coordinate is not None:
+        # HIP's threadIdx (and its static member x): nothing in the DWARF, the lane's coordinates instead
+        name = coordinate[0] if coordinate[1] is None else ".".join(coordinate)
+        obj = evaluate_expression(s, name, frame=frame, lanes=[frame.lane])
+        return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
     try:
         read = s.read_variable(frame, var)
         obj = read.obj_for(frame.lane)
@@ -235,6 +241,12 @@ def evaluate_request(ctx, args):
         return _evaluate(ctx, args)
 
 
+def _names_variable(s: Session, frame, name: str) -> bool:
+    """Whether `name` is a variable of the frame (its locals, parameters, globals)."""
+    f = frame()
+    return any(v.name == name for v in s.variables(f)) or any(v.name == name for v in s.globals(f))
+
+
 def _evaluate(ctx, args):
     st = state_of(ctx)
     s = st.need()
@@ -245,7 +257,8 @@ def _evaluate(ctx, args):
                        frame=lambda: followed_frame(st, s, args.get("frameId")))
         if out is not None:
             return {"result": out, "variablesReference": 0}
-        text, hex_ = repl.print_format(text, hex_)
+        text, hex_ = repl.print_format(text, hex_, functools.partial(_names_variable, s,
+                                                                       lambda: followed_frame(st, s, args.get("frameId"))))
     frame = followed_frame(st, s, args.get("frameId"))
     obj = parsed(evaluate_expression, s, text, frame=frame, lanes=[frame.lane])
     hex_ = hex_ or bool(_REGISTER_ALONE.match(text))

@@ -46,10 +46,11 @@ def coalesce_ranges(ids, limit: int = 8) -> str:
 
 def lane_rows(s: Session, wave_id: int) -> list[dict]:
     wave = s.wave(wave_id)
+    work_items = s.coordinates(wave).global_.tolist()  # as get_global_id numbers them (partial groups too)
     rows = []
     for lane in range(wave.lanes):
         state = s.lane_state(wave, lane)
-        row = {"lane": lane, "state": state, "workItem": list(wave.global_id(lane)), "pc": "0x0"}
+        row = {"lane": lane, "state": state, "workItem": work_items[lane], "pc": "0x0"}
         try:
             pc = s.lane_pc(wave, lane)
             if pc is None:

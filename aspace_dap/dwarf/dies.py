@@ -251,8 +251,10 @@ class DieReader:
         return data
 
     def _load_section(self, name: str) -> bytes:
-        if self._elf.header["e_type"] == "ET_REL" and name.startswith(".debug"):
-            # Relocatable objects need their debug relocations applied; pyelftools does that.
+        if (self._elf.header["e_type"] == "ET_REL" and name.startswith(".debug")
+                and not getattr(self._elf, "relocations_applied", False)):
+            # Relocatable objects need their debug relocations applied; pyelftools does that (the
+            # code-object loader applies AMDGPU's itself: pyelftools knows none of them).
             try:
                 dwarf = self._elf.get_dwarf_info()
             except Exception as exc:

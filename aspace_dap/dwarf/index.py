@@ -504,6 +504,12 @@ class DwarfIndex(DieReader):
             fallback = fallback if fallback is not None else offset
         return fallback
 
+    def function_ranges(self, name: str) -> list[tuple[int, int]]:
+        """The PC ranges of the concrete function called `name` (plain, qualified or linkage name); []
+        when no function of that name has code."""
+        offset = self.subprogram_by_name(name)
+        return self._ranges(self.die(offset)) if offset is not None else []
+
     def expr_for_die(self, die_offset: int) -> bytes | None:
         """DW_AT_location of a DIE as one expression (DW_OP_call*, implicit pointers)."""
         loc = self._location(self.die(die_offset))
@@ -537,6 +543,17 @@ class DwarfIndex(DieReader):
             table = self._line_table(unit)
             if table is not None:
                 info = table.lookup(pc)
+                if info is not None:
+                    return info
+        return None
+
+    def stated_line_for_pc(self, pc: int) -> LineInfo | None:
+        """line_for_pc, except that code at line 0 belongs to the nearest line before it (in its sequence)."""
+        units = self._cus_for_pc(pc) or self._line_units()
+        for unit in units:
+            table = self._line_table(unit)
+            if table is not None:
+                info = table.lookup_stated(pc)
                 if info is not None:
                     return info
         return None

@@ -81,6 +81,24 @@ class LineTable:
             i -= 1
         return None
 
+    def lookup_stated(self, pc: int) -> LineInfo | None:
+        """The row covering `pc`, or where that row has line 0 (code the compiler attributes to no line)
+        the nearest row before it in its sequence that has a line; None when there is none."""
+        self._load()
+        i = bisect.bisect_right(self._starts, pc) - 1
+        while i >= 0 and self._reach[i] > pc:
+            seq = self._sequences[i]
+            if pc < seq.addresses[-1]:
+                j = bisect.bisect_right(seq.addresses, pc) - 1
+                while j >= 0 and not seq.rows[j][1]:
+                    j -= 1
+                if j < 0:
+                    return None
+                file_no, line, column, is_stmt = seq.rows[j]
+                return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
+            i -= 1
+        return None
+
     def matches_file(self, file_no: int, wanted: str) -> bool:
         path = self.files.get(file_no)
         if path is None:

@@ -55,11 +55,7 @@ class PointerType(Type):
     address_space_name: str | None = None  # filled by the adapter when known
 
     def display_name(self) -> str:
-        if self.name:
-            return self.name
-        sym = {"pointer": "*", "reference": "&", "rvalue_reference": "&&"}[self.kind]
-        inner = self.target.display_name() if self.target is not None else "void"
-        return f"{inner} {sym}"
+        return self.name or c_type_name(self)
 
 
 @dataclass(eq=False)
@@ -70,10 +66,7 @@ class ArrayType(Type):
     vector: bool = False  # DW_AT_GNU_vector or DW_AT_LLVM_vector_size
 
     def display_name(self) -> str:
-        if self.name:
-            return self.name
-        inner = self.element.display_name() if self.element is not None else "?"
-        return inner + "".join(f"[{d if d is not None else ''}]" for d in self.dims)
+        return self.name or c_type_name(self)
 
 
 @dataclass(eq=False)
@@ -119,8 +112,7 @@ class QualifiedType(Type):
         return self.target.strip() if self.target is not None else VoidType()
 
     def display_name(self) -> str:
-        inner = self.target.display_name() if self.target is not None else "void"
-        return f"{self.qualifier} {inner}"
+        return c_type_name(self)
 
 
 @dataclass(eq=False)
@@ -129,13 +121,52 @@ class FunctionType(Type):
     params: list[Type] = field(default_factory=list)
 
     def display_name(self) -> str:
-        ret = self.return_type.display_name() if self.return_type else "void"
-        return f"{ret} ({', '.join(p.display_name() for p in self.params)})"
+        return c_type_name(self)
 
 
 @dataclass(eq=False)
 class UnspecifiedType(Type):
     pass
+
+
+_POINTER_SIGNS = {"pointer": "*", "reference": "&", "rvalue_reference": "&&"}
+MAX_DECLARATOR_DEPTH = 32  # a longer chain of pointers and arrays is printed as "..."
+
+
+def c_type_name(t: Type | None) -> str:
+    """A type as C spells it and GDB prints it: `float *`, `float [16][17]`, `float (*)[16][17]`,
+    `int (*)(int)`, `const char *`, `int * const`."""
+    base, declarator = _declarator(t, "", 0)
+    return f"{base} {declarator}" if declarator else base
+
+
+def _declarator(t: Type | None, inner: str, depth: int) -> tuple[str, str]:
+    """(base type name, declarator) for declaring `inner` as a `t`; the declarator grows outwards
+    from the name as C's does: pointers to the left, arrays and parameter lists to the right."""
+    if depth > MAX_DECLARATOR_DEPTH:
+        return "...", inner
+    if t is None:
+        return "void", inner
+    if t.name and not isinstance(t, QualifiedType):
+        return t.name, inner
+    if isinstance(t, PointerType):
+        inner = _POINTER_SIGNS[t.kind] + inner
+        if isinstance(t.target, (ArrayType, FunctionType)) and not t.target.name:
+            inner = f"({inner})"
+        return _declarator(t.target, inner, depth + 1)
+    if isinstance(t, ArrayType):
+        dims = "".join(f"[{d if d is not None else ''}]" for d in t.dims)
+        return _declarator(t.element, inner + dims, depth + 1)
+    if isinstance(t, FunctionType):
+        params = ", ".join(c_type_name(p) for p in t.params) if t.params else "void"
+        return _declarator(t.return_type, f"{inner}({params})", depth + 1)
+    if isinstance(t, QualifiedType):
+        if isinstance(t.target, PointerType) and not t.target.name:
+            # a qualified pointer: the qualifier follows its star (`int * const`)
+            return _declarator(t.target, f" {t.qualifier}" + (f" {inner}" if inner else ""), depth + 1)
+        base, declarator = _declarator(t.target, inner, depth + 1)
+        return f"{t.qualifier} {base}", declarator
+    return t.display_name(), inner
 
 
 def byte_size(t: Type | None) -> int | None:

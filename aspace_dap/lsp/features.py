@@ -1,23 +1,26 @@
 """Inlay hints, hovers, code lenses and diagnostics for one source file, from its code-object lenses.
 
 No protocol state here: the server passes the lenses that cover a document
-(each with the DWARF file name that matched it), the document's lines and
-the settings; these functions return the protocol's JSON values. Columns
-are counted in code points here and sent in the client's position encoding.
+(each with the DWARF file name that matched it), the document's lines, the
+settings and the position codec pygls negotiated; these functions return
+lsprotocol values. Columns are counted in code points here and sent in the
+client's position encoding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from .documents import UTF16, column_to_units
-from .program import CodeObjectLens, VariableLens
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+if TYPE_CHECKING:  # the lenses (and numpy and the DWARF modules under them) load with the first code object
+    from .program import CodeObjectLens, VariableLens
 
 ARROW = "\u27f6"
 PRIVATE_SCOPES = frozenset({"lane", "wave"})
-MARKDOWN = "markdown"
-INFORMATION = 3  # DiagnosticSeverity.Information
+UTF16 = PositionCodec()  # the protocol's default position encoding
 
 
 @dataclass(frozen=True)
@@ -35,31 +38,32 @@ def _text(lines: Sequence[str], line: int) -> str:
     return lines[line - 1].rstrip("\r\n") if 0 < line <= len(lines) else ""
 
 
-def _position(lines: Sequence[str], line: int, column: int, encoding: str) -> dict:
+def _position(lines: Sequence[str], line: int, column: int, codec: PositionCodec) -> types.Position:
     """The LSP position of a 1-based line and a code-point column."""
-    return {"line": line - 1, "character": column_to_units(_text(lines, line), column, encoding)}
+    head = _text(lines, line)[:column]
+    return types.Position(line=line - 1, character=len(head) if head.isascii() else codec.client_num_units(head))
 
 
-def _end_of(lines: Sequence[str], line: int, encoding: str) -> dict:
-    return _position(lines, line, len(_text(lines, line)), encoding)
+def _end_of(lines: Sequence[str], line: int, codec: PositionCodec) -> types.Position:
+    return _position(lines, line, len(_text(lines, line)), codec)
 
 
 def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, last: int,
-                encoding: str = UTF16) -> list[dict]:
+                codec: PositionCodec = UTF16) -> list[types.InlayHint]:
     """Hints for source lines first..last (1-based, inclusive)."""
     wanted = range(first, last + 1)
-    hints: list[dict] = []
+    hints: list[types.InlayHint] = []
     for view in views:
         variables = view.lens.variables(view.file, wanted)
         per_line: dict[int, list[tuple[str, str]]] = {}
         for var in variables:
+            # every place the variable takes over these lines, in PC order: where it starts on its
+            # declaration line, then each move on the line of the code where it happens
             if var.decl_line in wanted:
                 per_line.setdefault(var.decl_line, []).append((var.name, var.first.text))
             for line, text in location_changes(view.lens, view.file, var):
-                if line in wanted and line != var.decl_line:
-                    entries = per_line.setdefault(line, [])
-                    entries[:] = [e for e in entries if e[0] != var.name]
-                    entries.append((var.name, text))
+                if line in wanted:
+                    per_line.setdefault(line, []).append((var.name, text))
         prefix = _prefix(view, views)
         declared: dict[int, set[str]] = {}
         for var in variables:
@@ -71,12 +75,13 @@ def inlay_hints(views: Sequence[FileView], lines: Sequence[str], first: int, las
                 # a lone declaration needs no name; changes and shared lines do
                 named = len(entries) > 1 or name not in decl_only
                 label = f"{ARROW} {prefix}{name + ': ' if named else ''}{text}"
-                hints.append({"position": _end_of(lines, line, encoding), "label": label, "paddingLeft": True})
+                hints.append(types.InlayHint(position=_end_of(lines, line, codec), label=label, padding_left=True))
     return hints
 
 
 def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list[tuple[int, str]]:
-    """(line, new location) where the variable moves, in PC order; a gap reads as optimized out."""
+    """(line, new location) where the variable moves, in PC order; a gap reads as optimized out. A move
+    in code at line 0 shows on the nearest line before it; one in another file's code is not shown."""
     out: list[tuple[int, str]] = []
     if not var.ranges:
         return out
@@ -84,7 +89,7 @@ def location_changes(lens: CodeObjectLens, file: str, var: VariableLens) -> list
     prev_high = var.ranges[0].high
     for r in var.ranges[1:]:
         if r.low > prev_high and shown != "optimized out":
-            gap_line = lens.line_in(file, prev_high)
+            gap_line = lens.change_line(file, prev_high)
             if gap_line:
                 out.append((gap_line, "optimized out"))
                 shown = "optimized out"
@@ -110,7 +115,7 @@ def word_at(lines: Sequence[str], line: int, column: int) -> str | None:
     return word if word and not word[0].isdigit() else None
 
 
-def hover(views: Sequence[FileView], lines: Sequence[str], line: int, column: int) -> dict | None:
+def hover(views: Sequence[FileView], lines: Sequence[str], line: int, column: int) -> types.Hover | None:
     """The hover at a 0-based line and code-point column."""
     name = word_at(lines, line, column)
     if name is None:
@@ -129,7 +134,8 @@ def hover(views: Sequence[FileView], lines: Sequence[str], line: int, column: in
             sections.append(_hover_text(view, var, len(views) > 1))
     if not sections:
         return None
-    return {"contents": {"kind": MARKDOWN, "value": "\n\n---\n\n".join(sections)}}
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                    value="\n\n---\n\n".join(sections)))
 
 
 def meant_at(pcs: Sequence[int], line: int, candidates: Sequence[VariableLens]) -> list[VariableLens]:
@@ -179,14 +185,14 @@ def _hover_text(view: FileView, var: VariableLens, name_object: bool) -> str:
     return head + "\n\n" + "\n".join(rows)
 
 
-def code_lenses(views: Sequence[FileView]) -> list[dict]:
+def code_lenses(views: Sequence[FileView]) -> list[types.CodeLens]:
     out = []
     for view in views:
         prefix = _prefix(view, views)
         for k in view.lens.kernels(view.file):
-            start = {"line": k.line - 1, "character": 0}
-            out.append({"range": {"start": start, "end": dict(start)},
-                        "command": {"title": prefix + kernel_summary(k.info), "command": ""}})
+            start = types.Position(line=k.line - 1, character=0)
+            out.append(types.CodeLens(range=types.Range(start=start, end=start),
+                                      command=types.Command(title=prefix + kernel_summary(k.info), command="")))
     return out
 
 
@@ -198,7 +204,7 @@ def kernel_summary(info) -> str:
 
 
 def diagnostics(views: Sequence[FileView], lines: Sequence[str], lds_budget: int | None,
-                scratch_budget: int | None, encoding: str = UTF16) -> list[dict]:
+                scratch_budget: int | None, codec: PositionCodec = UTF16) -> list[types.Diagnostic]:
     out = []
     for view in views:
         prefix = _prefix(view, views)
@@ -207,28 +213,29 @@ def diagnostics(views: Sequence[FileView], lines: Sequence[str], lds_budget: int
             in_regs = [r for r in var.ranges if "register" in r.where.storage and not r.where.storage & PRIVATE_SCOPES]
             if spilled and in_regs:
                 s, g = spilled[0], in_regs[0]
-                out.append(_info(lines, encoding, var.decl_line, var.name,
+                out.append(_info(lines, codec, var.decl_line, var.name,
                                  f"{prefix}{var.name} is in memory at {s.low:#x}\u2013{s.high:#x} ({s.where.text}) "
                                  f"but in registers elsewhere ({g.where.text})"))
         for k in view.lens.kernels(view.file):
             lds, scratch = k.info.group_segment_fixed_size, k.info.private_segment_fixed_size
             if lds_budget is not None and lds > lds_budget:
-                out.append(_info(lines, encoding, k.line, k.name,
+                out.append(_info(lines, codec, k.line, k.name,
                                  f"{prefix}{k.name} uses {lds} bytes of LDS, over the budget of {lds_budget} "
                                  f"(aspace.ldsBudget)"))
             if scratch_budget is not None and scratch > scratch_budget:
-                out.append(_info(lines, encoding, k.line, k.name,
+                out.append(_info(lines, codec, k.line, k.name,
                                  f"{prefix}{k.name} uses {scratch} bytes of scratch per lane, over the budget of "
                                  f"{scratch_budget} (aspace.scratchBudget)"))
     return out
 
 
-def _info(lines: Sequence[str], encoding: str, line: int, word: str, message: str) -> dict:
+def _info(lines: Sequence[str], codec: PositionCodec, line: int, word: str, message: str) -> types.Diagnostic:
     text = _text(lines, line)
     col = _find_word(text, word)
     start, end = (col, col + len(word)) if col >= 0 else (0, len(text))
-    return {"range": {"start": _position(lines, line, start, encoding), "end": _position(lines, line, end, encoding)},
-            "message": message, "severity": INFORMATION, "source": "aspace"}
+    return types.Diagnostic(range=types.Range(start=_position(lines, line, start, codec),
+                                              end=_position(lines, line, end, codec)),
+                            message=message, severity=types.DiagnosticSeverity.Information, source="aspace")
 
 
 def _find_word(text: str, word: str) -> int:

@@ -36,7 +36,7 @@ class PlaceRange:
     high: int
     where: Described
     expression: str  # decoded DWARF, for hovers
-    line: int | None  # source line of `low` when it is in the variable's file
+    line: int | None  # source line of `low` (line 0: the nearest line before it) when in the variable's file
 
 
 @dataclass
@@ -81,6 +81,7 @@ class CodeObjectLens:
         self._vars: dict[str, dict[int, VariableLens]] = {}
         self._files: list[str] | None = None
         self._line_at: dict[int, object] = {}
+        self._stated_at: dict[int, object] = {}
         self._swept: dict[str, set[tuple[int, ...]]] = {}  # scope sets whose variables were read, per file
         self._kernel_decls: list | None = None
         self._matches: dict[str, str | None] = {}
@@ -225,7 +226,7 @@ class CodeObjectLens:
                 # a placeholder address: the adapter proves the real place from the code, or says why not
                 where = self._placed(placement)
                 listing = f"{listing} ({placement.why})"
-            lens.ranges.append(PlaceRange(lo, hi, where, listing, self.line_in(file, lo)))
+            lens.ranges.append(PlaceRange(lo, hi, where, listing, self.change_line(file, lo)))
         lines = [ln for ln in (self.line_in(file, lo) for lo, _ in scope) if ln]
         lines += [ln for ln in (self.line_in(file, max(lo, hi - 1)) for lo, hi in scope) if ln]
         lens.scope_lines = (min(lines), max(lines)) if lines else None
@@ -254,6 +255,20 @@ class CodeObjectLens:
             except AspaceError:
                 info = None
             self._line_at[pc] = info
+        if info is None or info.file != file or not info.line:
+            return None
+        return info.line
+
+    def change_line(self, file: str, pc: int) -> int | None:
+        """The line a change of place at `pc` shows on: the line of its code, or for code the compiler
+        attributes to line 0 the nearest line before it; None when that line is not in `file`."""
+        info = self._stated_at.get(pc, False)
+        if info is False:
+            try:
+                info = self.index.stated_line_for_pc(pc)
+            except AspaceError:
+                info = None
+            self._stated_at[pc] = info
         if info is None or info.file != file or not info.line:
             return None
         return info.line

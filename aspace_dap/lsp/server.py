@@ -1,4 +1,4 @@
-"""`aspace-dap lsp`: the address-space lens as a language server (LSP over stdio).
+"""`aspace-dap lsp`: the address-space lens as a language server (pygls over stdio).
 
 Settings (initializationOptions, workspace/didChangeConfiguration or
 workspace/configuration, section "aspace"):
@@ -6,28 +6,36 @@ workspace/configuration, section "aspace"):
   ldsBudget     bytes of LDS per kernel above which a diagnostic appears (off when unset)
   scratchBudget bytes of scratch per lane above which a diagnostic appears (off when unset)
 Code objects are reloaded when the client reports them changed.
+
+The features are registered on one pygls `LanguageServer` (`server` below); pygls
+keeps the open documents (in the position encoding it agreed with the client)
+and speaks the protocol. The lenses, with numpy and the DWARF modules under
+them, are imported with the first code object to load.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import gc
+import logging
 import os
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from .. import limits
 from ..errors import AspaceError
 from ..paths import read_regular, remove_temp_dirs_on_sigterm
-from . import features, globbing, messages
-from .documents import Documents, choose_encoding, to_fs_path
-from .messages import path_of
-from .program import CodeObjectLens, load_lenses
-from .transport import Connection, serve_stdio
+from . import features, globbing
+from .protocol import PARSE_ERROR, AspaceProtocol, serve_stdio, unreadable_body
 
 SECTION = "aspace"
 NAME, VERSION = "aspace-dap-lsp", "0.1.0"
-WARNING = 2  # MessageType.Warning
-INCREMENTAL = 2  # TextDocumentSyncKind.Incremental
 
 
 @dataclass
@@ -58,53 +66,46 @@ def _budget(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-class AspaceLanguageServer:
-    """The server's state and its handlers: `requests` and `notifications` map LSP methods to
-    handlers of the message's params (transport.MessagePump calls them)."""
+def fs_path(uri: str) -> str | None:
+    """The file-system path of a `file:` URI; None for other schemes and for what is not a URI."""
+    try:
+        return to_fs_path(uri)
+    except ValueError:  # urllib refuses some netlocs ("file://[x/...")
+        return None
 
-    def __init__(self):
+
+def _load_lenses():
+    """program.load_lenses, imported with the first code object (numpy, pyelftools and the DWARF
+    modules: a workspace without code objects never loads them). What imports make lives as long as
+    the process: frozen, the garbage collector no longer walks it in every full collection (with
+    pygls's objects walked, a whole-file diagnostics pass took ~40% longer)."""
+    first = f"{__package__}.program" not in sys.modules
+    from .program import load_lenses
+    if first:
+        gc.freeze()
+    return load_lenses
+
+
+class AspaceLanguageServer(LanguageServer):
+    """The lens's state on top of pygls's: settings, loaded code objects, diagnostics still to publish."""
+
+    def __init__(self) -> None:
+        super().__init__(NAME, VERSION, protocol_cls=AspaceProtocol)
         self.settings = Settings()
-        self.lenses: list[CodeObjectLens] = []
+        self.lenses: list = []  # program.CodeObjectLens
         self.loaded_paths: list[str] = []
         self.load_errors: list[str] = []
         self.glob_notes: list[str] = []
-        self.client_capabilities: dict = {}
-        self.documents = Documents()
-        self.folders: dict[str, None] = {}  # workspace folder URIs, in the client's order
-        self.root_path: str | None = None
-        self.shut_down = False
-        self.exit_code: int | None = None
-        self.connection: Connection | None = None
+        self._loaded = False
         self._due: dict[str, None] = {}  # documents whose diagnostics are to be published, oldest first
-        self.requests: dict[str, Callable[[Any], Any]] = {
-            "initialize": self._initialize,
-            "shutdown": self._shutdown,
-            "textDocument/inlayHint": self._inlay_hints,
-            "textDocument/hover": self._hover,
-            "textDocument/codeLens": self._code_lens,
-            "workspace/executeCommand": self._execute_command,
-        }
-        self.notifications: dict[str, Callable[[Any], None]] = {
-            "initialized": self._initialized,
-            "exit": self._exit,
-            "workspace/didChangeConfiguration": self._configuration,
-            "workspace/didChangeWatchedFiles": self._watched,
-            "workspace/didChangeWorkspaceFolders": self._folders_changed,
-            "textDocument/didOpen": self._opened,
-            "textDocument/didChange": self._changed,
-            "textDocument/didClose": self._closed,
-            "textDocument/didSave": self._saved,
-        }
-
-    def attach(self, connection: Connection) -> None:
-        self.connection = connection
 
     # --- code objects ---------------------------------------------------------------------------
 
     def roots(self) -> list[str]:
-        roots = [to_fs_path(uri) for uri in self.folders]
-        if not roots and self.root_path:
-            roots = [self.root_path]
+        ws = self.workspace
+        roots = [fs_path(f.uri) for f in ws.folders.values()]
+        if not roots and ws.root_path:
+            roots = [ws.root_path]
         return [r for r in roots if r] or [os.getcwd()]
 
     def resolve_paths(self) -> list[str]:
@@ -119,16 +120,16 @@ class AspaceLanguageServer:
                     self.glob_notes.append(note)
         return globbing.unique_files(found)  # each file once, however many paths lead to it
 
-    _loaded = False
-
     def reload(self) -> None:
         lenses, errors = [], []
         paths = self.resolve_paths()
-        for path in paths:
-            try:
-                lenses += load_lenses(path)
-            except AspaceError as exc:
-                errors.append(f"{path}: {exc}")
+        if paths:
+            load_lenses = _load_lenses()
+            for path in paths:
+                try:
+                    lenses += load_lenses(path)
+                except AspaceError as exc:
+                    errors.append(f"{path}: {exc}")
         self.lenses, self.loaded_paths, self.load_errors = lenses, paths, errors
         self._loaded = True
         for message in errors + self.glob_notes:
@@ -146,7 +147,7 @@ class AspaceLanguageServer:
         return False
 
     def views(self, uri: str) -> list[features.FileView]:
-        path = to_fs_path(uri)
+        path = fs_path(uri)
         if not path:
             return []
         out = []
@@ -160,10 +161,11 @@ class AspaceLanguageServer:
         return out
 
     def lines(self, uri: str) -> list[str]:
-        if uri in self.documents:  # open in the editor: the client sent its text
-            return self.documents.lines(uri)
+        document = self.workspace.text_documents.get(unquote(uri))  # pygls keys them unquoted
+        if document is not None:  # open in the editor: the client sent its text
+            return document.lines
         # not open: from disk, a regular file only (never a FIFO or /dev/zero) and within the size limit
-        path = to_fs_path(uri)
+        path = fs_path(uri)
         if not path:
             return []
         try:
@@ -175,7 +177,18 @@ class AspaceLanguageServer:
     # --- talking to the client ------------------------------------------------------------------
 
     def log_warning(self, message: str) -> None:
-        self.connection.notify("window/logMessage", {"type": WARNING, "message": message})
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Errors pygls does not answer itself: a body that is not JSON gets a parse error (JSON-RPC's
+        answer with a null id); a failing notification handler goes to stderr (pygls answered and
+        logged a failing request already)."""
+        if unreadable_body(error):
+            self.protocol.answer_error(None, PARSE_ERROR, f"message body is not JSON: {str(error)[:200]}")
+        elif source is not FeatureRequestError:
+            data = getattr(error, "data", None)
+            trace = "".join(data.get("traceback", [])) if isinstance(data, dict) else ""
+            print(f"aspace-dap lsp: {error}\n{trace}", file=sys.stderr, flush=True)
 
     def schedule_diagnostics(self, uri: str) -> None:
         """Publish the document's diagnostics once no message waits: they read the whole file, and the
@@ -195,20 +208,20 @@ class AspaceLanguageServer:
     def publish(self, uri: str) -> None:
         try:
             diags = features.diagnostics(self.views(uri), self.lines(uri), self.settings.lds_budget,
-                                         self.settings.scratch_budget, self.documents.encoding)
+                                         self.settings.scratch_budget, self.workspace.position_codec)
         except AspaceError as exc:
             self.log_warning(str(exc))
             diags = []
-        self.connection.notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": diags})
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
 
     def refresh(self) -> None:
-        caps = self.client_capabilities
-        if path_of(caps, "workspace", "inlayHint", "refreshSupport") is True:
-            self.connection.request("workspace/inlayHint/refresh")
-        if path_of(caps, "workspace", "codeLens", "refreshSupport") is True:
-            self.connection.request("workspace/codeLens/refresh")
-        for uri in self.documents.uris():
-            self.schedule_diagnostics(uri)
+        caps = self.client_capabilities.workspace
+        if caps is not None and caps.inlay_hint is not None and caps.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+        for document in self.workspace.text_documents.values():
+            self.schedule_diagnostics(document.uri)  # as the client wrote it (pygls keys them unquoted)
 
     def apply(self, settings: Settings | None) -> None:
         if settings is None:
@@ -221,124 +234,98 @@ class AspaceLanguageServer:
             self.reload()
         self.refresh()
 
-    def capabilities(self) -> dict:
-        return {
-            "positionEncoding": self.documents.encoding,
-            "textDocumentSync": {"openClose": True, "change": INCREMENTAL, "save": True},
-            "hoverProvider": True,
-            "codeLensProvider": {"resolveProvider": False},
-            "executeCommandProvider": {"commands": []},
-            "inlayHintProvider": {"resolveProvider": False},
-            "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True},
-                          "fileOperations": {}},
-        }
 
-    # --- lifecycle ------------------------------------------------------------------------------
+server = AspaceLanguageServer()
 
-    def _initialize(self, params) -> dict:
-        params = messages.obj(params, "params")
-        caps = messages.obj(params.get("capabilities"), "capabilities")
-        folders = messages.workspace_folders(params.get("workspaceFolders"))
-        root_uri = messages.field(params, "rootUri", str, "params", optional=True)
-        root_path = messages.field(params, "rootPath", str, "params", optional=True)
-        self.client_capabilities = caps
-        self.documents = Documents(choose_encoding(path_of(caps, "general", "positionEncodings")))
-        self.folders = dict.fromkeys(folders)
-        self.root_path = to_fs_path(root_uri) if root_uri is not None else root_path
-        settings = Settings.from_client(params.get("initializationOptions"))
-        if settings is not None:
-            self.settings = settings
-            self.reload()
-        return {"capabilities": self.capabilities(), "serverInfo": {"name": NAME, "version": VERSION}}
 
-    def _initialized(self, params) -> None:
-        caps = self.client_capabilities
-        if path_of(caps, "workspace", "didChangeWatchedFiles", "dynamicRegistration") is True:
-            options = {"watchers": [{"globPattern": "**/*"}]}
-            self.connection.request("client/registerCapability", {"registrations": [{
-                "id": "aspace-code-objects", "method": "workspace/didChangeWatchedFiles",
-                "registerOptions": options}]})
-        if path_of(caps, "workspace", "configuration") is True:
-            def configured(answer) -> None:
-                if isinstance(answer, list) and answer:
-                    self.apply(Settings.from_client({SECTION: answer[0]}))
-            self.connection.request("workspace/configuration", {"items": [{"section": SECTION}]}, configured)
+# --- lifecycle and workspace ----------------------------------------------------------------------
 
-    def _shutdown(self, params) -> None:
-        self.shut_down = True
+@server.feature(types.INITIALIZE)
+def _initialize(ls: AspaceLanguageServer, params: types.InitializeParams) -> None:
+    settings = Settings.from_client(params.initialization_options)
+    if settings is not None:
+        ls.settings = settings
+        ls.reload()
+
+
+@server.feature(types.INITIALIZED)
+def _initialized(ls: AspaceLanguageServer, params: types.InitializedParams) -> None:
+    caps = ls.client_capabilities.workspace
+    watch = caps.did_change_watched_files if caps is not None else None
+    if watch is not None and watch.dynamic_registration:
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")])
+        ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
+            id="aspace-code-objects", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
+    if caps is not None and caps.configuration:
+        def configured(answer) -> None:
+            if answer:
+                ls.apply(Settings.from_client({SECTION: answer[0]}))
+        ls.workspace_configuration(types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]),
+                                   configured)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def _configuration(ls: AspaceLanguageServer, params: types.DidChangeConfigurationParams) -> None:
+    ls.apply(Settings.from_client(params.settings))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def _watched(ls: AspaceLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(ls.watches(fs_path(change.uri) or "") for change in params.changes):
+        ls.reload()
+        ls.refresh()
+
+
+# --- documents (pygls applies opens, edits and closes) --------------------------------------------
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def _opened(ls: AspaceLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule_diagnostics(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def _saved(ls: AspaceLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.schedule_diagnostics(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+def _inlay_hints(ls: AspaceLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    uri, span = params.text_document.uri, params.range
+    try:
+        return features.inlay_hints(ls.views(uri), ls.lines(uri), span.start.line + 1, span.end.line + 1,
+                                    ls.workspace.position_codec)
+    except AspaceError as exc:
+        ls.log_warning(str(exc))
+        return []
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def _hover(ls: AspaceLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    uri, position = params.text_document.uri, params.position
+    try:
+        lines = ls.lines(uri)
+        if position.line >= len(lines):
+            return None
+        column = ls.workspace.position_codec.position_from_client_units(lines, position).character
+        return features.hover(ls.views(uri), lines, position.line, column)
+    except AspaceError as exc:
+        ls.log_warning(str(exc))
         return None
 
-    def _exit(self, params) -> None:
-        self.exit_code = 0 if self.shut_down else 1
 
-    def _execute_command(self, params) -> None:
-        command = messages.field(messages.obj(params, "params"), "command", str, "params")
-        raise messages.InvalidParams(f"command {command!r} is not defined")
-
-    # --- workspace ------------------------------------------------------------------------------
-
-    def _configuration(self, params) -> None:
-        self.apply(Settings.from_client(messages.obj(params, "params").get("settings")))
-
-    def _watched(self, params) -> None:
-        if any(self.watches(to_fs_path(uri) or "") for uri in messages.watched_uris(params)):
-            self.reload()
-            self.refresh()
-
-    def _folders_changed(self, params) -> None:
-        event = messages.obj(messages.obj(params, "params").get("event"), "event")
-        added = messages.workspace_folders(event.get("added"))
-        removed = messages.workspace_folders(event.get("removed"))
-        for uri in removed:
-            self.folders.pop(uri, None)
-        self.folders.update(dict.fromkeys(added))
-
-    # --- documents ------------------------------------------------------------------------------
-
-    def _opened(self, params) -> None:
-        uri, text = messages.did_open(params)
-        self.documents.open(uri, text)
-        self.schedule_diagnostics(uri)
-
-    def _changed(self, params) -> None:
-        uri, changes = messages.did_change(params)
-        self.documents.change(uri, changes)
-
-    def _closed(self, params) -> None:
-        self.documents.close(messages.text_document_uri(params))
-
-    def _saved(self, params) -> None:
-        self.schedule_diagnostics(messages.text_document_uri(params))
-
-    def _inlay_hints(self, params) -> list[dict]:
-        uri = messages.text_document_uri(params)
-        first, _, last, _ = messages.span(params.get("range"))
-        try:
-            return features.inlay_hints(self.views(uri), self.lines(uri), first + 1, last + 1,
-                                        self.documents.encoding)
-        except AspaceError as exc:
-            self.log_warning(str(exc))
-            return []
-
-    def _hover(self, params) -> dict | None:
-        uri = messages.text_document_uri(params)
-        line, units = messages.position(params.get("position"))
-        try:
-            lines = self.lines(uri)
-            return features.hover(self.views(uri), lines, line, self.documents.column(lines, line, units))
-        except AspaceError as exc:
-            self.log_warning(str(exc))
-            return None
-
-    def _code_lens(self, params) -> list[dict]:
-        uri = messages.text_document_uri(params)
-        try:
-            return features.code_lenses(self.views(uri))
-        except AspaceError as exc:
-            self.log_warning(str(exc))
-            return []
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+def _code_lens(ls: AspaceLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    try:
+        return features.code_lenses(ls.views(params.text_document.uri))
+    except AspaceError as exc:
+        ls.log_warning(str(exc))
+        return []
 
 
 def main() -> int:
     remove_temp_dirs_on_sigterm()
-    return serve_stdio(AspaceLanguageServer())
+    # pygls warns on stderr of every unknown notification and late $/cancelRequest; errors still show
+    logging.getLogger("pygls").setLevel(logging.ERROR)
+    gc.freeze()  # pygls's and lsprotocol's ~600 classes, cattrs's hooks: see _load_lenses
+    return serve_stdio(server, server.idle_step, server.has_idle_work)

@@ -13,6 +13,9 @@ and the adapter how to reach them in the dump.
     variables  reads per lane, storage collisions, pointers; the write epoch
     memory     memory references; reading, writing and laying out memory
     waves      the triage of all waves: lane counts, groups by call stack, names
+    coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
+    exceptions   the stop's exception in the vendor's words, its instruction, the lanes and waves sharing it
+    disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
 
 Each piece of shared state has one owner, and the other parts ask it: the dump, its adapter and the
 warnings list belong to programs (the other parts hold the same objects, see programs.Part); a cache
@@ -34,6 +37,9 @@ from ..dwarf.target import Dialect, FrameContext
 from ..memref import MemRef
 from ..state import GpuState, load_state
 from ..values.objects import Obj
+from .coordinates import Coordinates, LaneCoordinates
+from .exceptions import ExceptionDetail, Exceptions, disassemble_at
+from .disassembly import Disassembly, Function, Instruction, Invalid
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
 from .memory import Memory
@@ -42,7 +48,8 @@ from .sources import Sources
 from .variables import VariableRead, Variables
 from .waves import WaveGroup, Waves
 
-__all__ = ["MAX_FRAMES", "Frame", "Program", "Session", "VariableRead", "WaveGroup"]
+__all__ = ["MAX_FRAMES", "ExceptionDetail", "Frame", "Function", "Instruction", "Invalid", "LaneCoordinates",
+           "Program", "Session", "VariableRead", "WaveGroup"]
 
 
 class Session:
@@ -59,6 +66,10 @@ class Session:
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
         self._memory = Memory(self._programs, self._focus, self._variables)
         self._waves = Waves(self._programs, self._focus, self._frames)
+        self._coordinates = Coordinates(self._programs)
+        self._disassembly = Disassembly(self._programs, self._focus, self._sources)
+        self._exceptions = Exceptions(self._programs, self._focus, self._frames,
+                                      lambda pc: disassemble_at(self._disassembly, pc))
 
     @classmethod
     def open(cls, state_path: str, **kw) -> "Session":
@@ -205,3 +216,42 @@ class Session:
 
     def thread_name(self, wave) -> str:
         return self._waves.thread_name(wave)
+
+    # ------------------------------------------------------------------ coordinates
+
+    def coordinates(self, wave) -> LaneCoordinates:
+        return self._coordinates.of(wave)
+
+    def coordinate_global(self, frame: Frame, var: VariableInfo) -> tuple[str, str | None] | None:
+        """(builtin, member) when a program variable only stands for the lane's coordinates (HIP's
+        `threadIdx` and its static members); None for ordinary variables."""
+        return self.adapter.coordinate_global(var, frame.program.index)
+
+    # ------------------------------------------------------------------ exceptions
+
+    def exceptions(self) -> list:
+        return self._exceptions.raised()
+
+    def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
+        return self._exceptions.detail(wave_id)
+    # ------------------------------------------------------------------ disassembly
+
+    def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
+        return self._disassembly.instructions(address, count, offset)
+
+    def instructions_around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
+        return self._disassembly.around(address, before, after)
+
+    def function_at(self, address: int) -> Function | None:
+        return self._disassembly.function_at(address)
+
+    def function_instructions(self, address: int) -> tuple[Function, list[Instruction]]:
+        return self._disassembly.function_instructions(address)
+
+    def function_address(self, name: str) -> int | None:
+        return self._disassembly.address_of(name)
+
+    @property
+    def disassembly(self) -> Disassembly:
+        """The disassembly part itself (its decoder and how often it ran: tests and benchmarks)."""
+        return self._disassembly

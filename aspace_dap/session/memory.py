@@ -28,7 +28,7 @@ class Memory(Part):
         super().__init__(programs)
         self.focus = focus
         self.variables = variables
-        self._first_wave_of: dict | None = None
+        self._first_wave_of: dict = {}  # (dispatch id, workgroup id) -> its first wave
 
     def memory_reference(self, obj: Obj, wave_id: int, lane_index: int = 0) -> str | None:
         place = obj.memory_place()
@@ -70,15 +70,14 @@ class Memory(Part):
         return ref, space, self.programs.target_for(wave, Dialect(vendor_ops=self.adapter.vendor)), lane
 
     def _wave_in_workgroup(self, dispatch: int, wg: tuple[int, int, int]):
-        if self._first_wave_of is None:
-            self._first_wave_of = {}
-            for w in self.state.waves:
-                if w.workgroup is not None:
-                    key = (w.dispatch.id if w.dispatch is not None else 0, tuple(w.workgroup.id))
-                    self._first_wave_of.setdefault(key, w)
-        w = self._first_wave_of.get((dispatch, tuple(wg)))
+        """The first wave of the workgroup, found in the wave table (not by making every wave)."""
+        key = (dispatch, tuple(wg))
+        w = self._first_wave_of.get(key)
         if w is None:
-            raise AspaceError(f"no workgroup ({wg[0]},{wg[1]},{wg[2]}) in dispatch {dispatch}")
+            index = self.state.wave_table().first_in_workgroup(dispatch, key[1])
+            if index is None:
+                raise AspaceError(f"no workgroup ({wg[0]},{wg[1]},{wg[2]}) in dispatch {dispatch}")
+            w = self._first_wave_of[key] = self.state.waves[index]
         return w
 
     def read_memory(self, text: str, offset: int, count: int) -> tuple[int, memoryview, np.ndarray]:

@@ -81,18 +81,37 @@ class Programs:
                                       f"with codeObject (--code-object on the command line)")
                 raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject, or "
                                   f"--code-object on the command line)")
-            return self._placed_extra(ref, getattr(dispatch, "kernel_descriptor", None))
+            return self._placed_extra(ref, dispatch)
         return program
 
-    def _placed_extra(self, ref, descriptor: int | None) -> Program:
+    def _placed_extra(self, ref, dispatch) -> Program:
         """The launch's codeObject, loaded where the unreadable code object was, or where the dispatch's
-        kernel descriptor says it was when the state names no code object."""
+        kernel descriptor says it was when the state names no code object. A relocatable object (`.o`)
+        has its own layout, not the linked one the dump's load address is for: it is placed by where the
+        dispatch's kernel starts, or refused."""
+        descriptor = getattr(dispatch, "kernel_descriptor", None)
+        if getattr(self._extra.code_object, "relocated", False):
+            return self._placed_at(self._relocatable_bias(dispatch, descriptor))
         bias = self._extra.load_address
         if ref is not None:
             bias = ref.load_address
         elif descriptor:
             found = self.adapter.load_address_for_descriptor(self._extra.code_object, descriptor)
             bias = bias if found is None else found
+        return self._placed_at(bias)
+
+    def _relocatable_bias(self, dispatch, descriptor: int | None) -> int:
+        kernel = getattr(dispatch, "kernel", None)
+        entry = self.adapter.kernel_entry(self.state, descriptor) if descriptor else None
+        symbol = self._extra.code_object.symbols.get(kernel) if kernel else None
+        if entry is None or symbol is None:
+            raise AspaceError(
+                f"{self._extra.path} is a relocatable object: its addresses are not those of the linked code "
+                f"object the dump was loaded from, and the dump does not say where kernel {kernel or '?'} starts "
+                f"(its kernel descriptor in memory); give the linked code object (ld.lld -shared) instead")
+        return entry - symbol.value
+
+    def _placed_at(self, bias: int) -> Program:
         if bias == self._extra.load_address:
             return self._extra
         placed = self._placed.get(bias)

@@ -43,7 +43,6 @@ class Waves(Part):
         self.frames = frames
         self._has_active_lane_expr: dict[tuple[int, int], bool] = {}
         self._kernel_stacks: dict[tuple, list] = {}
-        self._wave_ids: np.ndarray | None = None
 
     def lane_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Active and valid lanes of every wave (in state.waves order), counted from the wave table:
@@ -57,20 +56,15 @@ class Waves(Part):
         # waves whose compiler says which lanes are active (DW_AT_LLVM_active_lane) are asked one by one
         for i in self._waves_with_active_lane_expr(heads):
             active[i] = int(self.focus.active_lanes(waves[i]).sum())
-        known = self.focus.active_by_wave
-        for i, wave in enumerate(waves):
-            if wave.id in known:
-                active[i] = int(known[wave.id].sum())
+        for wave_id, lanes in list(self.focus.active_by_wave.items()):
+            i = self.state.wave_index(wave_id)
+            if i is not None:
+                active[i] = int(lanes.sum())
         return active, valid
 
     def dispatch_slices(self) -> list[tuple[object, int, int]]:
         """(dispatch, first, end): each dispatch's waves are state.waves[first:end]."""
-        out, at = [], 0
-        for dispatch in self.state.dispatches:
-            count = sum(len(wg.waves) for wg in dispatch.workgroups)
-            out.append((dispatch, at, at + count))
-            at += count
-        return out
+        return self.state.wave_table().dispatch_ranges()
 
     def _waves_with_active_lane_expr(self, heads) -> list[int]:
         waves, out = self.state.waves, []
@@ -96,9 +90,8 @@ class Waves(Part):
         return out
 
     def wave_ids(self) -> np.ndarray:
-        if self._wave_ids is None:
-            self._wave_ids = np.array([w.id for w in self.state.waves], dtype=np.int64)
-        return self._wave_ids
+        """The id of every wave, in state.waves order."""
+        return self.state.wave_table().ids
 
     def wave_groups(self) -> list[WaveGroup]:
         """Waves grouped by dispatch, then by call stack (function, file and line of every frame);
@@ -143,15 +136,16 @@ class Waves(Part):
                         continue
                     self._kernel_stacks[(d, pc)] = frames
                 add(d, frames, members)
-        dispatch_index = {id(dispatch): d for d, (dispatch, _, _) in enumerate(self.dispatch_slices())}
+        table = self.state.wave_table()
         for i in sorted(one_by_one):
             frames, _ = self._stack_of(waves[i])
-            add(dispatch_index.get(id(waves[i].dispatch), -1), frames, np.array([i]))
-        ids = self.wave_ids()
+            add(int(table.dispatch[i]), frames, np.array([i]))
+        ids = table.ids
         groups = []
         for key, parts in by_stack.items():
             rows = np.sort(np.concatenate(parts))
-            dispatch = waves[int(rows[0])].dispatch
+            d = int(table.dispatch[rows[0]])
+            dispatch = table.dispatches[d] if d >= 0 else None
             groups.append(WaveGroup(dispatch, stacks[key], ids[rows], int(active[rows].sum()), int(valid[rows].sum())))
         groups.sort(key=lambda g: (len(g.wave_ids), g.dispatch.id if g.dispatch is not None else -1,
                                    int(g.wave_ids[0])))
@@ -169,10 +163,9 @@ class Waves(Part):
                 any(f.caller_state is not None for f in frames))
 
     def thread_names(self) -> list[str]:
-        """thread_name of every wave, from the wave table."""
+        """thread_name of every wave, from the wave table (without building the waves)."""
         active, valid = self.lane_counts()
-        name = self.adapter.thread_name
-        return [name(w, a, v) for w, a, v in zip(self.state.waves, active.tolist(), valid.tolist())]
+        return self.adapter.thread_names(self.state.wave_table(), active.tolist(), valid.tolist())
 
     def thread_name(self, wave) -> str:
         return self.adapter.thread_name(wave, int(self.focus.active_lanes(wave).sum()), int(wave.valid_lanes.sum()))

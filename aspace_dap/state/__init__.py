@@ -6,7 +6,7 @@ Files are memory-mapped, never copied; bytes the dump does not hold read as unav
 
 from .files import DumpFiles, FileSpan
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, Workgroup,
+from .model import (Aperture, CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave, Workgroup,
                     lanes_to_mask, mask_to_lanes)
 from .numbers import parse_number
 from .private import PER_LANE, SWIZZLED, PrivateMemory, swizzle, unswizzle
@@ -17,7 +17,7 @@ from .validate import check_manifest, validate_state
 from .writer import Blob, DispatchBuilder, StateWriter, WorkgroupBuilder
 
 __all__ = [
-    "Aperture", "Blob", "CodeObjectRef", "Dispatch", "DispatchBuilder", "DumpFiles", "FileSpan", "Focus",
+    "Aperture", "Blob", "CodeObjectRef", "Dispatch", "DispatchBuilder", "DumpFiles", "Fault", "FileSpan", "Focus",
     "GpuState", "PER_LANE", "PrivateMemory", "Problem", "Region", "RegisterFile", "SWIZZLED", "SparseMemory",
     "StateWriter", "Stop", "Target", "Wave", "Workgroup", "WorkgroupBuilder", "check_manifest",
     "lanes_to_mask", "load_state", "mask_to_lanes", "parse_number", "swizzle", "unswizzle", "validate_state",

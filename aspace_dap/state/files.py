@@ -11,6 +11,7 @@ import struct
 import threading
 import weakref
 import zipfile
+from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
@@ -19,16 +20,18 @@ import numpy as np
 from .. import limits
 from ..errors import StateError
 from ..paths import PathRefused, make_temp_dir, read_regular, remove_temp_dir
+from .formats import ELF_MAGIC, GZIP_MAGIC
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
 READ_LIMIT = 1 << 20
 
 # What a dump a client names can be: a folder with this file, or a file starting with one of these
-# (a zip, empty or not, an ELF GPU core, or a gzip-compressed one: the CUDA driver's
-# CU_COREDUMP_GZIP_COMPRESS, or a core gzip'd to keep it small).
+# (a zip, empty or not, or a GPU core file: ELF, or gzip-compressed as the CUDA driver may write it).
+# Every entry point (DAP launch, inspect, state validate/convert) then opens it with load_state, which
+# tells the kinds apart (formats.is_core_file looks inside a gzip file for the ELF header).
 MANIFEST = "manifest.json"
-DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"\x7fELF", b"\x1f\x8b")
+DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", ELF_MAGIC, GZIP_MAGIC)
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
@@ -56,7 +59,6 @@ def path_problem(rel: object) -> str | None:
 PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*")
 
 
-_PLAIN_LINES = re.compile(r"(?:[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*\n)*")
 
 
 def is_plain_path(rel: object) -> bool:
@@ -64,13 +66,25 @@ def is_plain_path(rel: object) -> bool:
     return type(rel) is str and PLAIN_PATH.fullmatch(rel) is not None and ".." not in rel
 
 
+_PLAIN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-/"
+
+
 def all_plain_paths(rels) -> bool:
-    """is_plain_path for every one, in one regex pass (a big dump names 100,000 files)."""
-    rels = list(rels)
-    if not all(type(rel) is str for rel in rels):
+    """is_plain_path for every one, in a few passes over all of them at once (a big dump names 100,000
+    files): only plain characters; no empty path or name (no leading, trailing or doubled '/'); no '..'."""
+    rels = rels if isinstance(rels, list) else list(rels)
+    if not rels:
+        return True
+    if set(map(type, rels)) != {str}:
         return False
-    text = "\n".join(rels) + "\n" if rels else ""
-    return _PLAIN_LINES.fullmatch(text) is not None and ".." not in text
+    try:
+        text = "\n".join(rels).encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    if text.translate(None, _PLAIN_BYTES) != b"\n" * (len(rels) - 1):  # (a newline inside a path leaves one too many)
+        return False
+    lines = b"\n" + text + b"\n"
+    return not (b"\n\n" in lines or b"\n/" in lines or b"/\n" in lines or b"//" in text or b".." in text)
 
 
 class FileSpan:
@@ -187,7 +201,14 @@ class FolderFiles(DumpFiles):
         self._sizes: dict[str, int] = {}
         self._folders: dict[str, str | None] = {}  # folder rel -> its real path, None: outside the dump
         self._asked: dict[str, int] = {}
-        self._listings: dict[str, tuple[set[str], set[str]]] = {}  # folder rel -> (plain files, others)
+        # What listing a folder found, by path from the dump's root (`regs/wave-7.bin`), so that a
+        # manifest's paths are looked up as they are, without splitting each:
+        self._listed: dict[str, int] = {}  # the folders listed, each with its place in that order
+        # their regular files, each with the inode number the listing gave and its folder's place:
+        # number << 16 | place (0 where there are too many folders to tell)
+        self._plain: dict[str, int] = {}
+        self._other: set[str] = set()  # their other entries (symlinks, folders, ...)
+        self._direct = True  # every listed folder is where its path says (no symlink on the way)
         self._lock = threading.Lock()
 
     @property
@@ -237,16 +258,14 @@ class FolderFiles(DumpFiles):
         real = self._folder(folder)
         if real is None or name in ("", ".", ".."):
             return self._slow_find(rel)
-        listing = self._listings.get(folder)
-        if listing is None:
+        if folder not in self._listed:
             asked = self._asked[folder] = self._asked.get(folder, 0) + 1
             if asked > self.LIST_AFTER:
-                listing = self._listings[folder] = self._list(real)
-        if listing is not None:
-            plain, others = listing
-            if name in plain:
+                self._list(folder, real)
+        if folder in self._listed:
+            if rel in self._plain:
                 return f"{real}/{name}"
-            return self._slow_find(rel) if name in others else None
+            return self._slow_find(rel) if rel in self._other else None
         full = f"{real}/{name}"
         try:
             info = os.lstat(full)
@@ -257,16 +276,27 @@ class FolderFiles(DumpFiles):
             return full
         return self._slow_find(rel)
 
-    @staticmethod
-    def _list(real: str) -> tuple[set[str], set[str]]:
-        plain, others = set(), set()
+    def _list(self, folder: str, real: str) -> None:
+        """Note the folder's regular files and its other entries (one scandir: their types come with
+        the names)."""
         try:
-            with os.scandir(real) as entries:
-                for entry in entries:
-                    (plain if entry.is_file(follow_symlinks=False) else others).add(entry.name)
+            with os.scandir(real) as listing:
+                entries = list(listing)
         except OSError:
-            pass
-        return plain, others
+            entries = []
+        prefix = f"{folder}/" if folder else ""
+        place = len(self._listed)
+        if place < 1 << 16:
+            plain = {prefix + entry.name: entry.inode() << 16 | place
+                     for entry in entries if entry.is_file(follow_symlinks=False)}
+        else:
+            plain = dict.fromkeys((prefix + entry.name for entry in entries if entry.is_file(follow_symlinks=False)), 0)
+        if len(plain) != len(entries):
+            self._other.update({prefix + entry.name for entry in entries} - plain.keys())
+        self._plain.update(plain)
+        self._listed[folder] = place
+        if real != (f"{self._root}/{folder}" if folder else str(self._root)):
+            self._direct = False
 
     def _slow_find(self, rel: str) -> str | None:
         # symlinks and odd names: resolve the whole path
@@ -277,23 +307,23 @@ class FolderFiles(DumpFiles):
         return self._file(rel) is not None
 
     def missing(self, rels) -> list[str]:
-        # in bulk: list each folder once and compare names as sets
-        rels = set(rels)
-        by_folder: dict[str, int] = {}
-        for folder in [rel.rpartition("/")[0] for rel in rels]:
-            by_folder[folder] = by_folder.get(folder, 0) + 1
-        unsure = rels
-        for folder, count in by_folder.items():
-            if count <= self.LIST_AFTER or not is_plain_path(folder):
-                continue
-            real = self._folder(folder)
-            if real is None:
-                continue
-            with self._lock:
-                listing = self._listings.get(folder)
-                if listing is None:
-                    listing = self._listings[folder] = self._list(real)
-            unsure = unsure - {f"{folder}/{name}" for name in listing[0]}
+        # in bulk: list the folders they are in, once each, and compare whole paths as sets
+        unsure = rels if isinstance(rels, list) else list(rels)
+        while len(unsure) > self.LIST_AFTER:
+            # the folders of a sample of what is left to find; another round lists those of the rest
+            folders = {rel.rpartition("/")[0] for rel in unsure[::max(1, len(unsure) // 64)] if type(rel) is str}
+            listed = False
+            for folder in folders - self._listed.keys():
+                if (folder == "" or is_plain_path(folder)) and (real := self._folder(folder)) is not None:
+                    with self._lock:
+                        if folder not in self._listed:
+                            self._list(folder, real)
+                    listed = True
+            if all(map(self._plain.__contains__, unsure)):
+                return []
+            unsure = [rel for rel in unsure if rel not in self._plain]
+            if not listed:
+                break
         return [rel for rel in unsure if not self.exists(rel)]
 
     def size(self, rel: str) -> int | None:
@@ -329,27 +359,63 @@ class FolderFiles(DumpFiles):
             raise StateError(f"cannot read {full}: {exc}", rel) from exc
 
     def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
-        out = []
-        listings, folders, known = self._listings, self._folders, self._files
-        for rel in rels:
-            full = known.get(rel)
-            if full is None:
-                # a listed folder answers without a lookup per file
-                folder, _, name = rel.rpartition("/")
-                listing = listings.get(folder)
-                real = folders.get(folder)
-                full = f"{real}/{name}" if listing is not None and real and name in listing[0] else self._file(rel)
+        # a regular file of a listed folder is opened by its path from the root, without a lookup
+        plain = self._plain if self._direct else {}
+        keys = list(map(plain.get, rels))
+        out: list[bytes | None] = [None] * len(rels)
+        if len(set(keys)) * 2 <= len(rels):  # many names for few files: hard links
+            out = list(map(self._read_linked(rels, keys, offset, length).get, keys))
+            if not out.count(None):
+                return out  # type: ignore[return-value]
+        root = f"{self._root}/"
+        open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
+        for i, (rel, key) in enumerate(zip(rels, keys)):
+            if out[i] is not None:
+                continue
+            full = self._file(rel) if key is None else root + rel
             if full is None:
                 raise StateError("missing", rel)
             try:
-                fd = os.open(full, os.O_RDONLY)
+                fd = open_(full, flags)
                 try:
-                    out.append(os.pread(fd, length, offset))
+                    out[i] = pread(fd, length, offset)
                 finally:
-                    os.close(fd)
+                    close(fd)
             except OSError as exc:
                 raise StateError(f"cannot read {full}: {exc}", rel) from exc
-        return out
+        return out  # type: ignore[return-value]
+
+    def _read_linked(self, rels: list[str], keys: list[int | None], offset: int, length: int) -> dict[int, bytes]:
+        """The range of each file that several of `rels` name (hard links: one inode number in a folder's
+        listing), read once: {key in _plain: bytes}. A file is taken for all its names only when opening it
+        confirms the number, on the device of its folder (a union file system whose layers number
+        their files apart gives them their layer's), with at least that many links; the others are
+        read name by name."""
+        counts = Counter(keys)
+        one_name = dict(zip(keys, rels))  # (the last name of each)
+        known = {}
+        devices: dict[int, int | None] = {}  # folder's place -> its device
+        for key, count in counts.items():
+            if count < 2 or not key:  # (0: a folder past the count that inode numbers are kept for)
+                continue
+            inode, place = key >> 16, key & 0xFFFF
+            if place not in devices:
+                try:
+                    devices[place] = os.stat(self._folder(list(self._listed)[place]) or "").st_dev
+                except OSError:
+                    devices[place] = None
+            try:
+                fd = os.open(self._file(one_name[key]) or "", os.O_RDONLY)
+                try:
+                    info = os.fstat(fd)
+                    if info.st_ino == inode and info.st_dev == devices[place] and info.st_nlink >= count \
+                            and stat.S_ISREG(info.st_mode):
+                        known[key] = os.pread(fd, length, offset)
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass  # read name by name, which says what went wrong
+        return known
 
     def materialise(self, rel: str) -> Path:
         full = self._file(rel)

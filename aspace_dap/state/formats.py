@@ -68,8 +68,9 @@ def is_gzip_file(path: str | os.PathLike) -> bool:
 
 
 def is_core_file(path: str | os.PathLike) -> bool:
-    """An ELF file, plain or gzip-compressed: load_state hands those to load_core_file."""
-    return read_head(path, 4) == ELF_MAGIC
+    """An ELF file, plain or gzip-compressed, or any gzip file: load_state hands those to load_core_file
+    (which says what a gzip file holds when it is not a core)."""
+    return read_head(path, 4) == ELF_MAGIC or is_gzip_file(path)
 
 
 def detect_format(path: str | os.PathLike) -> CoreFormat | None:
@@ -88,6 +89,9 @@ def load_core_file(path: str | os.PathLike):
     if not head:
         raise StateError("cannot read the file", str(path))
     what = " (gzip-compressed)" if is_gzip_file(path) else ""
+    if not head.startswith(ELF_MAGIC):
+        raise StateError("a gzip-compressed file, but what it holds is not a GPU core file (no ELF header)",
+                         str(path))
     if len(head) >= 20:
         e_type, e_machine = struct.unpack_from("<HH", head, 16)
         what += f" (e_type {e_type}, e_machine {e_machine}, OSABI {head[7]:#x})"

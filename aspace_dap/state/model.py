@@ -6,7 +6,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from .registers import RegisterFile
 
 if TYPE_CHECKING:
     from .files import DumpFiles
+    from .wavetable import LazyWaves, WaveTable
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,27 @@ class Focus:
     lane: int
 
 
+@dataclass(frozen=True)
+class Fault:
+    """An exception a wave (or some of its lanes) raised, as the vendor's format records it; the vendor's
+    adapter puts it in words (adapters/<vendor>/exceptions.py)."""
+
+    wave: int                   # the wave's id
+    code: int                   # the vendor's code: CUDBGException_t (NVIDIA), the signal number (Intel)
+    lanes: int | None = None    # mask of the lanes that raised it; None: the wave as a whole
+    pc: int | None = None       # the faulting instruction, recorded apart from the wave's PC (NVIDIA errorPC)
+    address: int | None = None  # the data address that faulted (Intel si_addr)
+    detail: int = 0             # a second word of the vendor's (Intel si_code)
+
+
 @dataclass
 class Stop:
     reason: str
     description: str = ""
     pc: int | None = None  # the faulting instruction, when the dump records it apart from the lanes' PCs
+    # every exception the format records per wave or lane, the stop's own first (GPU cores; a dump
+    # folder has no field for them: AMD waves keep theirs in their trap status registers)
+    faults: list[Fault] = field(default_factory=list, compare=False)
 
 
 def mask_to_lanes(mask: int, lanes: int) -> np.ndarray:
@@ -67,17 +84,34 @@ def lanes_to_mask(lanes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(lanes, dtype=bool), bitorder="little").tobytes(), "little")
 
 
-_LOAD_LOCK = threading.RLock()  # a lazily built part is built once, even with two threads asking
+class Unreadable:
+    """A part of a wave that the dump names but that cannot be read (its file is missing): the wave's
+    other parts stay usable, and using this one raises the error, with its JSON path."""
+
+    def __init__(self, message: str, path: str):
+        self.message, self.path = message, path
+
+
+def _readable(part):
+    if isinstance(part, Unreadable):
+        raise StateError(part.message, part.path)
+    return part
+
+
+DEFAULT_REGISTER_NAMES: tuple[str, str | None] = ("pc", "exec")
+LOAD_LOCK = threading.RLock()  # a lazily built part (or wave) is built once, even with two threads asking
 
 
 class Wave:
     """One wave. Its registers, private memory and lane masks may be built on first use
     (`Wave.deferred`): a dump of 100,000 waves costs only what is looked at."""
 
-    # the registers holding the PC and the execution mask: the adapter's names, set for every
-    # wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
-    pc_register = "pc"
-    exec_register: str | None = "exec"
+    # a fixed set of fields: a dump of 100,000 waves holds 100,000 of these
+    __slots__ = ("id", "index_in_workgroup", "lanes", "path", "workgroup", "dispatch", "_loader", "_parts",
+                 "_returns", "_returns_pending", "pc_register", "exec_register", "__weakref__")
+
+    # pc_register / exec_register: the registers holding the PC and the execution mask, the adapter's
+    # names, set for every wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
 
     def __init__(self, id: int, index_in_workgroup: int, registers: RegisterFile, lanes: int,
                  valid_lanes: np.ndarray, private: PrivateMemory | None = None,
@@ -86,29 +120,44 @@ class Wave:
         self.index_in_workgroup = index_in_workgroup
         self.lanes = lanes
         self.path = path
+        self.pc_register, self.exec_register = DEFAULT_REGISTER_NAMES
         self.workgroup: Workgroup | None = None
         self.dispatch: Dispatch | None = None
         self._loader: Callable[[Wave], list] | None = None
         self._parts: list | None = [registers, valid_lanes, private, lane_pcs]
         # the call stack the dump itself records per lane (a CUDA core's backtrace tables): return
         # addresses, innermost caller first; None when the dump records none
-        self.return_addresses: dict[int, list[int]] | None = None
+        self._returns: dict[int, list[int]] | None = None
+        self._returns_pending = False
 
     @classmethod
     def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
-                 loader: Callable[["Wave"], list]) -> "Wave":
-        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for."""
+                 loader: Callable[["Wave"], list], returns_pending: bool = False) -> "Wave":
+        """A wave whose [registers, valid_lanes, private, lane_pcs] `loader` builds when first asked for;
+        with `returns_pending`, the loader also sets its return_addresses."""
         wave = cls.__new__(cls)
         wave.id = id
         wave.index_in_workgroup = index_in_workgroup
         wave.lanes = lanes
         wave.path = path
+        wave.pc_register, wave.exec_register = DEFAULT_REGISTER_NAMES
         wave.workgroup = None
         wave.dispatch = None
         wave._loader = loader
         wave._parts = None
-        wave.return_addresses = None
+        wave._returns = None
+        wave._returns_pending = returns_pending
         return wave
+
+    def _get_returns(self) -> "dict[int, list[int]] | None":
+        if self._returns_pending and self._parts is None:
+            self._load()
+        return self._returns
+
+    def _set_returns(self, value: "dict[int, list[int]] | None") -> None:
+        self._returns, self._returns_pending = value, False
+
+    return_addresses = property(_get_returns, _set_returns)
 
     @property
     def loaded(self) -> bool:
@@ -118,7 +167,7 @@ class Wave:
     def _load(self) -> list:
         parts = self._parts
         if parts is None:
-            with _LOAD_LOCK:
+            with LOAD_LOCK:
                 if self._parts is None:
                     self._parts = self._loader(self)
                     self._loader = None
@@ -127,7 +176,7 @@ class Wave:
 
     registers = property(lambda self: self._load()[0], lambda self, v: self._set(0, v))
     valid_lanes = property(lambda self: self._load()[1], lambda self, v: self._set(1, v))
-    private = property(lambda self: self._load()[2], lambda self, v: self._set(2, v))
+    private = property(lambda self: _readable(self._load()[2]), lambda self, v: self._set(2, v))
     lane_pcs = property(lambda self: self._load()[3], lambda self, v: self._set(3, v))
 
     def _set(self, index: int, value) -> None:
@@ -193,7 +242,7 @@ class Workgroup:
     @property
     def lds(self) -> SparseMemory | None:
         if self._lds_loader is not None:
-            with _LOAD_LOCK:
+            with LOAD_LOCK:
                 if self._lds_loader is not None:
                     self._lds = self._lds_loader()
                     self._lds_loader = None
@@ -233,18 +282,22 @@ class Dispatch:
         self.cluster_size: tuple[int, int, int] | None = None  # blocks per cluster, for a cluster launch
         # the generic-address windows of the device or context that ran it, when not the target's
         self.apertures: dict[str, Aperture] | None = None
-        for workgroup in workgroups:
-            workgroup.dispatch = self
-            for wave in workgroup.waves:
-                wave.workgroup = workgroup
-                wave.dispatch = self
+        if isinstance(workgroups, list):  # (workgroups made on demand are told their dispatch when made)
+            for workgroup in workgroups:
+                workgroup.dispatch = self
+                for wave in workgroup.waves:
+                    wave.workgroup = workgroup
+                    wave.dispatch = self
 
     def const_bank(self, bank: int) -> SparseMemory | None:
         memory = self.memory.get("const")
         return None if memory is None else memory.bank(bank)
 
     @property
-    def waves(self) -> list[Wave]:
+    def waves(self) -> Sequence[Wave]:
+        waves = getattr(self.workgroups, "waves", None)  # workgroups made on demand know their waves
+        if waves is not None:
+            return waves
         return [wave for workgroup in self.workgroups for wave in workgroup.waves]
 
     def __repr__(self) -> str:
@@ -301,7 +354,8 @@ class GpuState:
                  target: Target, code_objects: list[CodeObjectRef], memory: dict[str, SparseMemory],
                  dispatches: list[Dispatch], focus: Focus | None, stop: Stop | None,
                  files: "DumpFiles | None" = None, warnings: list[str] | None = None,
-                 read_heads: "Callable[[str, str | None], WaveHeads] | None" = None):
+                 read_heads: "Callable[[str, str | None], WaveHeads] | None" = None,
+                 waves: "LazyWaves | None" = None, wave_table: "Callable[[], WaveTable] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -316,10 +370,38 @@ class GpuState:
         self.warnings = list(warnings or [])  # what the source lacks, said to the user at launch
         # what the source holds that a dump folder has no place for: said when it is saved as one
         self.not_kept: list[str] = []
-        self.waves: list[Wave] = [w for d in dispatches for w in d.waves]
-        self._waves_by_id = {wave.id: wave for wave in self.waves}
+        # every wave, in dispatch and workgroup order: a list, or (a dump folder) a LazyWaves that
+        # makes each wave when first asked for; then `wave_table` gives their columns without them
+        self.waves: Sequence[Wave]
+        if waves is None:
+            self.waves = [w for d in dispatches for w in d.waves]
+            self._waves_by_id: dict[int, int] | None = {wave.id: i for i, wave in enumerate(self.waves)}
+        else:
+            self.waves, self._waves_by_id = waves, None
+        self._make_table = wave_table
+        self._table: WaveTable | None = None
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
+
+    def wave_table(self) -> "WaveTable":
+        """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""
+        if self._table is None:
+            from .wavetable import WaveTable
+
+            self._table = self._make_table() if self._make_table is not None else \
+                WaveTable.of_waves(self.waves, self.dispatches)
+        return self._table
+
+    def made_waves(self) -> "list[tuple[int, Wave]]":
+        """(index in `waves`, wave) of the wave objects that exist (every wave, unless made on demand)."""
+        made = getattr(self.waves, "made", None)
+        return made() if made is not None else list(enumerate(self.waves))
+
+    def wave_index(self, wave_id: int) -> int | None:
+        """Where the wave with this id is in `waves`, or None."""
+        if self._waves_by_id is not None:
+            return self._waves_by_id.get(wave_id)
+        return self.waves.index_of(wave_id)
 
     def wave_heads(self) -> "WaveHeads | None":
         """pc, exec and valid lanes of every wave (in `waves` order) as arrays, for views of the
@@ -328,11 +410,13 @@ class GpuState:
         if self.target.lanes > 64:
             return None
         if self._file_heads is None:
-            first = self.waves[0] if self.waves else Wave  # every wave names its pc and mask alike
-            self._file_heads = self._read_heads(first.pc_register, first.exec_register) \
+            # every wave names its pc and mask alike
+            names = getattr(self.waves, "register_names", None) or (  # (waves made on demand know them)
+                (self.waves[0].pc_register, self.waves[0].exec_register) if self.waves else DEFAULT_REGISTER_NAMES)
+            self._file_heads = self._read_heads(*names) \
                 if self._read_heads is not None else WaveHeads.of_waves(self.waves, range(len(self.waves)))
         heads = self._file_heads
-        built = [i for i, wave in enumerate(self.waves) if wave.loaded]
+        built = [i for i, wave in self.made_waves() if wave.loaded]
         if built:
             live = WaveHeads.of_waves(self.waves, built)
             heads = heads.copy()
@@ -342,15 +426,17 @@ class GpuState:
 
     def use_register_names(self, pc: str, exec_mask: str | None) -> None:
         """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""
-        for wave in self.waves:
+        if hasattr(self.waves, "register_names"):  # for the waves made from now on
+            self.waves.register_names = (pc, exec_mask)
+        for _, wave in self.made_waves():
             wave.pc_register, wave.exec_register = pc, exec_mask
         self._file_heads = None
 
     def wave_by_id(self, wave_id: int) -> Wave:
-        wave = self._waves_by_id.get(int(wave_id))
-        if wave is None:
+        index = self.wave_index(int(wave_id))
+        if index is None:
             raise StateError(f"no wave with id {wave_id}", "waves")
-        return wave
+        return self.waves[index]
 
     def apertures_for(self, wave: Wave) -> dict[str, Aperture]:
         """The generic-address windows a wave's addresses go through: its dispatch's, else the target's."""
@@ -369,11 +455,14 @@ class GpuState:
     def modified(self) -> bool:
         """True once any overlay write happened (memories, LDS, private, registers)."""
         spaces = list(self.memory.values()) + [m for d in self.dispatches for m in d.memory.values()]
-        for wave in self.waves:  # a wave not built yet has no writes
-            if wave.loaded and (wave.registers.modified or (wave.private and wave.private.wave_view.modified)):
-                return True
+        for _, wave in self.made_waves():  # a wave not built yet has no writes
+            if wave.loaded:
+                private = wave._load()[2]  # (an Unreadable one has no writes)
+                if wave.registers.modified or (isinstance(private, PrivateMemory) and private.wave_view.modified):
+                    return True
         for d in self.dispatches:
-            spaces += [wg.lds for wg in d.workgroups if wg.lds_loaded and wg.lds is not None]
+            made = d.workgroups.made() if hasattr(d.workgroups, "made") else d.workgroups
+            spaces += [wg.lds for wg in made if wg.lds_loaded and wg.lds is not None]
         return any(m.modified for m in spaces)
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -383,9 +472,13 @@ class GpuState:
         return save_state(self, Path(path))
 
     def close(self) -> None:
-        """Release temporary files extracted from a zip (also done when the state is collected)."""
+        """Release temporary files extracted from a zip (also done when the state is collected), and let
+        the collector walk what loading froze (reader._no_collection)."""
         if self._files is not None:
             self._files.close()
+        thaw = getattr(self, "_thaw", None)
+        if thaw is not None:
+            thaw()
 
     def __enter__(self) -> "GpuState":
         return self

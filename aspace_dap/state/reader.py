@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gc
+import weakref
 import os
 from contextlib import contextmanager
 from functools import partial
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +16,15 @@ import numpy as np
 
 from ..errors import StateError
 from .formats import is_core_file, load_core_file
-from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
+from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files, path_problem
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Wave, WaveHeads,
+from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Unreadable, Wave, WaveHeads,
                     Workgroup, mask_to_lanes)
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
-from .validate import check_manifest, read_manifest, register_rules_for
+from .validate import ManifestChecker, WaveColumns, error_message, memory_problem, read_manifest, register_rules_for
+from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_column
 
 
 def _little_endian(columns: np.ndarray) -> np.ndarray:
@@ -35,6 +39,19 @@ def _int(value: Any) -> int:
     return value if type(value) is int else parse_number(value)
 
 
+def _ints(values: list) -> list[int]:
+    """Numbers of the manifest as ints (it may write them as strings)."""
+    return values if set(map(type, values)) <= {int} else [_int(v) for v in values]
+
+
+_ID = itemgetter("id")
+_INDEX = itemgetter("index_in_workgroup")
+_WAVES = itemgetter("waves")
+_REGISTERS = itemgetter("registers")
+_LAYOUT = itemgetter("layout")
+_FILE = itemgetter("file")
+
+
 def _num(value: Any, default: int | None = None) -> int | None:
     return default if value is None else parse_number(value)
 
@@ -44,12 +61,23 @@ def _apertures(entries: dict | None) -> dict[str, Aperture]:
 
 
 class _Builder:
-    def __init__(self, manifest: dict, files: DumpFiles):
+    def __init__(self, manifest: dict, files: DumpFiles, columns: dict[int, WaveColumns] | None = None):
         self.manifest = manifest
         self.files = files
+        self.columns = columns or {}  # what the bulk check read of a dispatch's waves (validate.WaveColumns)
+        # the same for all waves in GpuState.waves order (None: not read yet)
+        self.index_in_workgroup: list[int] | None = None
+        self.register_layouts: list[str] | None = None
+        self.register_files: list[str] | None = None
+        self.lane_fields = True  # a wave may have valid_lanes, lane_pcs or return_addresses
         self.spans: dict[str, FileSpan] = {}
         self.layouts: dict[str, list[tuple[str, int]]] = {}
         self.wave_entries: list[dict] = []  # every wave's manifest entry, in GpuState.waves order
+        self.group_entries: list[dict] = []  # every workgroup's, all dispatches in turn
+        self.group_dispatch: list[int] = []  # the dispatch of each of those
+        self.dispatch_first_group: list[int] = []  # where each dispatch's workgroups start among them
+        self.dispatch_list: list[Dispatch] = []
+        self.waves = LazyWaves(0, self.wave, np.zeros(0, np.int64))  # sized once the dispatches are read
         target = manifest["target"]
         self.lanes = parse_number(target["lanes"])
 
@@ -60,6 +88,26 @@ class _Builder:
             found = self.files.span(rel)
             self.spans[rel] = found
         return found
+
+    def check_memory(self, entry: Any, path: str, lds: bool = False) -> None:
+        """A private memory (or LDS) entry, which opening left to its first read (validate.check_manifest's
+        `memories`): its first problem is raised as the validator says it."""
+        problem = memory_problem(entry, path, self.lanes, lds)
+        if problem is not None:
+            raise StateError(problem.message, problem.path)
+
+    def file_span(self, rel: str, where: str) -> FileSpan:
+        """The file that the field at JSON path `where` names; a missing one is said as the validator says
+        it (opening looked for the register files, not for the LDS and private ones)."""
+        why = path_problem(rel)
+        if why is not None:
+            raise StateError(why, where)
+        try:
+            return self.files.span(rel)
+        except StateError as exc:
+            if exc.path == rel and error_message(exc) == "missing":
+                raise StateError("missing", where) from None
+            raise
 
     def regions(self, entries: list[dict], path: str) -> dict[str, SparseMemory]:
         by_space: dict[str, list[Region]] = {}
@@ -79,53 +127,59 @@ class _Builder:
                               parse_number(e["load_address"]), e["path"])
                 for e in self.manifest["code_objects"]]
 
-    def wave_parts(self, entry: dict, path: str, wave: Wave) -> list:
+    def wave_parts(self, entry: dict, wave: Wave) -> list:
         """[registers, valid_lanes, private, lane_pcs] of one wave: built the first time the wave is used."""
+        path = wave.path
         regs = entry["registers"]
-        registers = RegisterFile(self.layouts[regs["layout"]], self.files.span(regs["file"]), f"{path}.registers",
-                                 regs["layout"])
+        registers = RegisterFile(self.layouts[regs["layout"]], self.file_span(regs["file"], f"{path}.registers.file"),
+                                 f"{path}.registers", regs["layout"])
         mask = entry.get("valid_lanes")
         valid = np.ones(self.lanes, dtype=bool) if mask is None else mask_to_lanes(parse_number(mask), self.lanes)
         private = None
         if entry.get("private") is not None:
-            p = entry["private"]
-            size = parse_number(p["size"])
-            view = SparseMemory([Region(0, size, p["file"], 0, span=self.files.span(p["file"]))],
-                                "private_wave", f"{path}.private")
-            private = PrivateMemory(p["layout"], size, self.lanes, view, _num(p.get("base"), 0), f"{path}.private")
+            try:
+                private = self.private(entry["private"], f"{path}.private")
+            except StateError as exc:  # the registers stay usable; the private memory says why it is not
+                private = Unreadable(error_message(exc), exc.path)
         lane_pcs = None
         if entry.get("lane_pcs") is not None:
             lane_pcs = np.array([parse_number(pc) for pc in entry["lane_pcs"]], dtype=np.uint64)
         return [registers, valid, private, lane_pcs]
 
+    def private(self, p: Any, path: str) -> PrivateMemory:
+        self.check_memory(p, path)
+        size = parse_number(p["size"])
+        view = SparseMemory([Region(0, size, p["file"], 0, span=self.file_span(p["file"], f"{path}.file"))],
+                            "private_wave", path)
+        return PrivateMemory(p["layout"], size, self.lanes, view, _num(p.get("base"), 0), path)
+
     def lds(self, lds: dict, path: str) -> SparseMemory:
+        self.check_memory(lds, path, lds=True)
         size = parse_number(lds["size"])
-        return SparseMemory([Region(0, size, lds["file"], 0, span=self.files.span(lds["file"]))], "local", path)
+        return SparseMemory([Region(0, size, lds["file"], 0, span=self.file_span(lds["file"], f"{path}.file"))],
+                            "local", path)
 
     def dispatches(self) -> list[Dispatch]:
+        """The dispatches, whose workgroups and waves are made when first asked for (self.waves): only
+        their columns are read here."""
         self.layouts = {name: [(reg, parse_number(size)) for reg, size in entries]
                         for name, entries in self.manifest["register_layouts"].items()}
         result = []
-        lanes, deferred = self.lanes, Wave.deferred
-        for d, entry in enumerate(self.manifest["dispatches"]):
+        wave_counts: list[int] = []  # per workgroup, all dispatches in turn
+        dispatches = self.manifest["dispatches"]
+        read = [self.columns.get(d) for d in range(len(dispatches))]
+        for d, entry in enumerate(dispatches):
             here = f"dispatches[{d}]"
-            workgroups = []
-            for g, wg in enumerate(entry["workgroups"]):
-                wg_path = f"{here}.workgroups[{g}]"
-                lds = wg.get("lds")
-                # waves and LDS are only described here; their files are opened when first used
-                waves = [deferred(_int(w["id"]), _int(w["index_in_workgroup"]), lanes, f"{wg_path}.waves[{i}]",
-                                  partial(self.wave_parts, w, f"{wg_path}.waves[{i}]"))
-                         for i, w in enumerate(wg["waves"])]
-                for wave, w in zip(waves, wg["waves"]):
-                    if w.get("return_addresses") is not None:  # the call stacks the dump records (CUDA backtraces)
-                        wave.return_addresses = {lane: [parse_number(a) for a in stack]
-                                                 for lane, stack in enumerate(w["return_addresses"]) if stack}
-                workgroups.append(Workgroup(tuple(_int(x) for x in wg["id"]), None, waves, wg_path,
-                                            lds_loader=None if lds is None else partial(self.lds, lds, f"{wg_path}.lds")))
-                if wg.get("cluster") is not None:
-                    workgroups[-1].cluster = tuple(_int(x) for x in wg["cluster"])
-                self.wave_entries.extend(wg["waves"])
+            groups = entry["workgroups"]
+            wave_lists = list(map(_WAVES, groups))
+            first_group, first_wave = len(wave_counts), len(self.wave_entries)
+            self.dispatch_first_group.append(first_group)
+            wave_counts += map(len, wave_lists)
+            self.wave_entries += chain.from_iterable(wave_lists)
+            self.group_entries += groups
+            self.group_dispatch += [d] * len(groups)
+            waves = WaveSlice(self.waves, first_wave, len(self.wave_entries))
+            workgroups = LazyWorkgroups(len(groups), partial(self.workgroup, first_group), waves)
             co = entry.get("code_object")
             dispatch = Dispatch(
                 parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
@@ -140,7 +194,63 @@ class _Builder:
             if entry.get("apertures") is not None:
                 dispatch.apertures = _apertures(entry["apertures"])
             result.append(dispatch)
+        self.dispatch_list = result
+        counts = np.array(wave_counts, np.int64)
+        self.group_first = np.concatenate(([0], np.cumsum(counts)))  # each workgroup's first wave
+        self.wave_group = np.repeat(np.arange(len(counts)), counts)  # each wave's workgroup
+        if None not in read:  # the bulk check read every wave: take its columns
+            self.index_in_workgroup = list(chain.from_iterable(c.index_in_workgroup for c in read))
+            self.register_layouts = list(chain.from_iterable(c.layouts for c in read))
+            self.register_files = list(chain.from_iterable(c.register_files for c in read))
+            self.lane_fields = any(c.lane_fields for c in read)
+            ids = list(chain.from_iterable(c.ids for c in read))
+        else:
+            ids = _ints(list(map(_ID, self.wave_entries)))
+        self.waves.set_ids(int_column(ids))
         return result
+
+    def workgroup(self, first_group: int, index: int) -> Workgroup:
+        """Workgroup `index` of the dispatch whose first workgroup is `first_group` (of all dispatches')."""
+        g = first_group + index
+        d, entry = self.group_dispatch[g], self.group_entries[g]
+        path = f"dispatches[{d}].workgroups[{index}]"
+        lds = entry.get("lds")
+        start, end = int(self.group_first[g]), int(self.group_first[g + 1])
+        workgroup = Workgroup(tuple(_int(x) for x in entry["id"]), None, WaveSlice(self.waves, start, end), path,
+                              lds_loader=None if lds is None else partial(self.lds, lds, f"{path}.lds"))
+        if entry.get("cluster") is not None:
+            workgroup.cluster = tuple(_int(x) for x in entry["cluster"])
+        workgroup.dispatch = self.dispatch_list[d]
+        return workgroup
+
+    def wave(self, i: int) -> Wave:
+        """Wave `i` of all dispatches' (GpuState.waves order), with its workgroup."""
+        entry = self.wave_entries[i]
+        g = int(self.wave_group[i])
+        d = self.group_dispatch[g]
+        workgroup = self.dispatch_list[d].workgroups[g - self.dispatch_first_group[d]]
+        wave = Wave.deferred(_int(entry["id"]), _int(entry["index_in_workgroup"]), self.lanes,
+                             f"{workgroup.path}.waves[{i - int(self.group_first[g])}]", partial(self.wave_parts, entry))
+        wave.workgroup, wave.dispatch = workgroup, workgroup.dispatch
+        wave.pc_register, wave.exec_register = self.waves.register_names
+        if entry.get("return_addresses") is not None:  # the call stacks the dump records (CUDA backtraces)
+            wave.return_addresses = {lane: [parse_number(a) for a in stack]
+                                     for lane, stack in enumerate(entry["return_addresses"]) if stack}
+        return wave
+
+    def wave_table(self) -> WaveTable:
+        n = len(self.wave_entries)
+        groups = self.group_entries
+        group_ids = int_column(_ints([x for e in groups for x in _ID(e)])).reshape(len(groups), 3)
+        clusters = None
+        if any(e.get("cluster") is not None for e in groups):
+            per_group = [None if e.get("cluster") is None else tuple(_int(x) for x in e["cluster"]) for e in groups]
+            clusters = [per_group[g] for g in self.wave_group.tolist()]
+        return WaveTable(self.waves, self.dispatch_list, self.waves.ids,
+                         int_column(self.index_in_workgroup if self.index_in_workgroup is not None
+                                    else _ints(list(map(_INDEX, self.wave_entries)))), np.full(n, self.lanes, np.int64),
+                         np.array(self.group_dispatch, np.int64)[self.wave_group] if n else np.zeros(0, np.int64),
+                         group_ids[self.wave_group], clusters)
 
     def read_heads(self, pc_name: str = "pc", exec_name: str | None = "exec") -> WaveHeads:
         """pc, execution mask and valid lanes of every wave from the files, without building the waves
@@ -162,14 +272,22 @@ class _Builder:
             last = max((o + size for o, size in present), default=0)
             places[name] = (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
         limit, lane_bits = (1 << 64) - 1, (1 << lanes) - 1
+        layouts, register_files = self.register_layouts, self.register_files
+        if layouts is None or register_files is None:
+            registers = list(map(_REGISTERS, self.wave_entries))
+            layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
         by_layout: dict[str, list[int]] = {}
-        for i, entry in enumerate(self.wave_entries):
-            by_layout.setdefault(entry["registers"]["layout"], []).append(i)
+        if len(set(layouts)) == 1:
+            by_layout[layouts[0]] = list(range(n))
+        else:
+            for i, layout in enumerate(layouts):
+                by_layout.setdefault(layout, []).append(i)
         for layout, rows in by_layout.items():
             first, length, pc_at, exec_at = places[layout]
             if not length:
                 continue
-            chunks = self.files.read_ranges([self.wave_entries[i]["registers"]["file"] for i in rows], first, length)
+            chunks = self.files.read_ranges(register_files if len(rows) == n else [register_files[i] for i in rows],
+                                            first, length)
             table = np.zeros((len(rows), length), np.uint8)  # the bytes each file holds; short files leave zeros
             held = np.zeros(len(rows), np.int64)
             whole = b"".join(chunks)
@@ -189,13 +307,16 @@ class _Builder:
                 ok = held >= start + size
                 values[rows[ok]] = _little_endian(table[ok, start:start + size]) & np.uint64(bits)
                 known[rows[ok]] = True
-        masks = [entry.get("valid_lanes") for entry in self.wave_entries]
+        if not self.lane_fields:  # (no wave has valid_lanes or lane_pcs)
+            return heads
+        masks = list(map(dict.get, self.wave_entries, repeat("valid_lanes", n)))
         if masks.count(None) != n:
             for i, mask in enumerate(masks):
                 if mask is not None:
                     heads.valid[i] = parse_number(mask) & lane_bits
-        per_lane = [entry.get("lane_pcs") is not None for entry in self.wave_entries]
-        heads.lane_pcs[:] = per_lane
+        per_lane = list(map(dict.get, self.wave_entries, repeat("lane_pcs", n)))
+        if per_lane.count(None) != n:
+            heads.lane_pcs[:] = [pcs is not None for pcs in per_lane]
         return heads
 
     def build(self) -> GpuState:
@@ -206,7 +327,7 @@ class _Builder:
             root=root, source=self.files.source, producer=self.manifest["producer"], manifest=self.manifest,
             target=self.target(), code_objects=self.code_objects(),
             memory=self.regions(self.manifest.get("memory") or [], "memory"),
-            dispatches=self.dispatches(), read_heads=self.read_heads,
+            dispatches=self.dispatches(), read_heads=self.read_heads, waves=self.waves, wave_table=self.wave_table,
             focus=None if focus is None else Focus(parse_number(focus["wave"]), parse_number(focus["lane"])),
             stop=None if stop is None else Stop(stop["reason"], stop.get("description") or "", _num(stop.get("pc"))),
             files=self.files)
@@ -218,28 +339,41 @@ def load_state(path: str | os.PathLike) -> GpuState:
     if os.path.isfile(path) and is_core_file(path):
         return load_core_file(path)
     files = open_dump_files(Path(path))
-    with _no_collection():
+    with _no_collection() as loaded:
         try:
-            return _load(files)
+            state = _load(files)
         except BaseException:
             files.close()
             raise
+        loaded.append(state)
+    return state
+
+
+# a dump with this many waves stays frozen for the collector while it is open (see _no_collection)
+FREEZE_WAVES = 10_000
 
 
 @contextmanager
 def _no_collection():
-    """A big manifest is a million small objects without cycles: the cyclic collector would walk
-    them again and again while they are made, which costs more than the parsing. Pause it while
-    loading, then move what was made straight to the oldest generation (freeze + unfreeze), so
-    the young collections that follow do not walk it either."""
+    """A big manifest is a million small objects: the cyclic collector would walk them again and
+    again while they are made, which costs more than the parsing. Pause it while loading, then move
+    what was made out of the young generations (gc.freeze). A dump of FREEZE_WAVES waves or more
+    stays frozen while its state is open, so the first full collection after the load does not pause
+    the server for half a second (100,000 waves); closing or dropping the state thaws it, so what it
+    made can be collected. A smaller dump, or a load that fails, is thawed at once (into the oldest
+    generation)."""
     enabled = gc.isenabled()
     gc.disable()
+    loaded: list = []
     try:
-        yield
+        yield loaded
     finally:
         if enabled:
             gc.freeze()
-            gc.unfreeze()
+            if loaded and len(loaded[0].waves) >= FREEZE_WAVES:
+                loaded[0]._thaw = weakref.finalize(loaded[0], gc.unfreeze)
+            else:
+                gc.unfreeze()
             gc.enable()
 
 
@@ -247,11 +381,14 @@ def _load(files: DumpFiles) -> GpuState:
     manifest, problem = read_manifest(files)
     if problem is not None:
         raise StateError(problem.message, problem.path)
-    # opening needs the files to exist; their lengths only matter once read (short = unavailable tail)
-    for problem in check_manifest(manifest, files, require_registers=False, sizes=False):
+    # opening needs the register files (the waves table reads them) and the code objects and memories to
+    # exist; their lengths only matter once read (short = unavailable tail); an LDS or private memory's
+    # entry and file are looked at when first read
+    checker = ManifestChecker(manifest, files, require_registers=False, sizes=False, memories=False)
+    for problem in checker.check():
         if problem.is_error:
             raise StateError(problem.message, problem.path)
-    state = _Builder(manifest, files).build()
+    state = _Builder(manifest, files, checker.wave_columns).build()
     rules = register_rules_for(state.target.vendor)
     if rules is not None:  # the vendor's names for the PC and execution-mask registers
         state.use_register_names(rules.pc_register, rules.exec_register)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import contains, itemgetter
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from ..errors import StateError
 import numpy as np
@@ -61,14 +62,25 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+class WaveColumns(NamedTuple):
+    """What the bulk check read of one dispatch's waves, in order, for the reader to use again."""
+
+    ids: list[int]
+    index_in_workgroup: list[int]
+    layouts: list[str]  # of their register files
+    register_files: list[str]
+    lane_fields: bool  # some wave may have valid_lanes, lane_pcs or return_addresses
+
+
 class ManifestChecker:
     def __init__(self, manifest: Any, files: DumpFiles | None, rules_for: RulesFor | None = None,
-                 require_registers: bool = True, sizes: bool = True):
+                 require_registers: bool = True, sizes: bool = True, memories: bool = True):
         self.manifest = manifest
         self.files = files
         self.rules_for = rules_for if rules_for is not None else _registered_rules
         self.require_registers = require_registers
         self.sizes = sizes  # False: check that files exist, not their lengths (short files are only warnings)
+        self.memories = memories  # False: LDS and private entries are left to their first read (check_manifest)
         self.problems: list[Problem] = []
         self.lanes: int | None = None
         self.vendor: str | None = None
@@ -77,6 +89,7 @@ class ManifestChecker:
         self.layout_names: set[str] = set()
         self.code_object_ids: set[int] = set()
         self.wave_ids: set[int] = set()
+        self.wave_columns: dict[int, WaveColumns] = {}  # dispatch index -> its waves, where checked in bulk
 
     # ----- small checkers ------------------------------------------------------------------
 
@@ -361,91 +374,75 @@ class ManifestChecker:
             value = self.field(dispatch, "workgroups", here)
             workgroups = None if value is _MISSING else self.array(value, f"{here}.workgroups")
             workgroup_ids: set[tuple] = set()
-            if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size):
+            if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size, d):
                 continue
             for g, workgroup in enumerate(workgroups or []):
                 self.check_workgroup(workgroup, f"{here}.workgroups[{g}]", workgroup_size, workgroup_ids)
 
-    def plain_workgroups(self, workgroups: list, workgroup_size) -> bool:
+    def plain_workgroups(self, workgroups: list, workgroup_size, dispatch: int | None = None) -> bool:
         """A dispatch's workgroups and waves checked in bulk, for dumps of many thousand waves.
 
         True when all of them are plainly well formed (plain numbers and paths, files present and
         long enough, nothing the walk below would report); False leaves it to that walk, which
-        names each problem. Nothing is reported here.
+        names each problem. Nothing is reported here; what was read is kept in wave_columns[dispatch].
         """
         lanes = self.lanes
         if lanes is None or workgroup_size is None:
             return False
         try:
-            # one pass per field, in C where possible; a missing key or a non-object ends the bulk check
+            # one pass per field, in C where possible; a missing key, a non-object (itemgetter and
+            # dict.get raise TypeError for anything else JSON makes) or an unhashable value ends the
+            # bulk check
             ids = list(map(_ID, workgroups))
-            if any(wg.get("cluster") is not None for wg in workgroups):  # checked one by one below
+            m = len(workgroups)
+            if list(map(dict.get, workgroups, repeat("cluster", m))).count(None) != m:  # checked one by one below
                 return False
             wave_lists = list(map(_WAVES, workgroups))
             if not (_all_type(wave_lists, list) and _all_type(ids, list)):
                 return False
-            waves = [w for listed in wave_lists for w in listed]
-            if not _all_type(waves, dict):
-                return False
-            rows = list(map(_WAVE_FIELDS, waves))
+            waves = list(chain.from_iterable(wave_lists))
+            wave_ids = list(map(_ID, waves))
+            indexes = list(map(_INDEX, waves))
             registers = list(map(_REGISTERS, waves))
+            n = len(waves)
+            # Waves with no other field than these have no valid_lanes, lane_pcs or return_addresses
+            # (counted, not looked up: the common case); others are looked at field by field.
+            with_private = sum(map(contains, waves, repeat("private", n)))
+            lane_fields = sum(map(len, waves)) != 3 * n + with_private
+            if lane_fields and not self._plain_lane_fields(waves):
+                return False
+            flat = list(chain.from_iterable(ids))
+            if set(map(len, ids)) != {3} or not (_all_type(flat, int) and _plain_numbers(flat)):
+                return False
+            if len(set(map(tuple, ids))) != len(ids):
+                return False
+            if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
+                return False
+            unique_ids = set(wave_ids)
+            if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
+                return False
+            items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
+            if not (_all_type(indexes, int) and _plain_numbers(indexes)
+                    and (not indexes or max(indexes) * lanes < items)):
+                return False
+            layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
+            layout_names = set(layouts)
+            # (an LDS or private file: its entry, path and presence, unless opening leaves them to their first read)
+            memory_files = self._plain_memories(workgroups, waves) if self.memories else {}
         except (KeyError, TypeError):
             return False
-        if not all(len(i) == 3 for i in ids) or not _all_type([x for i in ids for x in i], int):
+        if memory_files is None:
             return False
-        if not (_plain_numbers(ids) and len(set(map(tuple, ids))) == len(ids)):
+        if not _all_type(list(layout_names), str) or "" in layout_names or not layout_names <= self.layout_sizes.keys():
             return False
-        wave_ids, indexes, valid, lane_pcs, privates = zip(*rows) if rows else ((),) * 5
-        if valid.count(None) != len(valid) or lane_pcs.count(None) != len(lane_pcs):
-            return False
-        if not (_all_type(wave_ids, int) and _plain_numbers(wave_ids)):
-            return False
-        unique_ids = set(wave_ids)
-        if len(unique_ids) != len(wave_ids) or not unique_ids.isdisjoint(self.wave_ids):
-            return False
-        items = workgroup_size[0] * workgroup_size[1] * workgroup_size[2]
-        if not (_all_type(indexes, int) and _plain_numbers(indexes) and (not indexes or max(indexes) * lanes < items)):
-            return False
-        needed: dict[Any, int] = {}  # file -> bytes it must hold, when sizes are checked
-        lds = [wg.get("lds") for wg in workgroups]
-        lds = [x for x in lds if x is not None]
-        if not _all_type(lds, dict):
-            return False
-        try:
-            lds_rows = list(map(_SIZE_FILE, lds))
-            if not _all_type(registers, dict):
-                return False
-            register_rows = list(map(_LAYOUT_FILE, registers))
-            privates = [p for p in privates if p is not None]
-            if not _all_type(privates, dict):
-                return False
-            private_rows = list(map(_PRIVATE_FIELDS, privates))
-        except (KeyError, TypeError):
-            return False
-        if not _all_type([row[0] for row in register_rows], str):
-            return False
-        layout_names = {row[0] for row in register_rows}
-        if "" in layout_names or not layout_names <= self.layout_sizes.keys():
-            return False
-        sizes = [row[0] for row in lds_rows] + [row[1] for row in private_rows]
-        if not (_all_type(sizes, int) and _plain_numbers(sizes) and max(sizes, default=0) <= MAX_U64):
-            return False
-        if [p.get("base") for p in privates].count(None) != len(privates):
-            return False
-        for layout, size in {(row[0], row[1]) for row in private_rows}:
-            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
-                return False
-        rels = [row[1] for row in lds_rows] + [row[1] for row in register_rows] + [row[2] for row in private_rows]
+        rels = register_files + list(memory_files) if memory_files else register_files
         if not all_plain_paths(rels):
             return False
         if self.files is not None:
             if self.sizes:
-                for size, rel in lds_rows:
-                    _need(needed, rel, size)
-                for layout, rel in register_rows:
+                needed: dict[Any, int] = dict(memory_files)  # file -> bytes it must hold
+                for layout, rel in zip(layouts, register_files):
                     _need(needed, rel, self.layout_sizes[layout])
-                for _, size, rel in private_rows:
-                    _need(needed, rel, size)
                 for rel, size in needed.items():
                     have = self.files.size(rel)
                     if have is None or have < size:
@@ -453,6 +450,60 @@ class ManifestChecker:
             elif self.files.missing(rels):
                 return False
         self.wave_ids.update(unique_ids)
+        if dispatch is not None:
+            self.wave_columns[dispatch] = WaveColumns(wave_ids, indexes, layouts, register_files, lane_fields)
+        return True
+
+    def _plain_memories(self, workgroups: list, waves: list) -> dict[str, int] | None:
+        """The LDS and private files of plain workgroups and waves (in bulk, as plain_workgroups), each
+        with the bytes it must hold; None for anything the walk would look at (KeyError or TypeError
+        for a missing field or a non-object)."""
+        lanes = self.lanes or 1
+        lds = list(map(dict.get, workgroups, repeat("lds", len(workgroups))))
+        if lds.count(None):
+            lds = [x for x in lds if x is not None]
+        privates = list(map(dict.get, waves, repeat("private", len(waves))))
+        if privates.count(None):
+            privates = [p for p in privates if p is not None]
+        lds_sizes, lds_files = list(map(_SIZE, lds)), list(map(_FILE, lds))
+        private_layouts, private_sizes = list(map(_LAYOUT, privates)), list(map(_SIZE, privates))
+        private_files = list(map(_FILE, privates))
+        kinds = set(private_layouts)
+        private_kinds = set(zip(private_layouts, private_sizes)) if len(kinds) > 1 else \
+            {(kind, size) for kind in kinds for size in set(private_sizes)}
+        sizes = lds_sizes + private_sizes
+        if not _all_type(sizes, int):
+            return None
+        distinct = list(set(sizes))
+        if not (_plain_numbers(distinct) and max(distinct, default=0) <= MAX_U64):
+            return None
+        if sum(map(len, privates)) != 3 * len(privates) \
+                and [p.get("base") for p in privates].count(None) != len(privates):
+            return None
+        for layout, size in private_kinds:
+            if layout not in _LAYOUT_SET or size % (4 * lanes if layout == SWIZZLED else lanes):
+                return None
+        needed: dict[str, int] = {}
+        for rel, size in zip(lds_files + private_files, sizes):
+            if type(rel) is not str:
+                return None
+            _need(needed, rel, size)
+        return needed
+
+    @staticmethod
+    def _plain_lane_fields(waves: list[dict]) -> bool:
+        """No wave has valid_lanes or lane_pcs, nor return_addresses unless it says lane_pcs: null (what it
+        names under lane_pcs wins, even None): those the walk checks wave by wave."""
+        n = len(waves)
+        if list(map(dict.get, waves, repeat("valid_lanes", n))).count(None) != n:
+            return False
+        lane_pcs = list(map(dict.get, waves, repeat("lane_pcs", n), repeat(_MISSING, n)))
+        if lane_pcs.count(None) + lane_pcs.count(_MISSING) != n:
+            return False
+        if lane_pcs.count(_MISSING):
+            stacks = list(map(dict.get, waves, repeat("return_addresses", n)))
+            if stacks.count(None) != n and any(s is not None for s, p in zip(stacks, lane_pcs) if p is _MISSING):
+                return False
         return True
 
     def check_workgroup(self, workgroup: Any, here: str, workgroup_size, workgroup_ids: set) -> None:
@@ -466,9 +517,8 @@ class ManifestChecker:
         if workgroup.get("cluster") is not None:
             self.triple(workgroup, "cluster", here)
         lds = self.field(workgroup, "lds", here, required=False)
-        if lds is not _MISSING and self.obj(lds, f"{here}.lds") is not None:
-            size = self.number(lds, "size", f"{here}.lds")
-            self.file(lds, "file", f"{here}.lds", size)
+        if lds is not _MISSING and self.memories:
+            self.check_lds(lds, f"{here}.lds")
         value = self.field(workgroup, "waves", here)
         waves = None if value is _MISSING else self.array(value, f"{here}.waves")
         for w, wave in enumerate(waves or []):
@@ -506,7 +556,7 @@ class ManifestChecker:
             if mask is not None and lanes and mask >> lanes:
                 self.report(f"{here}.valid_lanes", f"mask {mask:#x} sets bits past lane {lanes - 1}")
         private = self.field(wave, "private", here, required=False)
-        if private is not _MISSING:
+        if private is not _MISSING and self.memories:
             self.check_private(private, f"{here}.private")
         lane_pcs = self.field(wave, "lane_pcs", here, required=False)
         if lane_pcs is not _MISSING and self.array(lane_pcs, f"{here}.lane_pcs") is not None:
@@ -522,6 +572,11 @@ class ManifestChecker:
                 if self.array(stack, f"{here}.return_addresses[{i}]") is not None:
                     for level, address in enumerate(stack):
                         self.number_value(address, f"{here}.return_addresses[{i}][{level}]")
+
+    def check_lds(self, lds: Any, here: str) -> None:
+        if self.obj(lds, here) is not None:
+            size = self.number(lds, "size", here)
+            self.file(lds, "file", here, size)
 
     def check_private(self, private: Any, here: str) -> None:
         if self.obj(private, here) is None:
@@ -559,11 +614,10 @@ _LAYOUT_SET = frozenset(LAYOUTS)
 _ID = itemgetter("id")
 _WAVES = itemgetter("waves")
 _REGISTERS = itemgetter("registers")
-_WAVE_FIELDS = lambda w: (w["id"], w["index_in_workgroup"], w.get("valid_lanes"),  # noqa: E731
-                          w.get("lane_pcs", w.get("return_addresses")), w.get("private"))
-_SIZE_FILE = itemgetter("size", "file")
-_LAYOUT_FILE = itemgetter("layout", "file")
-_PRIVATE_FIELDS = itemgetter("layout", "size", "file")
+_INDEX = itemgetter("index_in_workgroup")
+_SIZE = itemgetter("size")
+_FILE = itemgetter("file")
+_LAYOUT = itemgetter("layout")
 
 
 def _all_type(values, kind: type) -> bool:
@@ -596,13 +650,25 @@ def error_message(exc: StateError) -> str:
 
 
 def check_manifest(manifest: Any, files: DumpFiles | None = None, rules_for: RulesFor | None = None,
-                   require_registers: bool = True, sizes: bool = True) -> list[Problem]:
+                   require_registers: bool = True, sizes: bool = True, memories: bool = True) -> list[Problem]:
     """Problems of an already parsed manifest; with `files`, also checks the files it names (with
-    `sizes=False` only that they exist: the short-file warnings are left out). The register rules
+    `sizes=False` only that they exist: the short-file warnings are left out). With `memories=False`
+    the workgroups' LDS and the waves' private memory entries are not looked at: the reader checks
+    each when it is first read (memory_problem) and says the same problem with the same JSON path.
+    The register rules
     (`rules_for`, else the registered ones) check each vendor's register sizes and, with
     `require_registers`, that every layout holds the registers the debugger needs to open a wave
     (its PC, the execution mask). A dump lacking them still loads (they read as unknown)."""
-    return ManifestChecker(manifest, files, rules_for, require_registers, sizes).check()
+    return ManifestChecker(manifest, files, rules_for, require_registers, sizes, memories).check()
+
+
+def memory_problem(entry: Any, path: str, lanes: int, lds: bool = False) -> Problem | None:
+    """The first problem of a wave's private memory entry (with `lds`, a workgroup's LDS entry) at JSON
+    path `path`, as the validator says it; its file's presence is not looked at here."""
+    checker = ManifestChecker(None, None)
+    checker.lanes = lanes
+    (checker.check_lds if lds else checker.check_private)(entry, path)
+    return next((p for p in checker.problems if p.is_error), None)
 
 
 def read_manifest(files: DumpFiles) -> tuple[Any, Problem | None]:

@@ -5,8 +5,8 @@
 #
 # nvcc has no -fdebug-prefix-map: cicc writes the working directory (getcwd, or $PWD when it names
 # the same place) as DW_AT_comp_dir and the line table's directory. The build runs inside this
-# folder with the working directory reported as ".", so the DWARF names `./lds_tiles.cu` and
-# resolves from any clone.
+# folder with the working directory reported as "." (PWD=. and cwd_dot.c's getcwd, preloaded; real/
+# capture.sh builds with it too), so the DWARF names `./lds_tiles.cu` and resolves from any clone.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -21,26 +21,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/cwd_dot.c" <<'EOF'
-/* getcwd() answers "." so the compiler records a relative compilation directory */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-char *getcwd(char *buf, size_t size) {
-    if (buf == NULL) {
-        size = size ? size : 2;
-        if ((buf = malloc(size)) == NULL)
-            return NULL;
-    }
-    if (size < 2) {
-        errno = ERANGE;
-        return NULL;
-    }
-    strcpy(buf, ".");
-    return buf;
-}
-EOF
-"$CC" -shared -fPIC -o "$work/cwd_dot.so" "$work/cwd_dot.c"
+"$CC" -shared -fPIC -o "$work/cwd_dot.so" cwd_dot.c
 
 nvcc_here() {
     env PWD=. LD_PRELOAD="$work/cwd_dot.so" "$NVCC" "$@"

@@ -47,6 +47,18 @@ class WarpSpec:
 
 
 @dataclass
+class Elsewhere:
+    """Lanes standing at another line of the stopped function, each at its own PC (independent thread
+    scheduling: a CUDA core's lane rows record every lane's virtual PC), with the values the source
+    gives them there."""
+
+    lanes: int  # mask of the lanes (of every warp) at `line`
+    line: int
+    values: object  # callable(thread (x,y,z)) -> {variable name: value}
+    function: str | None = None  # the line's function (mangled) when another than the stop's
+
+
+@dataclass
 class CudaDumpSpec:
     name: str
     cubin: Path
@@ -66,21 +78,28 @@ class CudaDumpSpec:
     pc_offset: int = 0  # stop at the line's n-th address
     caller: str | None = None  # stopped in a device function called from this function (mangled)
     caller_values: object = None  # callable(thread) -> the caller's {variable name: value}
+    elsewhere: Elsewhere | None = None  # lanes at their own PC on another line (the dump gets lane_pcs)
+    address: int | None = None  # stop here (the function's own offset, as nvdisasm lists it), not at the line
+    stop: tuple | None = None  # the dump's stop (reason, description[, pc]); default a breakpoint at the line
 
 
-def stop_pc(image: bytes, spec: CudaDumpSpec) -> int:
+def stop_pc(image: bytes, spec: CudaDumpSpec, line: int | None = None) -> int:
+    """The stop's PC: the `pc_offset`-th address of the stop line (of `line` when given)."""
     import io
 
     from elftools.elf.elffile import ELFFile
 
     from aspace_dap.dwarf.index import DwarfIndex
 
+    if line is None and spec.address is not None:
+        return spec.address
+    line = spec.line if line is None else line
     index = DwarfIndex(ELFFile(io.BytesIO(image)), load_bias=0, e_machine=190)
     files = [f for f in index.source_files() if f.endswith(spec.file)]
-    pcs = sorted({pc for f in files for pc in index.pcs_for_line(f, spec.line)})
+    pcs = sorted({pc for f in files for pc in index.pcs_for_line(f, line)})
     if not pcs:
-        raise ValueError(f"{spec.name}: no code for {spec.file}:{spec.line}")
-    return pcs[min(spec.pc_offset, len(pcs) - 1)]
+        raise ValueError(f"{spec.name}: no code for {spec.file}:{line}")
+    return pcs[min(spec.pc_offset, len(pcs) - 1)] if line == spec.line else pcs[0]
 
 
 R_CUDA_ABS32_LO_32 = 56  # MOV Rlo, 32@lo(return address)
@@ -198,7 +217,7 @@ def processor(image: bytes) -> str:
     return f"sm_{flags >> 8 & 0xFF}"
 
 
-def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
+def _draft(spec: CudaDumpSpec, image: bytes, pc: int, other_pc: int | None = None) -> StateWriter:
     params = kernel_parameters(image, spec.kernel, spec.cubin.name)
     if params is None:
         raise ValueError(f"{spec.name}: the cubin gives {spec.kernel} no parameter bank (.nv.info)")
@@ -239,11 +258,14 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int) -> StateWriter:
             regs[f"UR{u}"] = bytes(4)
         for u in range(upreds):
             regs[f"UP{u}"] = bytes(1)
+        lane_pcs = None
+        if spec.elsewhere is not None:
+            lane_pcs = [other_pc if spec.elsewhere.lanes >> lane & 1 else pc for lane in range(LANES)]
         wg.add_wave(n, warp.index_in_workgroup, regs, layout, valid_lanes=warp.valid,
                     private=np.zeros((LANES, LOCAL_PER_LANE), np.uint8), private_layout="per_lane",
-                    private_base=base)
+                    private_base=base, lane_pcs=lane_pcs)
     writer.set_focus(0, next(i for i in range(LANES) if spec.warps[0].active >> i & 1))
-    writer.set_stop("breakpoint", f"{spec.file}:{spec.line}")
+    writer.set_stop(*(spec.stop or ("breakpoint", f"{spec.file}:{spec.line}")))
     return writer
 
 
@@ -252,9 +274,10 @@ def build(spec: CudaDumpSpec, dest: Path) -> Path:
     image = relocate_cubin(spec.cubin.read_bytes(), spec.cubin.name)
     read_cubin_debug(image)  # fail early on a malformed register map
     pc = stop_pc(image, spec)
+    other_pc = stop_pc(image, spec, spec.elsewhere.line) if spec.elsewhere is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         draft = Path(tmp) / "draft"
-        _draft(spec, image, pc).write(draft)
+        _draft(spec, image, pc, other_pc).write(draft)
         state = load_state(draft)
         session = Session(state)
         for wave in state.waves:
@@ -277,6 +300,12 @@ def _place(session: Session, spec: CudaDumpSpec, wave) -> None:
         if len(frames) < 2 or frames[1].info is None or frames[1].info.linkage_name != spec.caller:
             raise ValueError(f"{spec.name}: no {spec.caller} frame above the stop: {frames}")
         _place_frame(session, spec, wave, lanes, frames[1], spec.caller_values, caller=True)
+    if spec.elsewhere is not None:
+        # the other lanes' own frames, at their own PC: their variables where the DWARF puts them there
+        there = [lane for lane in range(LANES) if wave.valid_lanes[lane] and spec.elsewhere.lanes >> lane & 1]
+        if there:
+            own = session.frames(wave.id, there[0])
+            _place_frame(session, spec, wave, there, own[0], spec.elsewhere.values)
 
 
 def _place_frame(session: Session, spec: CudaDumpSpec, wave, lanes, frame, values_of, caller=False) -> None:

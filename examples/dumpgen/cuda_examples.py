@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cuda_engine import LOCAL_WINDOW, STACK_TOP, CudaDumpSpec, WarpSpec
+from .cuda_engine import LOCAL_WINDOW, STACK_TOP, CudaDumpSpec, Elsewhere, WarpSpec
 
 CUDA = Path(__file__).resolve().parent.parent / "cuda"
 F32 = np.float32
@@ -138,12 +138,40 @@ def divergent_call(arch: str = "sm_90") -> CudaDumpSpec:
         memory=[(IN_ADDR, data.tobytes())], caller="_Z9divergentPKfPfi", caller_values=caller_values)
 
 
+# --- divergent_call with the even lanes at their own PC: the join line (29), the else branch done ------
+
+JOIN_LINE = 29  # `if (gid < n)`: where both branches meet again
+
+
+def even_lane_values(t, n: int = 100) -> dict:
+    """An even lane at line 29: its `else` branch ran to the end (count = lane % 7 iterations)."""
+    gid = t[0]
+    lane = gid % 32
+    if lane & 1:
+        return {}
+    data = np.arange(n, dtype=F32) * F32(0.5) + F32(1)
+    x = data[gid] if gid < n else F32(0)
+    result = F32(-x)
+    for i in range(lane % 7):
+        result = F32(result + F32(F32(i) * x))
+    return {"gid": gid, "lane": lane, "x": float(x), "result": float(result)}
+
+
+def divergent_call_lane_pcs(arch: str = "sm_90") -> CudaDumpSpec:
+    """The odd lanes in settle as in divergent_call; the even lanes, inactive, each at its own PC on the
+    join line, as a CUDA core's lane rows record lanes that are not in the active mask."""
+    spec = divergent_call(arch)
+    spec.name = f"divergent_call.{arch}.G.lane_pcs"
+    spec.elsewhere = Elsewhere(0x55555555, JOIN_LINE, even_lane_values)
+    return spec
+
+
 SPECS = {"lds_tiles": lds_tiles, "scratch_struct": scratch_struct, "divergent_call": divergent_call}
 ARCHES = ("sm_80", "sm_90", "sm_120")  # examples/cuda/build.sh builds each kernel for these
 
 
 def specs() -> list[CudaDumpSpec]:
-    return [make(arch) for arch in ARCHES for make in SPECS.values()]
+    return [make(arch) for arch in ARCHES for make in SPECS.values()] + [divergent_call_lane_pcs("sm_90")]
 
 
 def main() -> int:

@@ -105,11 +105,13 @@ def sgpr_pair(lo: str, value: int) -> dict[str, bytes]:
     return {f"s{n}": u32(value), f"s{n + 1}": u32(value >> 32)}
 
 
-def _reg_order(name: str) -> tuple[int, int]:
+def _reg_order(name: str) -> tuple[int, int, str]:
     kinds = {"pc": 0, "exec": 1, "vcc": 2, "m0": 3, "s": 4, "v": 5, "a": 6}
     if name in kinds:
-        return kinds[name], 0
-    return kinds[name[0]], int(name[1:])
+        return kinds[name], 0, ""
+    if name[0] in kinds and name[1:].isdigit():
+        return kinds[name[0]], int(name[1:]), ""
+    return 7, 0, name  # hardware registers the save area keeps (trapsts, mode), after the rest
 
 
 # --- values ------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def spec(build: str = "tgllp") -> OpenclDump:
     names = sorted({k for item in items for k in item})
     values = {name: [item.get(name) for item in items] for name in names}
     active = sum(1 << lane for lane in range(simd) if group * simd + lane < N)
-    total = 4 * simd
+    total = -(-N // simd) * simd  # the global size: n work-items, rounded up to whole work-groups
     debug_file = HERE / f"scratch_struct.{build}.dbg"
     if build == "tgllp":
         pc = STOP_PC

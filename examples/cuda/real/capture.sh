@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Real CUDA cores in one go, on a machine with an NVIDIA GPU (sm_90: H100/H200), the CUDA toolkit and
-# cuda-gdb: build each program of gdb/*.gdb (<kernel>.sm_90.<G|lineinfo>) with nvcc, run it so that
-# the driver writes a GPU core when the kernel faults, ask cuda-gdb about each core (the commands of
-# gdb/<program>.gdb, written by plan.py) and pack cores, cubins, transcripts and logs into at most
-# 8 files of at most 15 MiB under OUT, laid out as examples/cuda/real/cores/ (unpack at the
-# repository root: `cat cores.tar.gz* | tar xzf -`).
+# cuda-gdb: build each program of gdb/*.gdb (<kernel>.sm_90.<G|lineinfo>; `plan.py sources` first
+# writes the examples' kernels into the build folder) with nvcc, run it so that the driver writes a
+# GPU core when the kernel faults, ask cuda-gdb about each core (the commands of gdb/<program>.gdb,
+# written by plan.py) and pack cores, cubins, transcripts and logs into at most 8 files of at most
+# 15 MiB under OUT, laid out as examples/cuda/real/cores/ (unpack at the repository root:
+# `cat cores.tar.gz* | tar xzf -`).
 #
 #   capture.sh [OUT]              everything (OUT defaults to $OUT, else ./capture-out)
 #   capture.sh --dry-run [OUT]    build and write the cuda-gdb command lines, run nothing (no GPU needed)
@@ -12,12 +13,13 @@
 #   capture.sh --pack-only DIR OUT  pack DIR (a results folder) into OUT, as the last step does
 #
 # Every tool is looked up at run time (PATH, $CUDA_HOME, /usr/local/cuda*, the nvidia-cuda-nvcc
-# wheel) and named in the log; NVCC, CUDA_GDB, CUOBJDUMP override the search. A failing step is
-# logged and the next one runs; the script stops starting steps after CAPTURE_SECONDS (default 330)
-# and always packs what it has. Environment for the runs: CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1,
-# CUDA_COREDUMP_FILE, CUDA_COREDUMP_SHOW_PROGRESS=1 and CUDA_COREDUMP_GENERATION_FLAGS
-# (skip_abort,skip_global_memory; one more core of bad_store keeps global memory); cores are gzip'd
-# here. CAPTURE_KEEP=1 keeps the work folder. README.md beside this file says more.
+# wheel) and named in the log; NVCC, CUDA_GDB, CUOBJDUMP and PYTHON override the search. A failing
+# step is logged and the next one runs; the script stops starting steps after CAPTURE_SECONDS
+# (default 330) and always packs what it has. Environment for the runs:
+# CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1, CUDA_COREDUMP_FILE, CUDA_COREDUMP_SHOW_PROGRESS=1 and
+# CUDA_COREDUMP_GENERATION_FLAGS (skip_abort,skip_global_memory; one more core of bad_store keeps
+# global memory); cores are gzip'd here. CAPTURE_KEEP=1 keeps the work folder. README.md beside this
+# file says more.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -139,9 +141,11 @@ NVCC=$(find_tool nvcc NVCC)
 CUDA_GDB=$(find_tool cuda-gdb CUDA_GDB)
 CUOBJDUMP=$(find_tool cuobjdump CUOBJDUMP)
 CC_BIN=$(command -v "${CC:-cc}" 2>/dev/null || command -v gcc 2>/dev/null || true)
+PYTHON=$(command -v "${PYTHON:-python3}" 2>/dev/null || command -v python3 2>/dev/null || true)
 for pair in "nvcc:$NVCC:builds the programs (required)" "cuda-gdb:$CUDA_GDB:reads the cores (required for transcripts)" \
             "cuobjdump:$CUOBJDUMP:extracts the cubins that ran (else nvcc -cubin builds them again)" \
-            "cc:$CC_BIN:builds the getcwd shim that keeps the build folder out of the DWARF"; do
+            "cc:$CC_BIN:builds the getcwd shim that keeps the build folder out of the DWARF" \
+            "python3:$PYTHON:writes the kernels from the examples (plan.py sources; all but bad_store need it)"; do
     IFS=: read -r name path why <<< "$pair"
     if [ -n "$path" ]; then log "found $name: $path"; else log "MISSING $name: $why; looked in PATH, \$CUDA_HOME/bin, /usr/local/cuda*/bin, the nvcc wheel"; fi
 done
@@ -167,29 +171,19 @@ log "programs: ${PROGRAMS[*]:-none (no gdb/*.gdb: run python3 plan.py write)}"
 
 # ---- build ------------------------------------------------------------------------------------
 
-cp "$HERE"/*.cu "$HERE"/fault.cuh "$SRC"/
+# bad_store.cu, fault.cuh and the host programs (<kernel>.host.cuh), then the kernels plan.py writes
+# from the examples: ../<kernel>.cu with the stop macros put in, under the example's own name
+cp "$HERE"/*.cu "$HERE"/*.cuh "$SRC"/
+if [ -z "$PYTHON" ]; then
+    log "no python3: the examples' kernels are not written (only bad_store builds)"
+elif written=$("$PYTHON" "$HERE/plan.py" sources "$SRC" 2>&1); then
+    log "plan.py sources: $(tr '\n' ' ' <<< "$written")"
+else
+    log "FAILED plan.py sources: the examples' kernels are not written: $written"
+fi
 SHIM=""
 if [ -n "$CC_BIN" ]; then
-    cat > "$WORK/cwd_dot.c" <<'EOF'
-/* getcwd() answers "." so the compiler records a relative compilation directory */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-char *getcwd(char *buf, size_t size) {
-    if (buf == NULL) {
-        size = size ? size : 2;
-        if ((buf = malloc(size)) == NULL)
-            return NULL;
-    }
-    if (size < 2) {
-        errno = ERANGE;
-        return NULL;
-    }
-    strcpy(buf, ".");
-    return buf;
-}
-EOF
-    if "$CC_BIN" -shared -fPIC -o "$WORK/cwd_dot.so" "$WORK/cwd_dot.c" >> "$LOG" 2>&1; then
+    if "$CC_BIN" -shared -fPIC -o "$WORK/cwd_dot.so" "$HERE/../cwd_dot.c" >> "$LOG" 2>&1; then
         SHIM="$WORK/cwd_dot.so"
     else
         log "the getcwd shim did not build: the DWARF will name the build folder"

@@ -1,7 +1,9 @@
 // Pre-included into every program of this folder (nvcc -include fault.cuh), so that each kernel keeps
-// the line numbers of its example in ../: the example's stop line starts with STOP_AT(condition),
-// which faults in the lanes where the condition holds (the others diverge from them), and the
-// driver, told by CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1, writes a GPU core.
+// the line numbers of its example in ../: plan.py writes the kernel as the example with
+// STOP_AT(condition) put in front of the stop line's statement, which faults in the lanes where the
+// condition holds (the others diverge from them), and the driver, told by
+// CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1, writes a GPU core. The host side below serves the host
+// programs (<kernel>.host.cuh, included after the kernel, and bad_store.cu's own).
 //
 // Built with -DSTOP_BY_STORE the fault is a store to an address no allocation covers (an illegal
 // address); otherwise it is PTX `trap` written in place (a BPT.TRAP instruction in the kernel: -G

@@ -263,7 +263,7 @@ async function main() {
       // from the ISA (ds_write/ds_read offsets of the gfx90a -O0 code object): tile, float[16][17]
       // = 1088 bytes, at LDS 0x0; row_sums, float[16] = 64 bytes, right after it at 0x440
       const legend = await frame.locator('.legend').textContent();
-      for (const want of [/tile float\[16\]\[17\] · 0x00000000\.\.0x00000440 \(1088 bytes\)/, /row_sums float\[16\] · 0x00000440\.\.0x00000480 \(64 bytes\)/]) {
+      for (const want of [/tile float \[16\]\[17\] · 0x00000000\.\.0x00000440 \(1088 bytes\)/, /row_sums float \[16\] · 0x00000440\.\.0x00000480 \(64 bytes\)/]) {
         if (!want.test(legend)) throw new Error(`legend: ${legend}`);
       }
       // the bytes on either side of the boundary are coloured as their own variable

@@ -1,0 +1,139 @@
+"""Exceptions: the stop's exception in the vendor's words, the faulting instruction, and who shares it.
+
+Owns the exceptions the dump records, put in words by the adapter (adapters/<vendor>/exceptions.py:
+cuda-gdb's CUDA_EXCEPTION_14 "Warp Illegal Address", ROCdbgapi's memory violation that ROCgdb reports
+as SIGSEGV, gdb-oneapi's SIGSEGV with the faulting address), worked out once, and for one wave: the
+faulting instruction (the error PC where the format records it apart from the lanes' PCs, else the
+wave's PC), where it is (function, symbol offset, source line), and how many lanes and waves raised an
+exception of the same kind. A dump whose format records no exception detail, but whose stop is an
+exception, gets one from the stop's own description.
+
+The faulting instruction's text comes from `disassemble_at`, the one place this part asks for
+disassembly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..adapters.base import RaisedException
+from ..errors import AspaceError
+from .focus import Focus
+from .frames import Frames
+from .programs import Part, Programs
+
+
+def disassemble_at(disassembly, pc: int) -> str | None:
+    """The instruction at runtime address `pc` of the focused wave's code, as the vendor's disassembler
+    prints it; None where there is no code there or its decoder is missing (the details then show the
+    instruction's address, symbol and source line alone)."""
+    from .disassembly import Instruction
+    try:
+        rows = disassembly.instructions(pc, 1)
+    except AspaceError:
+        return None
+    row = rows[0] if rows else None
+    return row.text if isinstance(row, Instruction) and row.decoded and row.address == pc else None
+
+
+@dataclass
+class Sharing:
+    """The lanes and waves that raised exceptions of one kind."""
+
+    id: str
+    description: str
+    wave_ids: list[int]
+    lanes: int
+
+
+@dataclass
+class ExceptionDetail:
+    """One wave's exception, with what a triage needs around it."""
+
+    raised: RaisedException
+    instruction_pc: int              # the faulting instruction's runtime address (error PC, else the PC)
+    instruction: str | None          # its text (disassemble_at), None when there is no disassembler
+    symbol: str | None               # `function+0x40`
+    source: str | None               # `fault.hip:12`
+    function: str | None
+    stopped_pc: int | None           # where the lanes stand when that is not the instruction (NVIDIA)
+    same: Sharing                    # every lane and wave that raised this kind
+    others: list[Sharing] = field(default_factory=list)  # the other kinds the dump records
+    from_stop_only: bool = False     # the format records no detail: built from the stop's description
+
+
+class Exceptions(Part):
+    def __init__(self, programs: Programs, focus: Focus, frames: Frames, disassemble: Callable[[int], str | None]):
+        super().__init__(programs)
+        self.focus = focus
+        self.frames = frames
+        self._disassemble = disassemble
+        self._raised: list[RaisedException] | None = None
+
+    def raised(self) -> list[RaisedException]:
+        """Every exception the dump records, the stop's own first."""
+        if self._raised is None:
+            try:
+                self._raised = list(self.adapter.exceptions(self.state, self.focus.active_lanes))
+            except AspaceError as e:
+                self.warnings.append(f"reading the waves' exceptions: {e}")
+                self._raised = []
+        return self._raised
+
+    def detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
+        """The exception wave `wave_id` (the focused wave by default) raised; None when it raised none."""
+        wave = self.focus.wave(wave_id)
+        raised = self.raised()
+        own = [r for r in raised if r.wave == wave.id]
+        mine = next((r for r in own if r.lanes[self.focus.focus_lane]), own[0] if own else None)
+        from_stop = False
+        if mine is None:
+            stop = self.state.stop
+            # the stop's wave: the dump's own focus, else its first wave
+            first = self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
+            if stop is None or stop.reason != "exception" or raised or wave.id != first:
+                return None
+            mine = RaisedException("GPU exception", stop.description or "exception", wave.id,
+                                   self.focus.active_lanes(wave).copy(), pc=stop.pc)
+            raised, from_stop = [mine], True
+        pc = mine.pc if mine.pc is not None else self._lane_pc(wave)
+        groups: dict[tuple[str, str], tuple[list[int], int]] = {}
+        for r in raised:
+            ids, lanes = groups.get(r.kind, ([], 0))
+            if r.wave not in ids:
+                ids.append(r.wave)
+            groups[r.kind] = (ids, lanes + int(np.count_nonzero(r.lanes)))
+        sharing = {kind: Sharing(kind[0], kind[1], sorted(ids), lanes) for kind, (ids, lanes) in groups.items()}
+        function, symbol, source = self._place(wave, pc)
+        stopped = self._lane_pc(wave)
+        return ExceptionDetail(mine, pc, self._disassemble(pc) if pc is not None else None, symbol, source,
+                               function, stopped if stopped != pc else None, sharing[mine.kind],
+                               [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+
+    def _lane_pc(self, wave) -> int | None:
+        try:
+            pc = self.frames.lane_pc(wave, self.focus.focus_lane)
+        except AspaceError:
+            pc = None
+        return wave.pc if pc is None else pc
+
+    def _place(self, wave, pc: int | None) -> tuple[str | None, str | None, str | None]:
+        """(function, `symbol+0xoffset`, `file:line`) of a runtime address in the wave's code."""
+        if pc is None:
+            return None, None, None
+        try:
+            program = self.programs.program_for(wave)
+        except AspaceError:
+            return None, None, None
+        elf_pc = program.elf_pc(pc)
+        symbol = program.code_object.symbol_at(elf_pc) if program.code_object is not None else None
+        at = f"{symbol.name}+{elf_pc - symbol.value:#x}" if symbol is not None else None
+        index = program.index
+        infos = index.frames_at(elf_pc) if index is not None else []
+        line = index.line_for_pc(elf_pc) if index is not None else None
+        source = f"{Path(line.file).name}:{line.line}" if line is not None and line.file and line.line else None
+        return (infos[0].function if infos else symbol.name if symbol is not None else None), at, source

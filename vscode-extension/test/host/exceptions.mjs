@@ -1,0 +1,156 @@
+#!/usr/bin/env node
+// VS Code's exception widget on GPU faults, in a real VS Code extension host (code-server driven by
+// headless Chromium) with the packaged extension and the real server. For each vendor's fault example
+// (examples/fault: a store through a bad pointer), written as that vendor's core with the same code as
+// tests/test_exceptions.py, the debug session must stop on an exception and the widget under the
+// stopped line must show the exception in the vendor's debugger's words and the details:
+//
+//   CUDA core   Exception has occurred: CUDA_EXCEPTION_14   CUDA Exception: Warp Illegal Address ...
+//               triggered at PC 0x2b0 in scatter (fault.cu:9); Faulting instruction: 0x2b0 ...
+//   ROCm core   Exception has occurred: SIGSEGV   Memory violation (MEMORY_VIOLATION) ...
+//               Raised by 128 lanes in 2 waves (waves 0-1)
+//
+//   PYTHON=/abs/.venv/bin/python [CODE_SERVER=...] [PLAYWRIGHT=...] [CHROMIUM=/usr/bin/chromium] \
+//   [SHOTS=../docs] node test/host/exceptions.mjs
+//
+// CODE_SERVER and PLAYWRIGHT default to test/host's own install (`make host-deps`). With SHOTS it
+// writes SHOTS/vscode-exception.png (the CUDA core), the README's screenshot.
+
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  chromiumPath, codeServerCommand, need as needIn, playwrightChromium, runCommand, runHostScript, serverPort,
+  sleep, startCodeServer,
+} from '../../scripts/codeServerHost.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const extensionDir = resolve(here, '..', '..');
+const repo = resolve(extensionDir, '..');
+
+const python = needIn('PYTHON', 'test/host/exceptions.mjs');
+const chromium = playwrightChromium();
+const shots = process.env.SHOTS ? resolve(process.env.SHOTS) : undefined;
+const vsix = join(extensionDir, 'aspace-gpu.vsix');
+
+// what each configuration's widget must show (tests/test_exceptions.py checks the same over DAP)
+const CASES = [
+  {
+    name: 'CUDA fault core',
+    core: 'fault.cudacore',
+    title: 'Exception has occurred: CUDA_EXCEPTION_14',
+    texts: ['CUDA Exception: Warp Illegal Address', 'triggered at PC 0x2b0 in scatter (fault.cu:9)',
+      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)'],
+    line: 10,
+    shot: 'vscode-exception.png',
+  },
+  {
+    name: 'ROCm fault core',
+    core: 'gpucore.4242',
+    title: 'Exception has occurred: SIGSEGV',
+    texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)'],
+    line: 10,
+  },
+];
+
+// ---- a throw-away workspace: the cores, the sources beside them, a launch configuration each ----
+
+const root = mkdtempSync(join(tmpdir(), 'aspace-exceptions-'));
+const workspace = join(root, 'aspace-dap');
+mkdirSync(workspace, { recursive: true });
+for (const source of ['fault.cu', 'fault.hip']) {
+  cpSync(join(repo, 'examples', 'fault', source), join(workspace, source));
+}
+// the HIP code object's DWARF names examples/fault/fault.hip: found by its trailing components
+cpSync(join(repo, 'examples', 'fault', 'fault.hip'), join(workspace, 'examples', 'fault', 'fault.hip'));
+const BUILD_CORES = `
+import sys
+from pathlib import Path
+sys.path[:0] = ["tests"]
+import test_exceptions as t
+out = Path(sys.argv[1])
+t._cuda_core(out)
+t._rocm_core(out)
+`;
+execFileSync(python, ['-c', BUILD_CORES, workspace], { cwd: repo, stdio: 'inherit' });
+mkdirSync(join(workspace, '.vscode'), { recursive: true });
+writeFileSync(
+  join(workspace, '.vscode', 'launch.json'),
+  JSON.stringify({
+    version: '0.2.0',
+    configurations: CASES.map((c) => ({
+      type: 'aspace-gpu', request: 'launch', name: c.name, state: join(workspace, c.core), pythonPath: python,
+    })),
+  }),
+);
+
+/** Polls `probe` until it returns something truthy; the error names `what` and the last value seen. */
+async function until(what, probe, tries = 60) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    last = await probe().catch(() => undefined);
+    if (last?.ok) return last.value;
+    await sleep(500);
+  }
+  throw new Error(`${what}: ${last?.value ?? 'nothing'}`);
+}
+
+let server;
+const log = join(root, 'code-server.log');
+
+async function check(page, c) {
+  await runCommand(page, 'View: Show Run and Debug');
+  await sleep(1000);
+  // pick the configuration in the Run and Debug view's drop-down, then start it
+  const select = page.locator('.debug-configuration select, .start-debug-action-item select').first();
+  await select.selectOption({ label: c.name });
+  await page.locator('.start-debug-action-item .codicon-debug-start, .debug-start-action').first().click();
+  const widget = page.locator('.exception-widget').first();
+  const text = await until(`${c.name}: no exception widget with "${c.title}"`, async () => {
+    const shown = ((await widget.textContent({ timeout: 1000 })) ?? '').replace(/\s+/g, ' ');
+    return { ok: shown.includes(c.title) && c.texts.every((t) => shown.includes(t)), value: shown || '(none)' };
+  }, 120);
+  // the editor stands on the stopped line
+  const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
+  await until(`${c.name}: the editor is not at line ${c.line}`, async () => {
+    const where = ((await cursor.textContent()) ?? '').trim();
+    return { ok: where.startsWith(`Ln ${c.line},`), value: where };
+  });
+  console.log(`ok   ${c.name}: ${text.slice(0, 160)}…`);
+  if (shots && c.shot) {
+    mkdirSync(shots, { recursive: true });
+    await page.mouse.move(900, 700); // no hover over the toolbar in the picture
+    await sleep(1000);
+    await page.screenshot({ path: join(shots, c.shot) });
+    console.log(`wrote ${join(shots, c.shot)}`);
+  }
+  await page.keyboard.press('Shift+F5'); // stop the session
+  await until(`${c.name}: the session does not end`, async () => {
+    const widgets = await page.locator('.exception-widget').count();
+    return { ok: widgets === 0, value: `${widgets} widgets` };
+  });
+}
+
+async function main() {
+  const port = await serverPort();
+  server = await startCodeServer({ codeServer: codeServerCommand(), vsix, port, root, folder: workspace, log });
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+  try {
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.waitForSelector('.monaco-workbench');
+    await sleep(3000);
+    for (const c of CASES) await check(page, c);
+  } catch (error) {
+    const where = join(root, 'failed.png');
+    await page.screenshot({ path: where }).catch(() => {});
+    console.error(`FAIL exception widget (window: ${where}; code-server's log: ${log})`);
+    throw error;
+  } finally {
+    await browser.close();
+  }
+}
+
+runHostScript(main, () => server, root);
