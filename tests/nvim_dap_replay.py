@@ -25,7 +25,11 @@ the messages that matter here:
   current_frame.id}`; `.frames` prints the frames of `threads[stopped_thread_id]`; `.scopes` prints
   `current_frame.scopes`, fetching a scope's variables with its variablesReference when not loaded;
   `.continue` forgets the stopped thread and sends `continue` for it.
-- The scopes sidebar re-renders after every `scopes` response, from `current_frame.scopes`.
+- The scopes sidebar re-renders after every `scopes` response (before the variables the session
+  asked for have come back), from `current_frame.scopes`, one scope after the other: a scope whose
+  variables are not loaded yet asks for them itself and the next scope is rendered once they are
+  in. In 0.10.0 an empty answer never calls back (its countdown starts at zero), so the rendering
+  stops at the first scope without variables; 0.6.0 goes on. An error ends it in both.
 
 Messages are handled one at a time in the order they arrive, as nvim-dap schedules them on Neovim's
 main loop; a handler's requests are answered later, through callbacks.
@@ -54,7 +58,7 @@ class NvimDapReplay:
         self.cursor: tuple[str, int] | None = None  # (file, line) the cursor jumped to
         self.notifications: list[str] = []
         self.sent: list[tuple[str, dict]] = []
-        self.sidebar_scopes: list[dict] = []
+        self.sidebar_rendered: list[list] = []  # [scope name, {variable: value} or None] as shown
         self.source_text: str | None = None
         self.capabilities = {}
         self.request("initialize", {"clientId": "neovim", "clientname": "neovim", "adapterID": "nvim-dap",
@@ -268,12 +272,40 @@ class NvimDapReplay:
 
     def _render_sidebar(self):
         frame = self.current_frame or {}
-        self.sidebar_scopes = frame.get("scopes") or []
+        scopes = list(frame.get("scopes") or [])
+        rendered: list[list] = []
+        self.sidebar_rendered = rendered  # the buffer is redrawn from the top
 
-    def sidebar(self) -> dict[str, dict[str, str]]:
-        """What the scopes sidebar shows once rendered: each scope's variables (an expanded scope
-        whose variables are not loaded fetches them with its variablesReference)."""
-        return self._scope_values(self.sidebar_scopes)
+        def render(i):
+            if i >= len(scopes):
+                return
+            scope = scopes[i]
+            rendered.append([scope["name"], None])
+
+            def show(variables):
+                rendered[-1][1] = {n: v["value"] for n, v in variables.items()}
+                render(i + 1)
+            if scope.get("variables") is not None:
+                show(scope["variables"])
+                return
+
+            def got(err, body):
+                if err is not None:
+                    self.notifications.append(f"Error fetching variables: {err}")
+                    return
+                variables = {v["name"]: v for v in body["variables"]}
+                if self.version != "0.6.0" and not variables:
+                    return  # entity.lua's countdown never reaches zero: no callback, nothing more drawn
+                scope["variables"] = variables
+                show(variables)
+            self.request("variables", {"variablesReference": scope["variablesReference"]}, got)
+        render(0)
+
+    def sidebar(self) -> dict[str, dict[str, str] | None]:
+        """What the scopes sidebar shows once its rendering is done: each scope drawn, with its
+        variables (None: the scope's line is drawn, its variables never are)."""
+        self.settle()
+        return {name: values for name, values in self.sidebar_rendered}
 
     def _scope_values(self, scopes) -> dict[str, dict[str, str]]:
         out = {}

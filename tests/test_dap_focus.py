@@ -349,8 +349,10 @@ def test_nvim_dap_shows_the_labelled_frame_of_an_inactive_lane(version):
         n.repl("lane 0")
         assert n.cursor[0].startswith("sourceReference:") and n.cursor[1] == 1
         assert "lane 0 inactive elsewhere" in n.source_text
+        # the sidebar draws every scope: registers, and no empty Locals (its place is unknown) at
+        # which 0.10.0's sidebar would stop drawing
         view = n.sidebar()
-        assert view["Registers"] and view["Locals"] == {}  # no variables for a lane of unknown place
+        assert list(view) == ["Registers"] and "pc" in view["Registers"], view
         assert [f["name"] for f in n.frames_command()] == [n.current_frame["name"]]
         assert not n.notifications, n.notifications
     finally:
