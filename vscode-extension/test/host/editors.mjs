@@ -476,6 +476,7 @@ async function main() {
     });
     await stopDebugging(page);
     await check('the memory view shows each member of a struct in its own type', async () => {
+      await runCommand(page, 'View: Close All Editor Groups');
       await startConfig(page, 'scratch_struct');
       await laneItem(page).waitFor({ timeout: 60000 });
       await showDebugConsole(page);
