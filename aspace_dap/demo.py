@@ -156,7 +156,7 @@ def main(argv: list[str]) -> int:
             return shown
 
         focus = c.request("setFocus", {"threadId": tid})
-        c.event("invalidated")
+        c.event("stopped")
         fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]  # ids are renewed on focus
         before = show_locals(f"Variables of lane {focus['lane']}")
         name = next((n for n in ("row", "col", "tx", "i", "x", "value") if n in before), next(iter(before)))
@@ -164,7 +164,7 @@ def main(argv: list[str]) -> int:
         other = next((r["lane"] for r in rows if r["active"] and r["value"] != rows[focus["lane"]]["value"]),
                      focus["lane"])
         c.request("setFocus", {"threadId": tid, "lane": other})
-        c.event("invalidated")
+        c.event("stopped")
         fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
         after = show_locals(f"After `setFocus lane {other}`: the same variables in lane {other}")
         print(f"\n   {name}: lane {focus['lane']} = {before[name]['value']}, lane {other} = {after[name]['value']}")

@@ -276,7 +276,7 @@ def test_real_stale_references(real):
     lanes = real.request("laneValues", {"threadId": real.thread_id, "frameId": frame_id, "expression": "tx"})["lanes"]
     other = next(row["lane"] for row in lanes if row["active"] and row["value"] != values["tx"])
     real.request("setFocus", {"threadId": real.thread_id, "lane": other})
-    real.wait_event("invalidated")
+    real.wait_event("stopped")
     # variable handles handed out before the focus change are gone, not silently re-aimed
     user_error(real, "variables", {"variablesReference": ref}, f"stale variablesReference {ref}")
     user_error(real, "setVariable", {"variablesReference": ref, "name": "tx", "value": "1"}, "stale")

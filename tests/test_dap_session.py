@@ -49,7 +49,7 @@ def test_session_walkthrough(manifest):
         assert top["instructionPointerReference"].startswith("0x")
         focus = c.request("setFocus", {"threadId": tid})
         lane_a = focus["lane"]
-        c.wait_event("invalidated")
+        c.wait_event("stopped")
 
         def locals_now():
             fid = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
@@ -77,7 +77,7 @@ def test_session_walkthrough(manifest):
         other = next(r["lane"] for r in rows if r["active"] and r["value"] != rows[lane_a]["value"])
         focus = c.request("setFocus", {"threadId": tid, "lane": other})
         assert focus["lane"] == other and focus["active"]
-        c.wait_event("invalidated")
+        c.wait_event("stopped")
         _, vars_b = locals_now()
         assert vars_b[name]["value"] == rows[other]["value"] != vars_a[name]["value"]
         # memory views: LDS of the workgroup and this lane's scratch

@@ -56,3 +56,34 @@ def test_a_lanes_scratch_and_another_lanes():
         c.request("disconnect")
     finally:
         c.close()
+
+
+def test_each_element_in_its_own_type():
+    """The Particle struct of scratch_struct.hip, laid out by C's rules for its members: float pos[3],
+    vel[3], force[3], mass at 36, int id at 40, unsigned flags at 44, int neighbors[6] from 48."""
+    c, stopped = launched(os.path.join(REPO_ROOT, "examples", "scratch_struct", "dumps", "gfx90a.O0"))
+    try:
+        tid = stopped["threadId"]
+        found = {v["name"]: v for v in layout(c, tid, "private_lane@wave0.lane5#0x0", 0, 0x140)}
+        p = found["p"]
+        base = int(p["address"], 16)
+        elements = [(int(e["address"], 16) - base, e["size"], e["kind"]) for e in p["elements"]]
+        want = ([(4 * i, 4, "float") for i in range(10)] + [(40, 4, "signed"), (44, 4, "unsigned")]
+                + [(48 + 4 * i, 4, "signed") for i in range(6)])
+        assert elements == want
+        history = found["history"]
+        assert [e["kind"] for e in history["elements"]] == ["float"] * 24
+        # the bytes of p.mass read as a float are the value `p.mass` evaluates to
+        frame = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]["id"]
+        mass = next(e for e in p["elements"] if int(e["address"], 16) == base + 36)
+        raw = base64.b64decode(c.request("readMemory", {"memoryReference": "private_lane@wave0.lane5#0x0",
+                                                        "offset": int(mass["address"], 16), "count": 4})["data"])
+        assert struct.unpack("<f", raw)[0] == float(c.request("evaluate", {"expression": "p.mass",
+                                                                           "frameId": frame})["result"])
+        # a range over part of the struct lists only the elements inside it
+        part = {v["name"]: v for v in layout(c, tid, "private_lane@wave0.lane5#0x0", base + 38, 4)}
+        assert [(int(e["address"], 16) - base, e["kind"]) for e in part["p"]["elements"]] == [
+            (36, "float"), (40, "signed")]
+        c.request("disconnect")
+    finally:
+        c.close()

@@ -29,6 +29,16 @@ class DebugState:
         self.focus_generation = 0
         self.frame_generation: dict[int, int] = {}
         self.stopped_threads: set[int] = set()  # threads a `stopped` event named
+        self.note_sources: dict[int, str] = {}  # sourceReference -> text of a "position unknown" frame
+
+    def note_source(self, note: str) -> int:
+        """The sourceReference of a document holding a frame's note (one per distinct note)."""
+        for ref, text in self.note_sources.items():
+            if text == note:
+                return ref
+        ref = len(self.note_sources) + 1
+        self.note_sources[ref] = note
+        return ref
 
     def need(self) -> Session:
         if self.session is None:
@@ -56,8 +66,8 @@ def frame_of(st: DebugState, frame_id) -> Frame:
     f = st.frame_ids.get(frame_id)
     if f is not None:
         return f
-    # ids name (wave, depth), so a client that keeps a frame selected across a lane change
-    # (VS Code after `invalidated`) gets that depth of the newly focused lane's stack
+    # ids name (wave, depth), so a client that still holds a frame id after a lane change gets that
+    # depth of the newly focused lane's stack
     s = st.need()
     wave_id, index = _wave_and_depth(s, frame_id)
     frames = s.frames(wave_id, s.focus_lane)
@@ -81,7 +91,7 @@ def _wave_and_depth(s: Session, frame_id: int) -> tuple[int, int]:
 def followed_frame(st: DebugState, s: Session, frame_id) -> Frame:
     """The frame an evaluation runs in: the client's frame when it is on the focused wave, else the
     same depth of the focused wave's stack. A client that did not follow a focus change the server
-    announced (nvim-dap without `invalidated`) still names the old wave's frame; the focus wins."""
+    announced (one that ignored its stop) still names the old wave's frame; the focus wins."""
     if frame_id is not None:
         wave_id, index = _wave_and_depth(s, frame_id)
         if wave_id != s.focus_wave:

@@ -44,10 +44,23 @@ def change_focus(ctx, st: DebugState, s: Session, *, wave: int | None = None, la
     """The one place the focus changes (REPL `wave`/`lane`, setFocus, a frame selected in another wave).
 
     Every change is announced with a `focus` event (the extension's status bar, lanes view and panels
-    follow it). Unless the client made the change itself, it is also told to refresh: another wave
-    becomes the stopped thread (`stopped` without allThreadsStopped, which nvim-dap does not answer
-    with `continue`), another lane of the same wave is an `invalidated` (or a `stopped` of the same
-    thread for clients without it). Returns the focus event's body.
+    follow it). A change the client made itself (it selected a frame of another wave) is left at
+    that: the client already shows it. Any other change, even to the wave and lane already focused,
+    makes the focused wave the one stopped thread, whose top frame the client selects:
+
+    - clients with `supportsInvalidatedEvent` (VS Code) get a `continued` for every thread a stop
+      named, then a `stopped` for the focused wave. VS Code keeps a list of stops and, on
+      `invalidated`, drops its threads and replays the first stop it holds (a replayed
+      `preserveFocusHint` leaves it on a discarded thread, shown running): so no `invalidated` is
+      sent, and the list is left holding just the focused wave's stop.
+    - other clients (nvim-dap, dape) get a `thread` event (reason `started`) for each other thread a
+      stop named, then a `stopped` for the focused wave with `allThreadsStopped`. nvim-dap jumps to a
+      stop only when its reason is not `pause` or all threads stopped, and answers a stop of a second
+      thread with `continue` while one is stopped; its `thread` handler is what forgets the stopped
+      thread (0.6.0's `continued` does not), after which the stop is shown: the cursor, `.frames`,
+      `.scopes` and the scopes sidebar follow.
+
+    Returns the focus event's body.
     """
     before = (s.focus_wave, s.focus_lane)
     s.set_focus(wave=wave, lane=lane)
@@ -56,25 +69,19 @@ def change_focus(ctx, st: DebugState, s: Session, *, wave: int | None = None, la
         return body
     st.reset_views()
     ctx.send_event("focus", body)
-    invalidates = bool(ctx.client_capabilities.get("supportsInvalidatedEvent"))
-    if invalidates and s.focus_wave != before[0]:
-        # VS Code re-reads only the first stop it holds when `invalidated` arrives, and focuses its
-        # thread: the old waves' stops are withdrawn (`continued` for each) and the focused wave's
-        # announced, so later refreshes stay on it. A client that selected the frame keeps it.
-        for tid in sorted(st.stopped_threads - {body["threadId"]}):
-            ctx.send_event("continued", {"threadId": tid, "allThreadsContinued": False})
-        event = stopped(st, s, reason="pause")
-        event[1]["preserveFocusHint"] = client_follows
-        ctx.send_event(*event)
-        st.focus_generation += 1
-        return body
     if client_follows:
         return body
     st.focus_generation += 1
-    if s.focus_wave != before[0]:
-        ctx.send_event(*stopped(st, s, all_threads=False, reason="pause"))
-    elif invalidates:
-        ctx.send_event("invalidated", {"areas": ["threads", "stacks", "variables"], "threadId": body["threadId"]})
+    focused = body["threadId"]
+    if ctx.client_capabilities.get("supportsInvalidatedEvent"):
+        for tid in sorted(st.stopped_threads):
+            ctx.send_event("continued", {"threadId": tid, "allThreadsContinued": False})
+        st.stopped_threads.clear()
     else:
-        ctx.send_event(*stopped(st, s, all_threads=False, reason="pause"))
+        for tid in sorted(st.stopped_threads - {focused}):
+            ctx.send_event("thread", {"reason": "started", "threadId": tid})
+        st.stopped_threads &= {focused}
+    event = stopped(st, s, reason="pause")
+    event[1]["preserveFocusHint"] = False
+    ctx.send_event(*event)
     return body

@@ -150,8 +150,13 @@ def stack_trace(ctx, args):
         if f.note is None:
             item["instructionPointerReference"] = f"0x{f.runtime_pc:x}"
         else:
+            # "position unknown": its source is a short document saying so, which lets clients
+            # select the frame on a stop (VS Code and nvim-dap take the first frame with a source)
             item["presentationHint"] = "label"
-        if f.file:
+            note = st.note_source(f.note.strip("<>") + "\n")
+            item["source"] = {"name": f"no pc for lane {f.lane}", "sourceReference": note}
+            item["line"], item["column"] = 1, 1
+        if f.file and f.note is None:
             item["source"] = {"name": os.path.basename(f.file), "path": f.file}
         if f.info is not None and f.info.is_inlined:
             item["presentationHint"] = "subtle"
@@ -187,7 +192,14 @@ def lanes_request(ctx, args):
 
 @requests.request("source", optional={"source": dict, "sourceReference": int})
 def source(ctx, args):
-    s = state_of(ctx).need()
+    st = state_of(ctx)
+    s = st.need()
+    reference = args.get("sourceReference") or (args.get("source") or {}).get("sourceReference")
+    if reference:
+        text = st.note_sources.get(reference) if isinstance(reference, int) else None
+        if text is None:
+            raise AspaceError(f"unknown sourceReference {reference}")
+        return {"content": text, "mimeType": "text/plain"}
     path = (args.get("source") or {}).get("path")
     if not path:
         raise AspaceError("source needs a path")

@@ -32,7 +32,9 @@ def memory_spaces(ctx, args):
 @requests.request("memoryLayout", required={"memoryReference": str, "count": int},
                   optional={"threadId": int, "frameId": int, "offset": int})
 def memory_layout(ctx, args):
-    """Which variables of the frame occupy which bytes of a memory range (the memory view colours them)."""
+    """Which variables of the frame occupy which bytes of a memory range (the memory view colours them),
+    and the scalar elements of each inside the range, with their kind from the DWARF type (the view's
+    typed column shows each in its own type)."""
     st = state_of(ctx)
     s = st.need()
     count = args["count"]
@@ -44,7 +46,14 @@ def memory_layout(ctx, args):
         wave = wave_of_thread(s, args["threadId"]) if args.get("threadId") is not None else s.wave()
         frame = s.frames(wave.id, s.focus_lane)[0]
     found = s.memory_layout(frame, args["memoryReference"], args.get("offset") or 0, count)
-    return {"variables": [v | {"address": f"0x{v['address']:x}"} for v in found]}
+    return {"variables": [_placed(v) for v in found]}
+
+
+def _placed(v: dict) -> dict:
+    out = v | {"address": f"0x{v['address']:x}"}
+    if "elements" in v:
+        out["elements"] = [{"address": f"0x{a:x}", "size": n, "kind": kind} for a, n, kind in v["elements"]]
+    return out
 
 
 @requests.request("readMemory", required={"memoryReference": str, "count": int}, optional={"offset": int})

@@ -35,7 +35,7 @@ class VectorRegisterHandle:
 
 
 class Handles:
-    """Handles live until the focus changes (DAP clients refetch after `invalidated`)."""
+    """Handles live until the focus changes (clients refetch on the `stopped` that announces it)."""
 
     def __init__(self):
         self._items: dict[int, object] = {}

@@ -54,10 +54,11 @@ def scopes(ctx, args):
     shared = [v for v in variables + file_scope if shared_var(v)]
     globals_ = [g for g in file_scope if not shared_var(g)]
     out = []
-    # Locals first: VS Code expands the first inexpensive scope
+    # Locals first: VS Code expands the first inexpensive scope. A scope with no variables is not
+    # listed: nvim-dap 0.10.0's scopes sidebar stops rendering at a scope whose variables are empty.
     for name, hint, vars_ in (("Locals", "locals", locals_), ("Arguments", "arguments", params),
                               ("Shared", None, shared), ("Globals", None, globals_)):
-        if name in ("Shared", "Globals") and not vars_:
+        if not vars_:
             continue
         ref = st.handles.add(ScopeHandle(f, vars_))
         item = {"name": name, "variablesReference": ref, "namedVariables": len(vars_), "expensive": name == "Globals"}

@@ -12,11 +12,15 @@ import numpy as np
 from ..dwarf.target import Dialect
 from ..errors import AspaceError
 from ..memref import MemRef, format_memref, parse_memref
+from ..values.elements import scalar_elements
 from ..values.objects import Obj
 from .focus import Focus
 from .frames import Frame
 from .programs import Part, Programs
 from .variables import Variables
+
+
+MAX_LAYOUT_ELEMENTS = 4096  # a 512-byte page of a view has at most 512
 
 
 class Memory(Part):
@@ -91,7 +95,9 @@ class Memory(Part):
         """The variables of a frame (and its file scope) that occupy bytes of [reference + offset,
         + count) in the same memory and context: [{name, type, address, size, memoryReference}],
         from each variable's evaluated location for the frame's lane. Variables whose place is not
-        known (optimized out, registers, unresolved LDS offsets) are not listed."""
+        known (optimized out, registers, unresolved LDS offsets) are not listed. `elements` lists the
+        (address, size, kind) of each scalar element of a variable inside the range, from its DWARF
+        type, unless there are more than MAX_LAYOUT_ELEMENTS."""
         ref, _, _, _ = self.resolve_memref(text)
         start, end = ref.address + offset, ref.address + offset + count
         same = (ref.space, ref.wave, ref.lane, ref.workgroup, ref.dispatch)
@@ -112,8 +118,12 @@ class Memory(Part):
             if (at.space, at.wave, at.lane, at.workgroup, at.dispatch) != same:
                 continue
             if addr < end and addr + obj.size > start:
-                out.append({"name": var.name or "?", "type": obj.type.display_name(), "address": addr,
-                            "size": int(obj.size), "memoryReference": format_memref(at)})
+                found = {"name": var.name or "?", "type": obj.type.display_name(), "address": addr,
+                         "size": int(obj.size), "memoryReference": format_memref(at)}
+                elements = scalar_elements(obj.type, start - addr, end - addr, MAX_LAYOUT_ELEMENTS)
+                if elements is not None:
+                    found["elements"] = [(addr + offset, size, kind) for offset, size, kind in elements]
+                out.append(found)
         out.sort(key=lambda v: (v["address"], -v["size"]))
         return out
 

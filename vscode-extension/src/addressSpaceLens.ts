@@ -6,7 +6,7 @@
 // language client supports by default).
 
 import * as vscode from 'vscode';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { ErrorCodes, LanguageClient, ResponseError, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { pythonExtensionInterpreter } from './adapterFactory';
 import { describe } from './controller';
 import {
@@ -16,6 +16,7 @@ import {
   initializationOptions,
   lensAction,
   readLensSettings,
+  sendsToRunningServer,
   type LensSettings,
 } from './lensSettings';
 import { serverCommand } from './serverProcess';
@@ -68,6 +69,24 @@ export class AddressSpaceLens implements vscode.Disposable {
       initializationOptions: initializationOptions(settings),
       synchronize: { configurationSection: LENS_SECTION },
       outputChannel: this.log,
+      middleware: {
+        // A request the client writes after stop() began would reach the server after its
+        // `shutdown` and be refused (the client shows that refusal in a popup): it is refused here
+        // instead, as a connection no longer active, which the client answers quietly with no result.
+        sendRequest: (type, param, token, next) => {
+          if (client !== this.client) {
+            const method = typeof type === 'string' ? type : type.method;
+            return Promise.reject(new ResponseError(ErrorCodes.ConnectionInactive, `the address-space lens is stopping (${method})`));
+          }
+          return next(type, param, token);
+        },
+        workspace: {
+          // The client sends every change of the section as it happens; a change that stops or
+          // restarts the server (update() queues that) must not reach the server being stopped:
+          // the notification would fail and the client would say so in a popup.
+          didChangeConfiguration: (sections, next) => (this.sendsSettings(client) ? next(sections) : Promise.resolve()),
+        },
+      },
     };
     const client = new LanguageClient('aspace.lens', 'aspace Address-Space Lens', serverOptions, clientOptions);
     this.client = client;
@@ -85,6 +104,14 @@ export class AddressSpaceLens implements vscode.Disposable {
       );
       throw error;
     }
+  }
+
+  /** Whether a settings change goes to this running server: only budgets changed (lensAction
+   * 'none'); the server started with the code objects and interpreter it now has. */
+  private sendsSettings(client: LanguageClient): boolean {
+    if (client !== this.client) return false;
+    const { settings } = readLensSettings((key) => vscode.workspace.getConfiguration(LENS_SECTION).get(key));
+    return sendsToRunningServer(this.running, settings);
   }
 
   private async stop(): Promise<void> {

@@ -106,3 +106,12 @@ export function lensAction(running: LensSettings | undefined, next: LensSettings
     running.codeObjects.every((entry, i) => entry === next.codeObjects[i]);
   return same ? 'none' : 'restart';
 }
+
+/**
+ * Whether a settings change is sent to the running server as workspace/didChangeConfiguration:
+ * only when it leaves the server running as it is (budgets). A change that stops or restarts it
+ * is not: the server is going away, and a notification sent to it then fails.
+ */
+export function sendsToRunningServer(running: LensSettings | undefined, next: LensSettings): boolean {
+  return running !== undefined && lensAction(running, next) === 'none';
+}

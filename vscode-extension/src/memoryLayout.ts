@@ -9,12 +9,39 @@ export interface MemoryPage {
   valid: boolean[];
 }
 
+/** One scalar element of a variable, typed from its DWARF type by the server. */
+export interface PlacedElement {
+  address: bigint;
+  size: number;
+  /** float, signed, unsigned, bool or pointer */
+  kind: string;
+}
+
 export interface PlacedVariable {
   name: string;
   type: string;
   address: bigint;
   size: number;
   memoryReference?: string;
+  /** The variable's scalar elements in the requested range, when the server listed them. */
+  elements?: PlacedElement[];
+}
+
+function parseElements(value: unknown): PlacedElement[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const out: PlacedElement[] = [];
+  for (const item of value) {
+    const address = field(item, 'address');
+    const size = field(item, 'size');
+    const kind = field(item, 'kind');
+    if (typeof address !== 'string' || typeof size !== 'number' || typeof kind !== 'string') continue;
+    try {
+      out.push({ address: BigInt(address), size, kind });
+    } catch {
+      // an address that is not a number is skipped
+    }
+  }
+  return out;
 }
 
 export interface MemoryRequester {
@@ -72,6 +99,7 @@ export function parseMemoryLayout(body: unknown): PlacedVariable[] {
         address: BigInt(address),
         size,
         memoryReference: typeof field(item, 'memoryReference') === 'string' ? (field(item, 'memoryReference') as string) : undefined,
+        elements: parseElements(field(item, 'elements')),
       });
     } catch {
       // an address that is not a number is skipped

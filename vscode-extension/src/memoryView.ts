@@ -62,7 +62,7 @@ export class MemoryViews implements vscode.Disposable {
       const panel = vscode.window.createWebviewPanel(
         'aspace.memory',
         target.title,
-        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { viewColumn: this.column(), preserveFocus: true },
         { enableScripts: true, retainContextWhenHidden: false },
       );
       const created: OpenView = {
@@ -92,6 +92,15 @@ export class MemoryViews implements vscode.Disposable {
       view.panel.reveal(undefined, true);
     }
     await this.render(view, entry);
+  }
+
+  /** The editor group of the memory views already open (one group for all of them, so each keeps
+   * the width its hex, ASCII and typed columns need), else a new group beside the editor. */
+  private column(): vscode.ViewColumn {
+    for (const view of this.views.values()) {
+      if (view.panel.viewColumn !== undefined) return view.panel.viewColumn;
+    }
+    return vscode.ViewColumn.Beside;
   }
 
   private async refreshSession(entry: GpuSession): Promise<void> {

@@ -7,9 +7,40 @@ import type { MemoryPage, PlacedVariable } from './memoryLayout';
 export const BYTES_PER_ROW = 16;
 export const PAGE_BYTES = 512;
 
-export type TypedFormat = 'auto' | 'i8' | 'u8' | 'i16' | 'i32' | 'u32' | 'x32' | 'f32' | 'i64' | 'f64';
-export const TYPED_FORMATS: readonly TypedFormat[] = ['auto', 'i8', 'u8', 'i16', 'i32', 'u32', 'x32', 'f32', 'i64', 'f64'];
-const WIDTH: Record<Exclude<TypedFormat, 'auto'>, number> = { i8: 1, u8: 1, i16: 2, i32: 4, u32: 4, x32: 4, f32: 4, i64: 8, f64: 8 };
+export type TypedFormat = 'auto' | 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'x32' | 'f32' | 'i64' | 'u64' | 'x64' | 'f64';
+export const TYPED_FORMATS: readonly TypedFormat[] = ['auto', 'i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'x32', 'f32', 'i64', 'u64', 'x64', 'f64'];
+type FixedFormat = Exclude<TypedFormat, 'auto'>;
+const WIDTH: Record<FixedFormat, number> = { i8: 1, u8: 1, i16: 2, u16: 2, i32: 4, u32: 4, x32: 4, f32: 4, i64: 8, u64: 8, x64: 8, f64: 8 };
+
+/** The format of a scalar element the server typed from DWARF (kind and size); undefined: shown as bytes. */
+export function elementKindFormat(kind: string, size: number): FixedFormat | undefined {
+  const by: Record<string, Partial<Record<number, FixedFormat>>> = {
+    float: { 4: 'f32', 8: 'f64' },
+    signed: { 1: 'i8', 2: 'i16', 4: 'i32', 8: 'i64' },
+    unsigned: { 1: 'u8', 2: 'u16', 4: 'u32', 8: 'u64' },
+    bool: { 1: 'u8', 2: 'u16', 4: 'u32', 8: 'u64' },
+    pointer: { 4: 'x32', 8: 'x64' },
+  };
+  return by[kind]?.[size];
+}
+
+/** Per byte of the page: the typed element starting there (its format and size), or `inside` one
+ * that started before, from the elements of the variable owning the byte. */
+export type ElementCell = { start: true; format: FixedFormat | undefined; size: number } | { start: false };
+
+export function elementCells(page: MemoryPage, owners: readonly number[], variables: readonly PlacedVariable[]): (ElementCell | undefined)[] {
+  const cells = new Array<ElementCell | undefined>(page.bytes.length).fill(undefined);
+  variables.forEach((v, i) => {
+    for (const e of v.elements ?? []) {
+      const from = Number(e.address - page.address);
+      for (let k = Math.max(0, from); k < Math.min(page.bytes.length, from + e.size); k++) {
+        if (owners[k] !== i) continue;
+        cells[k] = k === from ? { start: true, format: elementKindFormat(e.kind, e.size), size: e.size } : { start: false };
+      }
+    }
+  });
+  return cells;
+}
 
 export interface MemoryViewState {
   title: string;
@@ -40,7 +71,7 @@ export function byteOwners(page: MemoryPage, variables: readonly PlacedVariable[
 }
 
 /** The element type a variable holds: `float[16][17]` → float. */
-function elementFormat(type: string | undefined): Exclude<TypedFormat, 'auto'> {
+function elementFormat(type: string | undefined): FixedFormat {
   const base = (type ?? '').replace(/\[.*$/, '').replace(/\b(const|volatile)\b/g, '').trim();
   if (base.endsWith('*')) return 'x32';
   switch (base) {
@@ -69,7 +100,7 @@ function elementFormat(type: string | undefined): Exclude<TypedFormat, 'auto'> {
   }
 }
 
-function formatTyped(view: DataView, at: number, fmt: Exclude<TypedFormat, 'auto'>): string {
+function formatTyped(view: DataView, at: number, fmt: FixedFormat): string {
   switch (fmt) {
     case 'i8':
       return String(view.getInt8(at));
@@ -77,6 +108,8 @@ function formatTyped(view: DataView, at: number, fmt: Exclude<TypedFormat, 'auto
       return String(view.getUint8(at));
     case 'i16':
       return String(view.getInt16(at, true));
+    case 'u16':
+      return String(view.getUint16(at, true));
     case 'i32':
       return String(view.getInt32(at, true));
     case 'u32':
@@ -87,29 +120,54 @@ function formatTyped(view: DataView, at: number, fmt: Exclude<TypedFormat, 'auto
       return String(Number(view.getFloat32(at, true).toPrecision(7)));
     case 'i64':
       return view.getBigInt64(at, true).toString();
+    case 'u64':
+      return view.getBigUint64(at, true).toString();
+    case 'x64':
+      return '0x' + view.getBigUint64(at, true).toString(16).padStart(16, '0');
     case 'f64':
       return String(view.getFloat64(at, true));
   }
 }
 
-/** Typed cells of one row: [text, owner] per element; unknown bytes make the element unknown. */
+/** Typed cells of one row: [text, owner] per element; unknown bytes make the element unknown.
+ * `auto` shows each element of a variable in its own type when the server listed its elements
+ * (`cells`, from elementCells): an element that goes on past the row ends it with `??` and the
+ * next row shows `…` for its rest; bytes of a variable that belong to no element (padding, bit
+ * fields) are `··`. Without elements the variable's type name decides, as for its array elements. */
 export function typedCells(
   page: MemoryPage,
   owners: readonly number[],
   variables: readonly PlacedVariable[],
   rowStart: number,
   format: TypedFormat,
+  cells?: readonly (ElementCell | undefined)[],
 ): { text: string; owner: number; width: number }[] {
   const view = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
   const end = Math.min(page.bytes.length, rowStart + BYTES_PER_ROW);
   const out: { text: string; owner: number; width: number }[] = [];
+  const whole = (at: number, width: number) => page.valid.slice(at, at + width).every(Boolean);
   let at = rowStart;
   while (at < end) {
     const owner = owners[at];
+    const typed = format === 'auto' && owner >= 0 && cells !== undefined && variables[owner].elements !== undefined;
+    if (typed) {
+      const cell = cells[at];
+      if (cell?.start) {
+        const width = Math.min(cell.size, end - at);
+        const ok = width === cell.size && cell.format !== undefined && whole(at, width);
+        out.push({ text: ok ? formatTyped(view, at, cell.format!) : '??', owner, width });
+        at += width;
+        continue;
+      }
+      let n = 1;
+      while (at + n < end && owners[at + n] === owner && (cell === undefined ? cells[at + n] === undefined : cells[at + n]?.start === false)) n++;
+      out.push({ text: cell === undefined ? '··' : '…', owner, width: n });
+      at += n;
+      continue;
+    }
     const fmt = format === 'auto' ? elementFormat(owner >= 0 ? variables[owner].type : undefined) : format;
     const width = Math.min(WIDTH[fmt], end - at);
-    const whole = width === WIDTH[fmt] && page.valid.slice(at, at + width).every(Boolean);
-    out.push({ text: whole ? formatTyped(view, at, fmt) : '??', owner, width });
+    out.push({ text: width === WIDTH[fmt] && whole(at, width) ? formatTyped(view, at, fmt) : '??', owner, width });
     at += width;
   }
   return out;
@@ -141,6 +199,7 @@ export function renderMemoryView(s: MemoryViewState): string {
   const page = s.page;
   if (page !== undefined) {
     const owners = byteOwners(page, s.variables);
+    const cells = elementCells(page, owners, s.variables);
     const shown = s.variables.filter((_, i) => owners.includes(i));
     parts.push(
       `<p class="legend">${
@@ -165,7 +224,7 @@ export function renderMemoryView(s: MemoryViewState): string {
         hex.push(`<td class="${cls}"${title}>${page.valid[k] ? page.bytes[k].toString(16).padStart(2, '0') : '??'}</td>`);
         text.push(page.valid[k] ? escapeHtml(ascii(page.bytes[k])) : '·');
       }
-      const typed = typedCells(page, owners, s.variables, row, s.format)
+      const typed = typedCells(page, owners, s.variables, row, s.format, cells)
         .map((c) => `<span class="${c.owner >= 0 ? `t${c.owner % 8}` : ''}">${escapeHtml(c.text)}</span>`)
         .join(' ');
       rows.push(

@@ -92,8 +92,18 @@ async function startSession(page, name) {
 async function openFromCallStack(page, frameName) {
   const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: new RegExp(`^${frameName}`) }).first();
   await frame.waitFor({ timeout: 30000 });
-  await frame.click({ button: 'right' });
-  await page.locator('.context-view .action-label', { hasText: 'Open Disassembly View' }).first().click({ timeout: 10000 });
+  // on a loaded machine the menu's click can land while the Call Stack redraws: the menu stays open
+  for (let attempt = 0; ; attempt++) {
+    await frame.click({ button: 'right' });
+    await page.locator('.context-view .action-label', { hasText: 'Open Disassembly View' }).first().click({ timeout: 10000 });
+    try {
+      await page.locator('.disassembly-view').first().waitFor({ timeout: 10000 });
+      return;
+    } catch (error) {
+      await page.keyboard.press('Escape');
+      if (attempt >= 2) throw error;
+    }
+  }
 }
 
 async function check(page, c) {

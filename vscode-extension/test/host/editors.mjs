@@ -13,18 +13,33 @@
 // 1. F5 with no launch.json in the clone: pick the debugger, type a dump path: it stops on the dump
 //    (the interpreter is the clone's .venv, found by the extension).
 // 2. `wave 2` then `ty` in the Debug Console: wave 2's value; Call Stack and GPU Lanes show wave 2.
-// 3. A launch whose interpreter cannot import aspace_dap: a notification with its error.
-// 4. The CUDA and Intel examples copied to another folder: their sources open.
-// 5. Lane 0 of CUDA divergent_call: its own (labelled) frame, not the odd lanes' call.
-// 6. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
-//    offsets the ISA gives them; and on CUDA lds_tiles' shared memory.
+// 3. The stop holds whatever moves the focus: a frame of another wave clicked in the Call Stack,
+//    then the lane changed by `lane N` in the Debug Console, a click in GPU Lanes or Next Active
+//    Lane; and a frame clicked, then `wave N` of that same wave. After each, VS Code still shows the
+//    session stopped: no "Running" in the Call Stack, Continue (not Pause) in the toolbar, the
+//    focused thread's frame selected, that lane's tx and ty in Variables and the Watch expression
+//    `ty` evaluated (not "not available").
+// 4. A launch whose interpreter cannot import aspace_dap: a notification with its error.
+// 5. The CUDA and Intel examples copied to another folder: their sources open.
+// 6. Lane 0 of CUDA divergent_call: its own (labelled) frame, not the odd lanes' call, selected at
+//    once with its registers in Variables.
+// 7. The built-in memory view on AMD lds_tiles' LDS (gfx90a -O0): tile and row_sums marked at the
+//    offsets the ISA gives them; a second memory view opens in the same editor group; and on CUDA
+//    lds_tiles' shared memory.
+// 8. The memory view's typed column on scratch_struct (AMD gfx90a -O0): each member of the struct
+//    `p` in its own type (the float `mass` as the float it holds, the int `id` as an integer).
+//
+// Expected values come from the kernels: lds_tiles runs 16x16 blocks on wave64, so lane L of wave w
+// has threadIdx.x = L % 16 and threadIdx.y = 4w + L / 16, and its waves' exec mask 0x000f000f000f000f
+// makes lanes 0-3, 16-19, 32-35 and 48-51 active; scratch_struct sets p.mass = 1 + (gid & 7) and
+// p.id = gid, and struct Particle puts mass after three float[3] (offset 36) and id after it (40).
 
 import { cpSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  chromiumPath, codeServerCommand, runHostScript, playwrightChromium, serverPort, sleep, startCodeServer,
+  chromiumPath, codeServerCommand, runHostScript, playwrightChromium, serverPort, setPaneExpanded, sleep, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,7 +65,7 @@ if (process.env.CLONE) {
 
 // a folder away from the clone with the CUDA and Intel examples, and launch configurations
 const away = join(root, 'elsewhere');
-for (const family of ['cuda', 'opencl']) cpSync(join(repo, 'examples', family), join(away, 'examples', family), { recursive: true });
+for (const family of ['cuda', 'opencl', 'scratch_struct']) cpSync(join(repo, 'examples', family), join(away, 'examples', family), { recursive: true });
 mkdirSync(join(away, '.vscode'), { recursive: true });
 const python = join(clone, '.venv', 'bin', 'python');
 const launch = (name, state, extra = {}) => ({ type: 'aspace-gpu', request: 'launch', name, state, pythonPath: python, ...extra });
@@ -62,6 +77,7 @@ writeFileSync(
       launch('cuda divergent_call', '${workspaceFolder}/examples/cuda/dumps/divergent_call.sm_90.G'),
       launch('intel divergent_call', '${workspaceFolder}/examples/opencl/dumps/divergent_call.tgllp'),
       launch('cuda lds_tiles', '${workspaceFolder}/examples/cuda/dumps/lds_tiles.sm_90.G'),
+      launch('scratch_struct', '${workspaceFolder}/examples/scratch_struct/dumps/gfx90a.O0'),
       launch('no server here', '${workspaceFolder}/examples/cuda/dumps/lds_tiles.sm_90.G', { pythonPath: '/usr/bin/python3' }),
     ],
   }),
@@ -143,6 +159,80 @@ async function shot(page, name, clip) {
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, name), clip });
   console.log(`wrote ${join(shots, name)}`);
+}
+
+function pane(page, title) {
+  return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) });
+}
+
+/** The Call Stack's rendered rows, in order, as [aria-level, text, selected, data-index, aria-expanded]. */
+async function callStackRows(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.debug-call-stack .monaco-list-row')]
+      .map((r) => [r.getAttribute('aria-level'), r.textContent, r.classList.contains('selected'), Number(r.dataset.index), r.getAttribute('aria-expanded')])
+      .sort((a, b) => a[3] - b[3]));
+}
+
+/** Expands wave `wave`'s thread in the Call Stack and clicks its top frame. */
+async function selectTopFrame(page, wave) {
+  const name = `Wave 0:0:0:${wave} `;
+  const stack = page.locator('.debug-call-stack .monaco-list-row');
+  await stack.filter({ hasText: name }).first().click();
+  if ((await stack.filter({ hasText: name }).first().getAttribute('aria-expanded')) !== 'true') await page.keyboard.press('ArrowRight');
+  let index;
+  await until(`wave ${wave} shows its frame`, async () => {
+    const rows = await callStackRows(page);
+    const at = rows.findIndex(([, text]) => text.includes(name));
+    index = rows[at + 1]?.[3];
+    return at >= 0 && rows[at + 1]?.[0] === '2';
+  });
+  await page.locator(`.debug-call-stack .monaco-list-row[data-index="${index}"]`).click();
+  await sleep(1000);
+}
+
+/** What the debug views show of the stop. */
+async function debugViews(page) {
+  const rows = await callStackRows(page);
+  const at = rows.findIndex(([, , selected]) => selected);
+  const thread = at < 0 ? '' : rows.slice(0, at + 1).reverse().find(([level]) => level === '1')?.[1] ?? '';
+  const values = async (title) => pane(page, title).locator('.monaco-list-row').evaluateAll((list) => Object.fromEntries(
+    list.map((r) => [r.querySelector('.name')?.textContent.replace(/[:=]\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])
+      .filter(([name]) => name)));
+  const toolbar = await page.evaluate(() => {
+    const shown = (icon) => [...document.querySelectorAll(`.debug-toolbar .codicon-${icon}, .part.sidebar > .title .codicon-${icon}`)]
+      .filter((e) => e.offsetParent !== null).length;
+    return { continue: shown('debug-continue'), pause: shown('debug-pause') };
+  });
+  // "Running" shows on a thread's row, or in the Call Stack's header for the focused thread (a
+  // hidden state message keeps its last text)
+  const header = (await pane(page, 'Call Stack').locator('.pane-header .call-stack-state-message:not([hidden])').allTextContents()).join(' ');
+  return {
+    thread, frame: at < 0 ? '' : rows[at][1],
+    running: [header, ...rows.map(([, text]) => text)].filter((text) => /Running/.test(text)),
+    toolbar, variables: await values('Variables'), watch: await values('Watch'),
+  };
+}
+
+/** VS Code shows wave `wave` stopped at lane `lane` (lds_tiles): Call Stack, toolbar, Variables, Watch. */
+async function assertStopped(page, what, wave, lane) {
+  const tx = String(lane % 16);
+  const ty = String(4 * wave + Math.floor(lane / 16));
+  let seen;
+  try {
+    await until(what, async () => {
+      seen = await debugViews(page);
+      return seen.thread.includes(`Wave 0:0:0:${wave} `) && /transpose_tiles/.test(seen.frame) && seen.running.length === 0
+        && seen.toolbar.continue > 0 && seen.toolbar.pause === 0
+        && seen.variables.tx === tx && seen.variables.ty === ty && seen.watch.ty === ty;
+    }, 30);
+  } catch {
+    throw new Error(`${what}: VS Code does not show wave ${wave} lane ${lane} stopped (tx = ${tx}, ty = ${ty}): ${JSON.stringify(seen)}`);
+  }
+}
+
+async function laneInStatusBar(page) {
+  const text = await page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ }).first().textContent();
+  return Number(/Lane (\d+)\//.exec(text)[1]);
 }
 
 const results = [];
@@ -227,26 +317,55 @@ async function main() {
       await repl(page, 'info waves');
       await shot(page, 'vscode-wave-switch.png');
     });
-    await check('a frame selected in another wave moves the focus there', async () => {
-      const thread = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'Wave 0:0:0:0' }).first();
-      await thread.click();
-      await page.keyboard.press('ArrowRight'); // expand: VS Code fetches wave 0's stack
-      await until('wave 0 shows its frame', async () => {
-        const rows = await page.evaluate(() =>
-          [...document.querySelectorAll('.debug-call-stack .monaco-list-row')].map((r) => [r.getAttribute('aria-level'), r.textContent]));
-        const at = rows.findIndex(([, text]) => /Wave 0:0:0:0/.test(text));
-        return at >= 0 && rows[at + 1]?.[0] === '2';
-      });
-      await page.keyboard.press('ArrowDown');
-      await page.keyboard.press('Enter'); // select wave 0's top frame
-      await sleep(1500);
+    // ---- 3: the stop holds: a frame clicked in another wave, then the lane or the wave changed ----
+    await check('a frame selected in another wave, then `lane 7` in the Debug Console', async () => {
+      // room for the Call Stack's four waves
+      for (const title of ['Breakpoints', 'Loaded Scripts', 'GPU Waves', 'GPU Lanes']) await setPaneExpanded(page, title, false).catch(() => {});
+      await setPaneExpanded(page, 'Watch', true);
+      // a double click in the Watch view's empty space adds an expression
+      await pane(page, 'Watch').locator('.pane-body').dblclick({ position: { x: 120, y: 60 } });
+      await page.locator('.debug-watch .monaco-inputbox input, .debug-watch textarea').first().waitFor({ timeout: 10000 });
+      await page.keyboard.type('ty');
+      await page.keyboard.press('Enter');
+      await assertStopped(page, 'after `wave 2`', 2, 2);
+      await selectTopFrame(page, 0);
+      await assertStopped(page, 'after a frame of wave 0 was selected', 0, 2);
       await repl(page, 'lane 7');
+      await assertStopped(page, 'after the frame click and `lane 7`', 0, 7);
       await repl(page, 'ty');
       // wave 0 lane 7: threadIdx.y = 0 + 7 / 16 = 0, and info waves stars wave 0
       if ((await replLast(page)) !== '0') throw new Error(`ty printed "${await replLast(page)}"`);
       await repl(page, 'info waves');
       const text = await page.locator('.repl').textContent();
       if (!/\* focus: AMDGPU Wave 0:0:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
+    });
+    await check('a frame selected in another wave, then a lane clicked in GPU Lanes', async () => {
+      await selectTopFrame(page, 3);
+      await assertStopped(page, 'after a frame of wave 3 was selected', 3, 7);
+      // GPU Lanes alone, tall enough to show lane 5 beside the focused lane 7
+      const others = ['Variables', 'Watch', 'Call Stack'];
+      for (const title of others) await setPaneExpanded(page, title, false);
+      await setPaneExpanded(page, 'GPU Lanes', true);
+      await until('GPU Lanes shows wave 3', async () =>
+        /0:0:0:3/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
+      await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 5(?!\d)/ }).first().click();
+      await setPaneExpanded(page, 'GPU Lanes', false);
+      for (const title of others) await setPaneExpanded(page, title, true);
+      await assertStopped(page, 'after the frame click and Lane 5 in GPU Lanes', 3, 5);
+    });
+    await check('a frame selected in another wave, then Next Active Lane', async () => {
+      await selectTopFrame(page, 1);
+      await assertStopped(page, 'after a frame of wave 1 was selected', 1, 5);
+      await runCommand(page, 'GPU Debug: Next Active Lane');
+      // lanes 0-3, 16-19, 32-35 and 48-51 are active: the next one after lane 5 is 16
+      await until('the status bar names lane 16', async () => (await laneInStatusBar(page)) === 16);
+      await assertStopped(page, 'after the frame click and Next Active Lane', 1, 16);
+    });
+    await check('a frame selected in another wave, then `wave N` of that wave', async () => {
+      await selectTopFrame(page, 2);
+      await assertStopped(page, 'after a frame of wave 2 was selected', 2, 16);
+      await repl(page, 'wave 2');
+      await assertStopped(page, 'after the frame click and `wave 2`', 2, 16);
     });
     await check('AMD LDS view: tile at 0x0 and row_sums at 0x440, both marked', async () => {
       await repl(page, 'lane 2'); // an active lane of wave 0
@@ -283,6 +402,14 @@ async function main() {
       await shot(page, 'vscode-lds-view.png');
       await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
     });
+    await check('a second memory view opens in the same editor group', async () => {
+      const groups = await page.locator('.editor-group-container').count();
+      await runCommand(page, 'GPU Debug: Open Private Memory of This Lane (scratch)');
+      await until('the scratch view opens', async () => (await page.locator('.tab', { hasText: /private|scratch/i }).count()) > 0);
+      const now = await page.locator('.editor-group-container').count();
+      if (now !== groups) throw new Error(`${groups} editor group(s) with the LDS view, ${now} with the scratch view as well`);
+      await runCommand(page, 'View: Close All Editor Groups');
+    });
     await stopDebugging(page);
     await page.close();
 
@@ -313,6 +440,16 @@ async function main() {
           if ((await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^settle/ }).count()) > 0) {
             throw new Error('the odd lanes\' settle frame is shown for lane 0');
           }
+          // selected at once, with its scopes: the registers it last wrote
+          let seen;
+          // (VS Code draws a frame with presentationHint label unselectable: its note opens in the editor)
+          await until('lane 0\'s frame is focused with Registers in Variables', async () => {
+            seen = await debugViews(page);
+            seen.scopes = (await pane(page, 'Variables').locator('.monaco-list-row').allTextContents()).slice(0, 3);
+            seen.tab = await page.locator('.tab.active').textContent();
+            return /no pc for lane 0/.test(seen.tab) && /^\s*Registers/.test(seen.scopes[0] ?? '') && /^pc\b/.test(seen.scopes[1] ?? '')
+              && seen.toolbar.continue > 0 && seen.toolbar.pause === 0 && seen.running.length === 0;
+          }, 30).catch(() => { throw new Error(`lane 0: ${JSON.stringify(seen)}`); });
         }
       });
       await stopDebugging(page);
@@ -336,6 +473,42 @@ async function main() {
       await until('the next page shows tile only', async () =>
         (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
         (await frame.locator('.chip', { hasText: 'row_sums' }).count()) === 0);
+    });
+    await stopDebugging(page);
+    await check('the memory view shows each member of a struct in its own type', async () => {
+      await runCommand(page, 'View: Close All Editor Groups');
+      await startConfig(page, 'scratch_struct');
+      await laneItem(page).waitFor({ timeout: 60000 });
+      await showDebugConsole(page);
+      await repl(page, 'gid');
+      const gid = Number(await replLast(page));
+      if (!Number.isInteger(gid)) throw new Error(`gid printed "${await replLast(page)}"`);
+      await runCommand(page, 'GPU Debug: Open Private Memory of This Lane (scratch)');
+      const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+      await frame.locator('.chip', { hasText: /^p$/ }).waitFor({ timeout: 30000 });
+      // the typed cell of p's member at byte `offset`, in a row of p's 4-byte members
+      const typedAt = async (offset) => frame.locator('table.mem tr').evaluateAll((rows, offset) => {
+        for (const row of rows) {
+          const owners = [...row.querySelectorAll('td[title]')].map((td) => td.title);
+          const at = owners.indexOf(`p +${offset}`);
+          if (at < 0) continue;
+          if (owners.length !== 16 || at % 4 !== 0 || !owners.every((o) => o.startsWith('p +'))) return `row ${owners.join(',')}`;
+          return [...row.querySelectorAll('td.typed span')].map((span) => span.textContent)[at / 4];
+        }
+        return 'no row';
+      }, offset);
+      const mass = await typedAt(36);
+      const id = await typedAt(40);
+      if (mass !== String(1 + (gid & 7)) || id !== String(gid)) throw new Error(`gid ${gid}: p.mass shown as ${mass}, p.id as ${id}`);
+      if (shots) {
+        await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+        await runCommand(page, 'View: Hide Panel');
+        await page.locator('.tab', { hasText: 'scratch_struct.hip' }).locator('.codicon-close').click();
+        await page.mouse.move(900, 820); // no tooltip over the view
+        await sleep(1500);
+        await shot(page, 'vscode-memory-typed.png');
+        await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+      }
     });
   } finally {
     await browser.close();

@@ -121,16 +121,22 @@ describe('aspace-dap on the lds_tiles example', { timeout: 120000 }, () => {
     assert.equal(locals.get('out_col')?.value, String(BLOCK + tx));
   });
 
-  it('moves the lane focus with setFocus and refreshes through invalidated', async () => {
+  it('moves the lane focus with setFocus and stops the focused wave again', async () => {
     const before = await lanes();
     const target = before.lanes.find((l) => l.state !== 'active');
     assert.ok(target, 'the stop leaves inactive lanes');
-    const invalidated = dc.waitForEvent('invalidated');
+    // VS Code replays its first held stop on `invalidated`; the stops it holds are withdrawn and
+    // the focused wave stopped again instead, so its top frame is selected and Variables refreshed
+    const continued = dc.waitForEvent('continued');
+    const stopped = dc.waitForEvent('stopped');
     const focus = parseFocus((await dc.customRequest('setFocus', { threadId, lane: target.lane })).body);
     assert.deepEqual(focus, { threadId, lane: target.lane, active: false, lanes: before.lanes.length });
-    const event = (await invalidated) as DebugProtocol.InvalidatedEvent;
-    assert.ok(event.body.areas?.includes('variables'), 'the Variables view is told to refresh');
+    const withdrawn = (await continued) as DebugProtocol.ContinuedEvent;
+    assert.equal(withdrawn.body.allThreadsContinued, false);
+    const event = (await stopped) as DebugProtocol.StoppedEvent;
     assert.equal(event.body.threadId, threadId);
+    assert.equal(event.body.allThreadsStopped, true);
+    assert.equal(event.body.preserveFocusHint, false);
     assert.equal((await lanes()).focus, target.lane);
 
     // The same frame now shows the focused lane's values (inactive lanes keep theirs).

@@ -9,6 +9,7 @@ import {
   lensAction,
   lensWanted,
   readLensSettings,
+  sendsToRunningServer,
   type LensSettings,
 } from '../../src/lensSettings';
 import { choosePython } from '../../src/pythonPath';
@@ -96,6 +97,14 @@ describe('lensAction', () => {
 
   it('leaves budget changes to configuration sync', () => {
     assert.equal(lensAction(a, { codeObjects: ['a.co'], ldsBudget: 1024 }), 'none');
+    assert.equal(sendsToRunningServer(a, { codeObjects: ['a.co'], ldsBudget: 1024 }), true);
+  });
+
+  it('sends no settings to a server that the change stops or restarts', () => {
+    // clearing aspace.codeObjects: the server is stopped, a didChangeConfiguration to it would fail
+    assert.equal(sendsToRunningServer(a, { codeObjects: [] }), false);
+    assert.equal(sendsToRunningServer(a, { codeObjects: ['b.co'] }), false);
+    assert.equal(sendsToRunningServer(undefined, a), false);
   });
 });
 

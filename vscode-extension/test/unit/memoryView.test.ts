@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { parseMemoryLayout, readPage, type MemoryPage } from '../../src/memoryLayout';
-import { byteOwners, renderMemoryView, typedCells } from '../../src/memoryViewHtml';
+import { byteOwners, elementCells, elementKindFormat, renderMemoryView, typedCells } from '../../src/memoryViewHtml';
 
 function page(bytes: number[], address = 0x400n, valid?: boolean[]): MemoryPage {
   return { address, bytes: Uint8Array.from(bytes), valid: valid ?? bytes.map(() => true) };
@@ -30,6 +30,30 @@ describe('memory view', () => {
     const cells = typedCells(p, byteOwners(p, vars), vars, 0, 'auto');
     assert.deepEqual(cells.map((c) => c.text), ['1.5', '-2', '7', '??']);
     assert.deepEqual(typedCells(p, byteOwners(p, vars), vars, 0, 'x32').map((c) => c.text)[2], '0x00000007');
+  });
+
+  it('shows each element of a struct in the type the server gives it', () => {
+    // struct { float mass; int id; char pad[4]; double w; } at 0x400, as memoryLayout lists it
+    const placed = parseMemoryLayout({
+      variables: [{
+        name: 'p', type: 'Particle', address: '0x400', size: 24,
+        elements: [
+          { address: '0x400', size: 4, kind: 'float' }, { address: '0x404', size: 4, kind: 'signed' },
+          { address: '0x40c', size: 8, kind: 'float' }, { address: '0x414', size: 4, kind: 'unsigned' },
+        ],
+      }],
+    });
+    const f64 = [...new Uint8Array(new Float64Array([0.25]).buffer)];
+    const p = page([...f32(4), 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, ...f64, 7, 0, 0, 0, 0, 0, 0, 0]);
+    const owners = byteOwners(p, placed);
+    const cells = elementCells(p, owners, placed);
+    // 4.0 as a float (not 1082130432), -1 as a signed int, padding, and a double cut by the row end
+    assert.deepEqual(typedCells(p, owners, placed, 0, 'auto', cells).map((c) => c.text), ['4', '-1', '··', '??']);
+    assert.deepEqual(typedCells(p, owners, placed, 16, 'auto', cells).map((c) => [c.text, c.width]), [['…', 4], ['7', 4], ['0', 4]]);
+    // a fixed format still reads every element alike
+    assert.deepEqual(typedCells(p, owners, placed, 0, 'i32', cells).map((c) => c.text)[0], '1082130432');
+    assert.equal(elementKindFormat('float', 2), undefined);
+    assert.equal(elementKindFormat('pointer', 8), 'x64');
   });
 
   it('renders names, hex, holes and an escaped title', () => {
