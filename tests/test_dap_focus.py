@@ -287,9 +287,11 @@ def test_nvim_dap_views_follow_wave_and_lane(version):
         assert locals_of(n.scopes_command())["ty"] == str(ty_of(3, 5))
         assert n.repl("ty") == str(ty_of(3, 5))
         assert (n.cursor_file(), n.cursor[1]) == ("lds_tiles.hip", 38)
-        # no stop was declined with `continue`, no stale variablesReference was used
+        # no stop was declined with `continue`, no stale variablesReference was used, and nothing
+        # relied on `invalidated` (neither release handles it)
         assert not [args for command, args in n.sent if command == "continue"]
         assert not n.notifications, n.notifications
+        assert not n.c.events("invalidated")
         # `.continue`: still stopped in wave 3, shown again
         n.continue_command()
         assert n.stopped_thread_id == thread_of_wave(3)
