@@ -11,7 +11,7 @@
 //
 // With SHOTS it writes SHOTS/vscode-disassembly.png (the AMD example), the README's screenshot.
 
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,15 @@ const CASES = [
 const root = mkdtempSync(join(tmpdir(), 'aspace-disasm-'));
 const workspace = join(root, 'workspace');
 mkdirSync(join(workspace, '.vscode'), { recursive: true });
+// the workspace holds the examples' sources, as a user's project holds theirs: the server reads sources only
+// where the user opened something (the workspace it runs in, the dump's folder)
+for (const folder of ['examples/divergent_call', 'examples/cuda']) {
+  cpSync(join(repo, folder), join(workspace, folder), {
+    recursive: true, filter: (from) => !/[\\/](dumps|real)$/.test(from) && !/\.(co|o|cubin|bin)$/.test(from),
+  });
+}
+// nvcc's line table names divergent_call.cu bare: it is looked for in the folder the server runs in
+cpSync(join(repo, 'examples/cuda/divergent_call.cu'), join(workspace, 'divergent_call.cu'));
 writeFileSync(
   join(workspace, '.vscode', 'launch.json'),
   JSON.stringify({
