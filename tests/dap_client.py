@@ -213,6 +213,19 @@ class _StderrCollector:
             return "".join(self.lines)
 
 
+def closed_by_server(sock: socket.socket, timeout: float) -> bool:
+    """Whether the server closes `sock` within `timeout` (whatever it sent before is read and dropped)."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(1 << 20):
+            pass
+        return True
+    except (TimeoutError, socket.timeout):
+        return False
+    except OSError:
+        return True
+
+
 def machine_slowdown(sample_seconds: float = 0.25) -> float:
     """How much slower than a quiet machine this one runs now: wall-clock seconds per second of CPU this
     process gets while it computes (1.0 alone on a core; about 2 beside two busy processes on two cores).

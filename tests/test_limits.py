@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import REPO_ROOT, _server_env, connect_tcp, frame, launch_answer, machine_slowdown, \
+from dap_client import REPO_ROOT, closed_by_server, _server_env, connect_tcp, frame, launch_answer, machine_slowdown, \
     start_server_subprocess, start_tcp_server_subprocess, tcp_secret
 
 ROOT = Path(REPO_ROOT)
@@ -985,19 +985,6 @@ def quick_stall_server(monkeypatch):
     yield process, stderr, port
     process.kill()
     process.wait()
-
-
-def closed_by_server(sock: socket.socket, timeout: float) -> bool:
-    """Whether the server closes `sock` within `timeout` (whatever it sent before is read and dropped)."""
-    sock.settimeout(timeout)
-    try:
-        while sock.recv(1 << 20):
-            pass
-        return True
-    except (TimeoutError, socket.timeout):
-        return False
-    except OSError:
-        return True
 
 
 def test_stalled_clients_are_disconnected_and_free_their_place(quick_stall_server):

@@ -21,25 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import (NOBODY, REPO_ROOT, SECRETS, DapTestClient, _server_env, connect_tcp, frame, launch_answer,
-                        python_for, start_tcp_server_subprocess)
+from dap_client import (NOBODY, REPO_ROOT, SECRETS, DapTestClient, _server_env, closed_by_server, connect_tcp, frame,
+                        launch_answer, python_for, start_tcp_server_subprocess)
 from debugpy.common.messaging import JsonIOStream
 
 ROOT = Path(REPO_ROOT)
 DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
 TIMEOUT = 30  # a safety net for one answer, not a measurement
-
-
-def closed_by_server(sock: socket.socket, timeout: float) -> bool:
-    sock.settimeout(timeout)
-    try:
-        while sock.recv(1 << 16):
-            pass
-        return True
-    except (TimeoutError, socket.timeout):
-        return False
-    except OSError:
-        return True
 
 
 def stop(process: subprocess.Popen) -> None:
