@@ -50,6 +50,9 @@ class TargetAdapter(ABC):
     # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
     # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
     grid_counts_workgroups = False
+    # What the vendor's debugger and documentation call a wave (cuda-gdb: a warp; gdb-oneapi: a thread):
+    # the word every text a user reads says.
+    wave_word = "wave"
 
     # --- address spaces -------------------------------------------------------------
 

@@ -36,8 +36,9 @@ WAVES_PER_GROUP = 4
 
 
 def amd_node_state(*, gpus: int = 8, waves: int = 1216, vgprs: int = 128, acc_vgprs: int = 128,
-                   lds: int = 64 << 10, dispatches: int = 1, seed: int = 0) -> GpuState:
-    """`gpus` GPUs, each running `dispatches` dispatches of `waves` waves."""
+                   lds: int = 64 << 10, dispatches: int = 1, seed: int = 0, pcs: list[int] | None = None) -> GpuState:
+    """`gpus` GPUs, each running `dispatches` dispatches of `waves` waves. `pcs`: where the waves stop
+    (wave k at pcs[k % len(pcs)], code object addresses); by default where the example's wave does."""
     example = load_state(AMD_EXAMPLE)
     wave0 = example.waves[0]
     lanes = wave0.lanes
@@ -46,10 +47,14 @@ def amd_node_state(*, gpus: int = 8, waves: int = 1216, vgprs: int = 128, acc_vg
     layout += [(f"v{i}", 4 * lanes) for i in range(vgprs)] + [(f"a{i}", 4 * lanes) for i in range(acc_vgprs)]
     rng = np.random.default_rng(seed)
     variants = []
-    for _ in range(4):  # a few register files, shared: the core writer copies each into its record anyway
+    load = example.code_objects[0].load_address
+    stops = [wave0.pc] if pcs is None else [load + pc for pc in pcs]
+    for k in range(4 * len(stops)):  # a few register files, shared: the core writer copies each into its record anyway
         parts = []
         for name, size in layout:
-            if name in held:
+            if name == "pc":
+                parts.append(int(stops[k % len(stops)]).to_bytes(size, "little"))
+            elif name in held:
                 data, _ = wave0.registers.raw(name)
                 parts.append(data.tobytes())
             else:

@@ -119,7 +119,10 @@ def test_thread_names_from_the_table_are_the_waves_own(tmp_path, vendor):
     names = adapter.thread_names(state.wave_table(), active, total)
     assert names == [adapter.thread_name(w, a, t) for w, a, t in zip(state.waves, active, total)]
     if vendor == "nvidia":
-        assert names[4] == "CUDA warp 4 cluster (0,0,0) block (0,0,0) thread (32,1,0) device 1 [4/31 active]"
+        # cuda-gdb's words in its focus order: kernel, cluster, block, (the warp's first) thread, device
+        assert names[4] == "CUDA kernel 7 cluster (0,0,0) block (0,0,0) thread (32,1,0) device 1 [4/31 active]"
+    if vendor == "amd":  # ROCgdb: agent:queue:dispatch:wave, "?" for what the dump does not say (the queue)
+        assert names[4] == f"AMDGPU Wave 1:?:7:{state.waves[4].id} (0,0,0)/4 [4/31 active]"
 
 
 def test_a_session_names_its_threads_without_making_the_waves(tmp_path):

@@ -273,21 +273,43 @@ class AmdgpuAdapter(TargetAdapter):
         return LlvmObjdump()
 
     def thread_name(self, wave, active: int, total: int) -> str:
-        # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup
-        wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
-        dispatch = wave.dispatch.id if wave.dispatch is not None else 0
-        return (f"AMDGPU Wave 0:0:{dispatch}:{wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
-                f" [{active}/{total} active]")
+        # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup, "?" for what
+        # is not known (amd-dbgapi-target.c, wave_coordinates::to_string)
+        dispatch = wave.dispatch
+        wg = wave.workgroup.id if wave.workgroup is not None else None
+        return (f"AMDGPU Wave {_agent(dispatch)}:{_queue(dispatch)}:{dispatch.id if dispatch is not None else '?'}:"
+                f"{wave.id} {_group(wg)}/{wave.index_in_workgroup} [{active}/{total} active]")
 
     def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
-        dispatch = [d.id for d in table.dispatches] + [0]  # (index -1: no dispatch)
+        dispatches = table.dispatches
+        # (index -1: no dispatch)
+        prefix = [f"AMDGPU Wave {_agent(d)}:{_queue(d)}:{d.id}:" for d in dispatches] + ["AMDGPU Wave ?:?:?:"]
         x, y, z = table.workgroup_ids.T.tolist()
-        return [f"AMDGPU Wave 0:0:{dispatch[d]}:{i} ({a},{b},{c})/{k} [{n}/{t} active]"
-                for d, i, a, b, c, k, n, t in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z,
-                                                  table.index_in_workgroup.tolist(), active, total)]
+        has = table.has_workgroup.tolist()
+        return [f"{prefix[d]}{i} ({a},{b},{c})/{k} [{n}/{t} active]" if h else
+                f"{prefix[d]}{i} (?,?,?)/{k} [{n}/{t} active]"
+                for d, i, a, b, c, h, k, n, t in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z, has,
+                                                     table.index_in_workgroup.tolist(), active, total)]
 
     def wave_target(self, state, wave, dialect):
         return AmdgpuWaveTarget(self, state, wave, dialect)
+
+
+def _agent(dispatch) -> str:
+    """The agent (GPU) of a dispatch as the dump numbers its GPUs: its `device`; a dump of one GPU names
+    none, and that GPU is its agent 0."""
+    if dispatch is None:
+        return "?"
+    return str(dispatch.device) if dispatch.device is not None else "0"
+
+
+def _queue(dispatch) -> str:
+    queue = getattr(dispatch, "queue", None)
+    return "?" if queue is None else str(queue)
+
+
+def _group(wg) -> str:
+    return "(?,?,?)" if wg is None else f"({wg[0]},{wg[1]},{wg[2]})"
 
 
 def _processor_of(state, wave) -> str:

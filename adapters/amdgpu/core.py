@@ -113,6 +113,7 @@ class _Reader:
         self.wave_status: dict[int, tuple[int, int]] = {}  # wave id -> (ttmp6, trapsts)
         self.register_templates: dict[tuple, RegisterFile] = {}
         self.heads: dict[int, tuple[int, int, int]] = {}  # wave id -> (pc, exec, lanes) from its hwregs
+        self.register_homes: dict[int, tuple[int, int, RegisterFile]] = {}  # wave id -> (record, size, template)
         self._loaded_objects: dict[int, list] = {}  # code object id -> its builds, parsed once
         self._fd = -1
 
@@ -208,7 +209,8 @@ class _Reader:
         state = GpuState(root=None, source=self.files.source, producer="ROCm GPU core", manifest=manifest,
                          target=target, code_objects=[ref for ref, _ in self.code_objects],
                          memory={"global": self.memory}, dispatches=dispatches, focus=focus, stop=stop,
-                         files=self.files, warnings=self.warnings, read_heads=self.read_heads)
+                         files=self.files, warnings=self.warnings, read_heads=self.read_heads,
+                         read_registers=self.read_registers)
         self.state_waves = state.waves
         return state
 
@@ -432,6 +434,7 @@ class _Reader:
                 # gfx11: a wave that released its VGPRs (status.no_vgprs) saved none
                 vgprs_saved = not (family.name == "gfx11" and hwregs[cwsr.HWREG_STATUS] & cwsr.STATUS_GFX11_NO_VGPRS)
                 template = self._template(record, vgprs_saved, f"{where}.registers")
+                home = (record.begin, record.register_bytes, template)
                 if family.gfx942_ttmps:
                     packet = (ttmp[11] >> cwsr.TTMP11_GFX942_PACKET_SHIFT) & ((1 << 25) - 1)
                     wave_id = ttmp[4] | ttmp[5] << 32 if ttmp[11] & cwsr.TTMP11_GFX942_TTMPS_SETUP else None
@@ -454,6 +457,7 @@ class _Reader:
                 # the PC and execution mask the waves table shows, without building the wave (hwregs 1-2, 3-4)
                 exec_mask = hwregs[3] | (hwregs[4] << 32 if record.lanes == 64 else 0)
                 self.heads[wave_id] = (hwregs[1] | hwregs[2] << 32, exec_mask, record.lanes)
+                self.register_homes[wave_id] = home
                 pending.append((dispatches[key], wave, group, lds_of_group))
         out = []
         members: dict[int, list] = {}
@@ -470,6 +474,7 @@ class _Reader:
             dispatch = Dispatch(number, entry["kernel"], entry["code_object"], entry["grid"], entry["workgroup"],
                                 list(groups.values()), {}, entry["where"], kernel_descriptor=entry["descriptor"])
             dispatch.processor = entry["processor"]
+            dispatch.queue = entry["queue"]  # the KFD queue id (ROCgdb's `info queues` QID)
             out.append(dispatch)
         return out, [entry["agent"] for entry in dispatches.values()]
 
@@ -511,6 +516,34 @@ class _Reader:
             heads.valid[row] = (1 << lanes) - 1
         return heads
 
+    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Register `name` of the waves at `rows` straight from their save records in the mapped core
+        (GpuState.register_bytes): the bytes the file holds, the rest unavailable."""
+        waves = self.state_waves
+        homes = [self.register_homes[waves[int(i)].id] for i in rows.tolist()]
+        places = [(begin, size, template._offsets.get(name)) for begin, size, template in homes]
+        width = max((at[1] for _, _, at in places if at is not None), default=0)
+        data = np.zeros((len(rows), width), np.uint8)
+        valid = np.zeros((len(rows), width), bool)
+        if not width:
+            return data, valid
+        regions = self.memory.regions
+        mapped = self.elf.span.array.view(np.ndarray)  # (a memmap slice costs more than the bytes)
+        for k, (begin, size, at) in enumerate(places):
+            if at is None or at[0] >= size:
+                continue
+            length = min(at[1], size - at[0])
+            start = begin + at[0]
+            i = bisect.bisect_right(self._region_starts, start) - 1
+            if i >= 0 and start + length <= regions[i].address + regions[i].available:
+                offset = regions[i].file_offset + start - regions[i].address
+                got = mapped[offset:offset + length]
+                data[k, :len(got)], valid[k, :len(got)] = got, True
+            else:  # a record split over segments, or cut short: as the wave's own registers read it
+                got, ok = self.memory.read(start, length)
+                data[k, :length], valid[k, :length] = got, ok
+        return data, valid
+
     def _template(self, record, vgprs_saved: bool, path: str) -> RegisterFile:
         """The record shape's register file without bytes: one layout (and its offsets) per shape."""
         key = (record.family.name, record.state, record.lanes, vgprs_saved)
@@ -543,7 +576,7 @@ class _Reader:
         kernel_object = fields[11]
         kernel, co_id = self._kernel(kernel_object, processor)
         return {"kernel": kernel, "code_object": co_id, "grid": grid, "workgroup": workgroup, "where": where,
-                "descriptor": kernel_object, "processor": processor}
+                "descriptor": kernel_object, "processor": processor, "queue": q["queue_id"] & 0x3FFFFFFF}
 
     def _focus(self, dispatches: list[Dispatch], queues: list[dict], agents: list[dict]) -> tuple[Focus, Stop]:
         waves = [w for d in dispatches for w in d.waves]

@@ -226,6 +226,7 @@ def debug_index(co: CodeObject):
 
 class IntelAdapter(TargetAdapter):
     vendor = "intel"
+    wave_word = "thread"  # gdb-oneapi's word for a SIMD thread
     address_size = 8
     pc_register = "ip"
     exec_register = "emask"
@@ -399,21 +400,32 @@ class IntelAdapter(TargetAdapter):
         return Iga(self)
 
     def thread_name(self, wave, active: int, total: int) -> str:
-        # gdb-oneapi shows one thread per SIMD thread with its lanes; add the work-group like ROCgdb does
+        # gdb-oneapi names a thread of a GPU core by its LWP (intelgt_core_pid_to_str), one inferior per
+        # device; the work-group is added as ROCgdb does
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
-        return (f"Intel GPU thread {wave.id} ({wg[0]},{wg[1]},{wg[2]})/{wave.index_in_workgroup}"
-                f" SIMD{wave.lanes} [{active}/{total} active]")
+        return (f"Intel GPU {_thread_text(wave.id, wave.slot, wave.dispatch)} ({wg[0]},{wg[1]},{wg[2]})/"
+                f"{wave.index_in_workgroup} SIMD{wave.lanes} [{active}/{total} active]")
 
     def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
         x, y, z = table.workgroup_ids.T.tolist()
-        return [f"Intel GPU thread {i} ({a},{b},{c})/{k} SIMD{w} [{n}/{t} active]"
-                for i, a, b, c, k, w, n, t in zip(table.ids.tolist(), x, y, z, table.index_in_workgroup.tolist(),
-                                                  table.lanes.tolist(), active, total)]
+        owner = list(table.dispatches) + [None]
+        slots = [None] * len(table) if table.slots is None else table.slots
+        return [f"Intel GPU {_thread_text(i, s, owner[d])} ({a},{b},{c})/{k} SIMD{w} [{n}/{t} active]"
+                for i, s, d, a, b, c, k, w, n, t in zip(table.ids.tolist(), slots, table.dispatch.tolist(), x, y, z,
+                                                        table.index_in_workgroup.tolist(), table.lanes.tolist(),
+                                                        active, total)]
 
     def wave_target(self, state, wave, dialect):
         if state is not None:
             self.use_dump(state.target.processor, getattr(wave, "registers", None))
         return IntelWaveTarget(self, state, wave, dialect)
+
+
+def _thread_text(wave_id: int, slot, dispatch) -> str:
+    """`LWP n` for a core's thread (its own id), else `thread <wave id>`; the device when the dump names it."""
+    name = f"LWP {slot[0]}" if slot is not None else f"thread {wave_id}"
+    device = getattr(dispatch, "device", None)
+    return name if device is None else f"{name} device {device}"
 
 
 class IntelWaveTarget(WaveTarget):

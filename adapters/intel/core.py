@@ -364,6 +364,7 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
         wave = Wave.deferred(thread.tid if unique else index, 0, lanes, thread.where,
                              _loader(thread, model_layout, ip, emask, dispatch_mask, total))
         wave.pc_register, wave.exec_register = "ip", "emask"
+        wave.slot = (thread.tid,)  # the thread's own id, gdb-oneapi's LWP
         waves.append(wave)
         pcs[wave.id] = ip
         co_id = images.code_object_for(ip)

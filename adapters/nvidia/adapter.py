@@ -68,6 +68,7 @@ class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
+    wave_word = "warp"
     grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
 
     def __init__(self):
@@ -363,24 +364,23 @@ class NvptxAdapter(TargetAdapter):
         return Nvdisasm()
 
     def thread_name(self, wave, active: int, total: int) -> str:
-        # cuda-gdb: block (x,y,z) and the warp's first thread; the device when the dump holds several
+        # cuda-gdb's focus words, in its order: kernel (the dispatch), cluster, block, the warp's first
+        # thread, device, and where a core says the warp ran: sm and the warp's slot on it
+        dispatch = wave.dispatch
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
-        first = wave.local_id(0) if wave.dispatch is not None else (0, 0, 0)
-        device = getattr(wave.dispatch, "device", None)
-        on = f" device {device}" if device is not None else ""
+        first = wave.local_id(0) if dispatch is not None else (0, 0, 0)
+        kernel = f"kernel {dispatch.id} " if dispatch is not None else ""
         cluster = getattr(wave.workgroup, "cluster", None)
-        if cluster is not None:  # a cluster launch: cuda-gdb's focus names the cluster before the block
-            cluster_text = f"cluster ({cluster[0]},{cluster[1]},{cluster[2]}) "
-        else:
-            cluster_text = ""
-        return (f"CUDA warp {wave.index_in_workgroup} {cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) "
-                f"thread ({first[0]},{first[1]},{first[2]}){on} [{active}/{total} active]")
+        cluster_text = "" if cluster is None else f"cluster ({cluster[0]},{cluster[1]},{cluster[2]}) "
+        return (f"CUDA {kernel}{cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) thread ({first[0]},{first[1]},{first[2]})"
+                f"{_device_text(dispatch, wave.slot)} [{active}/{total} active]")
 
     def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
         dispatches = table.dispatches
         if table.ids.dtype == object or any(max(d.workgroup_size) >= 1 << 31 for d in dispatches):
             return super().thread_names(table, active, total)
-        on = [f" device {d.device}" if getattr(d, "device", None) is not None else "" for d in dispatches] + [""]
+        kernel = [f"kernel {d.id} " for d in dispatches] + [""]
+        slots = table.slots
         # each warp's first thread: lane 0's local id, x fastest (Wave.local_id); none without a dispatch
         size = np.array([[max(v, 1) for v in d.workgroup_size] for d in dispatches] + [[1, 1, 1]], np.int64)
         size = size[table.dispatch]
@@ -391,12 +391,24 @@ class NvptxAdapter(TargetAdapter):
         cluster_text = ["" if c is None else f"cluster ({c[0]},{c[1]},{c[2]}) " for c in clusters]
         x, y, z = table.workgroup_ids.T.tolist()
         tx, ty, tz = first.tolist()
-        return [f"CUDA warp {k} {c}block ({a},{b},{e}) thread ({i},{j},{m}){on[d]} [{n}/{t} active]"
-                for k, c, a, b, e, i, j, m, d, n, t in zip(table.index_in_workgroup.tolist(), cluster_text, x, y, z,
-                                                         tx, ty, tz, table.dispatch.tolist(), active, total)]
+        owner = list(dispatches) + [None]
+        slots = [None] * len(table) if slots is None else slots
+        return [f"CUDA {kernel[d]}{c}block ({a},{b},{e}) thread ({i},{j},{m}){_device_text(owner[d], s)} [{n}/{t} active]"
+                for c, a, b, e, i, j, m, d, s, n, t in zip(cluster_text, x, y, z, tx, ty, tz, table.dispatch.tolist(),
+                                                           slots, active, total)]
 
     def wave_target(self, state, wave, dialect):
         return NvptxWaveTarget(self, state, wave, dialect)
+
+
+def _device_text(dispatch, slot) -> str:
+    """` device D sm S warp W` as far as the dump says: the device when it holds several (a core of one
+    device: its device 0), the SM and warp slot from a core's tables."""
+    device = getattr(dispatch, "device", None)
+    if device is None and slot is not None:
+        device = 0
+    text = "" if device is None else f" device {device}"
+    return text if slot is None else f"{text} sm {slot[0]} warp {slot[1]}"
 
 
 class NvptxWaveTarget(WaveTarget):

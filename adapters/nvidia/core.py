@@ -158,6 +158,7 @@ class _CoreReader:
         self.error_pcs: dict[int, int] = {}  # wave id -> the warp row's errorPC, when errorPCValid
         self.syscall_waves: list[int] = []  # waves with lanes in a syscall (r575 inSyscallLanesMask)
         self.warp_of_wave: dict[int, int] = {}  # wave id -> its warp (row of the warp arrays)
+        self.warp_device: np.ndarray = np.zeros(0, np.int64)  # each warp's device (index into self.devices)
         self._layout_names: dict[tuple[int, ...], str] = {}
         self.sm_fault: tuple[int, int, int | None] | None = None  # (wave, code, errorPC) of an SM row's exception
 
@@ -206,7 +207,8 @@ class _CoreReader:
                     {name: [[reg, size] for reg, size in layout] for name, layout in self.layouts.items()}}
         state = GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
                          target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
-                         focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads)
+                         focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads,
+                         read_registers=self.read_registers)
         state.not_kept = not_kept
         return state
 
@@ -376,6 +378,7 @@ class _CoreReader:
         warps_by_cta = elf.children(SHT_WP_TABLE, SHT_CTA_TABLE)
         sm_devices = {sec.index: self._device_of(sec) for sec in elf.of_type(SHT_SM_TABLE)}
         self._warp_facts()
+        self.warp_device = np.zeros(len(self.all_lanes.warps), np.int64)
         cta_tables = elf.indices(SHT_CTA_TABLE)
         cta_rows, cta_bounds = elf.row_array(cta_tables, SHT_CTA_TABLE)
         columns = {name: cta_rows[name].tolist() for name in cta_rows.dtype.names}
@@ -383,6 +386,8 @@ class _CoreReader:
             cta_sec = elf.section(cta_index)
             sm_sec, _ = elf.parent(cta_sec, SHT_SM_TABLE)
             dev = sm_devices[sm_sec.index]
+            sm_rows = elf.rows(sm_sec)
+            sm_id = sm_rows[cta_sec.info]["smId"] if cta_sec.info < len(sm_rows) else None
             for row_index, at in enumerate(range(int(cta_bounds[k]), int(cta_bounds[k + 1]))):
                 cta = {name: values[at] for name, values in columns.items()}
                 key = (dev, cta["gridId64"])
@@ -394,7 +399,7 @@ class _CoreReader:
                 lds = self._regions(lds_sections, "local", lds_sections[0].name, 0) if lds_sections else None
                 waves = []
                 for wp in warps_by_cta.get(cta_sec.index, row_index):
-                    waves.extend(self._warps(int(wp), grid, dev))
+                    waves.extend(self._warps(int(wp), grid, dev, sm_id))
                 self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
                 workgroup = Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]")
@@ -512,7 +517,7 @@ class _CoreReader:
         links, _ = self._warp_keys()
         return f"{self.elf.name(int(links[w]))}[warp {int(self.all_lanes.warps['warpId'][w])}]"
 
-    def _warps(self, wp_index: int, grid: dict[str, int], dev: int) -> list[Wave]:
+    def _warps(self, wp_index: int, grid: dict[str, int], dev: int, sm_id: int | None) -> list[Wave]:
         lanes = self.all_lanes
         start = lanes.warp_start[wp_index]
         name = self.elf.name(wp_index)
@@ -524,6 +529,7 @@ class _CoreReader:
             wave_id = self.next_wave
             self.next_wave += 1
             self.warp_of_wave[wave_id] = w
+            self.warp_device[w] = dev
             counts = (min(counts_of[SHT_REGS][w], device["numRegsPerLane"]),
                       min(counts_of[SHT_PRED][w], device["numPredicatesPrLane"]),
                       counts_of[SHT_UREGS][w], counts_of[SHT_UPRED][w], counts_of[SHT_CBU_BAR][w])
@@ -537,6 +543,8 @@ class _CoreReader:
             wave = Wave.deferred(wave_id, self._index_in_block(w, grid), self.lanes, where,
                                  self._warp_loader(w, wp_index, counts, layout_name, where),
                                  returns_pending=self.has_backtrace[w])
+            if sm_id is not None:  # cuda-gdb's "sm S, warp W": the SM and the warp's slot on it
+                wave.slot = (sm_id, column["warpId"][w])
             waves.append(wave)
         return waves
 
@@ -674,8 +682,63 @@ class _CoreReader:
         rows = np.array([self.warp_of_wave[w.id] for w in waves], np.int64)
         warps = self.all_lanes.warps
         n = len(waves)
+        # the warp pc is its first active lane's virtual PC (_warp_facts)
         return WaveHeads(self.warp_pc[rows].astype(np.uint64), np.ones(n, bool), self.warp_active[rows],
-                         np.ones(n, bool), warps["validLanesMask"][rows].astype(np.uint64), np.ones(n, bool))
+                         np.ones(n, bool), warps["validLanesMask"][rows].astype(np.uint64), np.ones(n, bool),
+                         lead=np.ones(n, bool))
+
+    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Register `name` of the waves at `rows`, as each warp's own register file holds it (_load_warp),
+        read for all of them at once: R and P registers from their lanes' sections in the mapped file, the
+        pc and exec from the tables read at open; any other register through the warps themselves."""
+        waves = self.state_waves
+        warp = np.array([self.warp_of_wave[waves[int(i)].id] for i in rows.tolist()], np.int64)
+        kind = {"R": (SHT_REGS, 4), "P": (SHT_PRED, 1)}.get(name[:1]) if name[1:].isdigit() else None
+        n, lanes = len(rows), self.lanes
+        if name == "pc":
+            data = self.warp_pc[warp].astype("<u8").view(np.uint8).reshape(n, 8)
+            return data.copy(), np.ones((n, 8), bool)
+        if name == "exec":
+            width = (lanes + 7) // 8
+            data = self.warp_active[warp].astype("<u8").view(np.uint8).reshape(n, 8)[:, :width]
+            return data.copy(), np.ones((n, width), bool)
+        if kind is None:
+            out = [waves[int(i)].registers for i in rows.tolist()]
+            got = [r.raw(name) if r.has(name) else (np.zeros(0, np.uint8), np.zeros(0, bool)) for r in out]
+            width = max((len(d) for d, _ in got), default=0)
+            data, valid = np.zeros((n, width), np.uint8), np.zeros((n, width), bool)
+            for k, (d, v) in enumerate(got):
+                data[k, :len(d)], valid[k, :len(d)] = d, v
+            return data, valid
+        sh_type, size = kind
+        index = int(name[1:])
+        count = self.counts[sh_type][warp]
+        if sh_type == SHT_REGS:  # (a warp holds at most its device's registers: _warps)
+            per_device = np.array([d["numRegsPerLane"] for d in self.devices], np.int64)
+            count = np.minimum(count, per_device[self.warp_device[warp]])
+        else:
+            per_device = np.array([d["numPredicatesPrLane"] for d in self.devices], np.int64)
+            count = np.minimum(count, per_device[self.warp_device[warp]])
+        held = count > index
+        data = np.zeros((n, lanes * size), np.uint8)
+        valid = np.repeat(held, lanes * size).reshape(n, lanes * size)
+        all_lanes = self.all_lanes
+        starts, ends = all_lanes.start[warp], all_lanes.end[warp]
+        counts = ends - starts
+        owner = np.repeat(np.arange(n), counts)
+        # each warp's lane rows start..end, all in one array
+        lane_rows = np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        found = self.per_lane[sh_type].first(all_lanes.section[lane_rows], all_lanes.row_in_table[lane_rows])
+        table = self.elf.table
+        at = np.maximum(found, 0)
+        has = (found >= 0) & (table["size"][at] >= 4 * (index + 1)) & held[owner]
+        if has.any():
+            mapped = self.elf.span.array.view(np.ndarray)
+            offsets = table["offset"][at[has]].astype(np.int64) + 4 * index
+            words = mapped[offsets[:, None] + np.arange(size)]
+            column = all_lanes.ln[lane_rows[has]] * size
+            data[owner[has][:, None], column[:, None] + np.arange(size)] = words
+        return data, valid
 
     def _focus(self, dispatches: list[Dispatch]) -> tuple[Focus | None, Stop | None]:
         waves = self.state_waves

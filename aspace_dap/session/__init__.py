@@ -12,7 +12,8 @@ and the adapter how to reach them in the dump.
     frames     a lane's PC and its inlined and unwound frames
     variables  reads per lane, storage collisions, pointers; the write epoch
     memory     memory references; reading, writing and laying out memory
-    waves      the triage of all waves: lane counts, groups by call stack, names
+    waves      the triage of all waves: lane counts, groups by where they stand (stacks: each distinct
+               stack worked out once), names
     coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
     exceptions   the stop's exception in the vendor's words, its instruction, the lanes and waves sharing it
     disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
@@ -65,7 +66,7 @@ class Session:
         self._frames = Frames(self._programs, self._focus, self._sources)
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
         self._memory = Memory(self._programs, self._focus, self._variables)
-        self._waves = Waves(self._programs, self._focus, self._frames)
+        self._waves = Waves(self._programs, self._focus, self._frames, lambda: self._variables.write_epoch)
         self._coordinates = Coordinates(self._programs)
         self._disassembly = Disassembly(self._programs, self._focus, self._sources)
         self._exceptions = Exceptions(self._programs, self._focus, self._frames,

@@ -60,6 +60,8 @@ class Frames(Part):
         super().__init__(programs)
         self.focus = focus
         self.sources = sources
+        self._at: dict[tuple[int, int], tuple[Program, list[FrameInfo]]] = {}  # (program, pc) -> its frames
+        self._lines: dict[tuple[int, int], tuple[Program, object]] = {}
 
     def lane_pc(self, wave, lane: int) -> int | None:
         """Where a lane is: its own PC from the dump, else the wave's; inactive lanes per DW_AT_LLVM_lane_pc.
@@ -128,14 +130,14 @@ class Frames(Part):
                                f"its registers hold values it last wrote>")]
         pc = program.elf_pc(runtime_pc)
         out: list[Frame] = []
-        infos = program.index.frames_at(pc) if program.index is not None else []
+        infos = self._frames_at(program, pc) if program.index is not None else []
         if not infos:
-            line = program.index.line_for_pc(pc) if program.index is not None else None
+            line = self._line_at(program, pc) if program.index is not None else None
             return [Frame(0, wave.id, lane, program, None, pc, runtime_pc, *(self._line(line)))]
         caller_state = None
         lookup_pc = pc
         while True:
-            line = program.index.line_for_pc(lookup_pc)
+            line = self._line_at(program, lookup_pc)
             file, ln, col = self._line(line)
             for info in infos:
                 out.append(Frame(len(out), wave.id, lane, program, info, lookup_pc, runtime_pc, file, ln, col,
@@ -159,11 +161,27 @@ class Frames(Part):
             runtime_pc = state.pc
             # a return address follows the call; the call's own line is one byte back
             lookup_pc = program.elf_pc(runtime_pc) - 1
-            infos = program.index.frames_at(lookup_pc)
+            infos = self._frames_at(program, lookup_pc)
             if not infos:
                 out.append(Frame(len(out), wave.id, lane, program, None, lookup_pc, runtime_pc, None, None, None,
                                  caller_state))
                 return out
+
+    def _frames_at(self, program: Program, pc: int) -> list[FrameInfo]:
+        """The DWARF's frames at an ELF pc, looked up once per program and pc (thousands of waves stand at
+        a few pcs)."""
+        key = (id(program), pc)
+        found = self._at.get(key)
+        if found is None or found[0] is not program:
+            found = self._at[key] = (program, program.index.frames_at(pc))
+        return found[1]
+
+    def _line_at(self, program: Program, pc: int):
+        key = (id(program), pc)
+        found = self._lines.get(key)
+        if found is None or found[0] is not program:
+            found = self._lines[key] = (program, program.index.line_for_pc(pc))
+        return found[1]
 
     def frame_target(self, frame: Frame, dialect: Dialect):
         """The wave as seen from a frame: a caller frame sees its unwound registers."""

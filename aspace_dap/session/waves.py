@@ -1,12 +1,15 @@
 """Waves: the triage of every wave at once, for thousands of waves.
 
-Owns lane counts from the wave table, each dispatch's slice of the waves, the waves grouped by call
-stack (the odd ones out first), and the waves' names.
+Owns lane counts from the wave table, each dispatch's slice of the waves, the waves grouped by where
+they stand (dispatch, pc, inline chain and callers: the odd ones out first) and the waves' names. The
+groups and the names are worked out once per dump and kept until a write (setVariable, writeMemory)
+could move a wave; where each group stands comes from stacks.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -15,6 +18,7 @@ from ..state.model import popcount
 from .focus import Focus
 from .frames import Frames
 from .programs import Part, Programs
+from .stacks import Stacks, stack_key
 
 
 def _distinct(values: np.ndarray) -> list[int]:
@@ -25,24 +29,39 @@ def _distinct(values: np.ndarray) -> list[int]:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))].tolist()
 
 
+def lowest_lane(masks: np.ndarray) -> np.ndarray:
+    """The lowest set bit of each uint64 mask, -1 for none."""
+    masks = np.asarray(masks, np.uint64)
+    low = masks & (~masks + np.uint64(1))  # the lowest set bit alone
+    out = np.full(len(masks), -1, np.int64)
+    some = low != 0
+    out[some] = np.log2(low[some].astype(np.float64)).astype(np.int64)  # a power of two: exact
+    return out
+
+
 @dataclass
 class WaveGroup:
-    """Waves of one dispatch stopped with the same call stack."""
+    """Waves of one dispatch standing at the same place: the same pc, inline chain and callers."""
 
     dispatch: object
-    frames: list[dict]  # innermost first: {"name", "file", "line", "column"}
+    # innermost first: {"name", "file", "line", "column", "pc", "inlined"}; frames sharing a pc are one
+    # inline chain, the innermost inlined into the next ("inlined" True) up to the function it is in
+    frames: list[dict]
     wave_ids: np.ndarray
     active_lanes: int
     valid_lanes: int
 
 
 class Waves(Part):
-    def __init__(self, programs: Programs, focus: Focus, frames: Frames):
+    def __init__(self, programs: Programs, focus: Focus, frames: Frames, epoch: Callable[[], int]):
         super().__init__(programs)
         self.focus = focus
         self.frames = frames
+        self.stacks = Stacks(programs, frames)
+        self._epoch = epoch  # the write epoch: a write may move waves, so what is kept is worked out again
         self._has_active_lane_expr: dict[tuple[int, int], bool] = {}
-        self._kernel_stacks: dict[tuple, list] = {}
+        self._groups: tuple[int, list[WaveGroup]] | None = None
+        self._names: tuple[tuple, list[str]] | None = None
 
     def lane_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Active and valid lanes of every wave (in state.waves order), counted from the wave table:
@@ -94,55 +113,59 @@ class Waves(Part):
         return self.state.wave_table().ids
 
     def wave_groups(self) -> list[WaveGroup]:
-        """Waves grouped by dispatch, then by call stack (function, file and line of every frame);
-        the smallest groups, the odd ones out, first.
+        """Waves grouped by dispatch, then by where their first active lane stands: pc, the functions
+        inlined there and the callers' return addresses, so that every distinct place is a group of
+        its own even without line information; the smallest groups, the odd ones out, first. Worked
+        out once and kept until a write."""
+        epoch = self._epoch()
+        if self._groups is None or self._groups[0] != epoch:
+            self._groups = (epoch, self._group())
+        return self._groups[1]
 
-        Waves of a dispatch at the same pc, stopped in the kernel itself, share one stack: it is
-        worked out once for the first of them. Waves in a called function are unwound one by one
-        (their caller depends on their registers)."""
+    def _group(self) -> list[WaveGroup]:
         waves = self.state.waves
         heads = self.state.wave_heads()
         active, valid = self.lane_counts()
-        by_stack: dict[tuple, list[int]] = {}
+        members: dict[tuple, list[np.ndarray]] = {}
         stacks: dict[tuple, list[dict]] = {}
 
         def add(d: int, frames: list[dict], rows) -> None:
-            key = (d, tuple((f["name"], f["file"], f["line"]) for f in frames))
+            key = (d, stack_key(frames))
             stacks.setdefault(key, frames)
-            by_stack.setdefault(key, []).append(rows)
+            members.setdefault(key, []).append(np.asarray(rows, np.int64))
 
         one_by_one: list[int] = []
         expr_waves = set(self._waves_with_active_lane_expr(heads)) if heads is not None else set()
-        for d, (dispatch, first, end) in enumerate(self.dispatch_slices()):
+        for d, (_, first, end) in enumerate(self.dispatch_slices()):
             if first == end:
                 continue
             if heads is None:
                 one_by_one.extend(range(first, end))
                 continue
             rows = np.arange(first, end)
-            shared = heads.pc_known[first:end] & (heads.active[first:end] != 0) & ~heads.lane_pcs[first:end]
+            lead = lowest_lane(heads.active[first:end])
+            # the pc is the first active lane's: every lane is at it, or the dump says it is that lane's
+            at_pc = ~heads.lane_pcs[first:end]
+            if heads.lead is not None:
+                at_pc |= heads.lead[first:end]
+            shared = heads.pc_known[first:end] & (lead >= 0) & at_pc
             if expr_waves:
                 shared[[i - first for i in expr_waves if first <= i < end]] = False
             one_by_one.extend(rows[~shared].tolist())
             pcs = heads.pc[first:end]
             for pc in _distinct(pcs[shared]):
-                members = rows[shared & (pcs == pc)]
-                frames = self._kernel_stacks.get((d, pc))
-                if frames is None:
-                    rep = int(members[0])
-                    frames, unwound = self._stack_of(waves[rep])
-                    if unwound:  # a device function: its callers differ per wave
-                        one_by_one.extend(members.tolist())
-                        continue
-                    self._kernel_stacks[(d, pc)] = frames
-                add(d, frames, members)
+                here = shared & (pcs == pc)
+                for lane in _distinct(lead[here]):
+                    for frames, part in self.stacks.at(pc, lane, rows[here & (lead == lane)]):
+                        add(d, frames, part)
         table = self.state.wave_table()
-        for i in sorted(one_by_one):
-            frames, _ = self._stack_of(waves[i])
-            add(int(table.dispatch[i]), frames, np.array([i]))
+        for i in one_by_one:
+            wave = waves[i]
+            lanes = np.nonzero(self.focus.active_lanes(wave))[0]
+            add(int(table.dispatch[i]), self.stacks.of_wave(wave, int(lanes[0]) if len(lanes) else 0), [i])
         ids = table.ids
         groups = []
-        for key, parts in by_stack.items():
+        for key, parts in members.items():
             rows = np.sort(np.concatenate(parts))
             d = int(table.dispatch[rows[0]])
             dispatch = table.dispatches[d] if d >= 0 else None
@@ -151,21 +174,14 @@ class Waves(Part):
                                    int(g.wave_ids[0])))
         return groups
 
-    def _stack_of(self, wave) -> tuple[list[dict], bool]:
-        """The frames of the wave's first active lane (lane 0 if none), and whether unwinding was needed."""
-        active = np.nonzero(self.focus.active_lanes(wave))[0]
-        lane = int(active[0]) if len(active) else 0
-        try:
-            frames = self.frames.frames(wave.id, lane)
-        except AspaceError as e:
-            return [{"name": f"<no stack: {e}>", "file": None, "line": None, "column": None}], False
-        return ([{"name": f.name, "file": f.file, "line": f.line, "column": f.column} for f in frames],
-                any(f.caller_state is not None for f in frames))
-
     def thread_names(self) -> list[str]:
-        """thread_name of every wave, from the wave table (without building the waves)."""
-        active, valid = self.lane_counts()
-        return self.adapter.thread_names(self.state.wave_table(), active.tolist(), valid.tolist())
+        """thread_name of every wave, from the wave table (without building the waves); kept until a
+        write or a wave's active lanes are worked out anew."""
+        key = (self._epoch(), len(self.focus.active_by_wave))
+        if self._names is None or self._names[0] != key:
+            active, valid = self.lane_counts()
+            self._names = (key, self.adapter.thread_names(self.state.wave_table(), active.tolist(), valid.tolist()))
+        return self._names[1]
 
     def thread_name(self, wave) -> str:
         return self.adapter.thread_name(wave, int(self.focus.active_lanes(wave).sum()), int(wave.valid_lanes.sum()))

@@ -108,7 +108,7 @@ class Wave:
 
     # a fixed set of fields: a dump of 100,000 waves holds 100,000 of these
     __slots__ = ("id", "index_in_workgroup", "lanes", "path", "workgroup", "dispatch", "_loader", "_parts",
-                 "_returns", "_returns_pending", "pc_register", "exec_register", "__weakref__")
+                 "_returns", "_returns_pending", "pc_register", "exec_register", "slot", "__weakref__")
 
     # pc_register / exec_register: the registers holding the PC and the execution mask, the adapter's
     # names, set for every wave by GpuState.use_register_names (AMD and NVIDIA dumps say `pc` / `exec`)
@@ -129,6 +129,9 @@ class Wave:
         # addresses, innermost caller first; None when the dump records none
         self._returns: dict[int, list[int]] | None = None
         self._returns_pending = False
+        # where the hardware ran it, when the dump records it, in the vendor's terms: a CUDA core's (SM, warp
+        # slot on the SM), an Intel core's (thread id,)
+        self.slot: tuple[int, ...] | None = None
 
     @classmethod
     def deferred(cls, id: int, index_in_workgroup: int, lanes: int, path: str,
@@ -147,6 +150,7 @@ class Wave:
         wave._parts = None
         wave._returns = None
         wave._returns_pending = returns_pending
+        wave.slot = None
         return wave
 
     def _get_returns(self) -> "dict[int, list[int]] | None":
@@ -277,6 +281,7 @@ class Dispatch:
         self.memory = memory or {}
         self.path = path
         self.device: int | None = None  # which GPU ran it, when the dump holds several
+        self.queue: int | None = None  # the queue it was submitted to, when the dump records it (a ROCm core's)
         # that GPU's processor when it differs from the target's (a machine with GPUs of several kinds)
         self.processor: str | None = None
         self.cluster_size: tuple[int, int, int] | None = None  # blocks per cluster, for a cluster launch
@@ -314,10 +319,13 @@ class WaveHeads:
     exec_known: np.ndarray  # bool: the dump holds the whole exec (else every valid lane counts as active)
     valid: np.ndarray       # uint64
     lane_pcs: np.ndarray    # bool: the wave has per-lane pcs (lanes may stand elsewhere than pc)
+    # bool, None for all False: `pc` is where the wave's first active lane stands though its lanes have
+    # their own pcs (a CUDA core's warp pc is its first active lane's)
+    lead: np.ndarray | None = None
 
     def copy(self) -> "WaveHeads":
         return WaveHeads(self.pc.copy(), self.pc_known.copy(), self.exec.copy(), self.exec_known.copy(),
-                         self.valid.copy(), self.lane_pcs.copy())
+                         self.valid.copy(), self.lane_pcs.copy(), None if self.lead is None else self.lead.copy())
 
     @property
     def active(self) -> np.ndarray:
@@ -355,7 +363,8 @@ class GpuState:
                  dispatches: list[Dispatch], focus: Focus | None, stop: Stop | None,
                  files: "DumpFiles | None" = None, warnings: list[str] | None = None,
                  read_heads: "Callable[[str, str | None], WaveHeads] | None" = None,
-                 waves: "LazyWaves | None" = None, wave_table: "Callable[[], WaveTable] | None" = None):
+                 waves: "LazyWaves | None" = None, wave_table: "Callable[[], WaveTable] | None" = None,
+                 read_registers: "Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -382,6 +391,7 @@ class GpuState:
         self._table: WaveTable | None = None
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
+        self._read_registers = read_registers  # one register of many waves straight from the files
 
     def wave_table(self) -> "WaveTable":
         """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""
@@ -423,6 +433,34 @@ class GpuState:
             for name in ("pc", "pc_known", "exec", "exec_known", "valid", "lane_pcs"):
                 getattr(heads, name)[built] = getattr(live, name)
         return heads
+
+    def register_bytes(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each register of `names` of the waves at `rows` (indices into `waves`): its bytes and which of
+        them the dump holds, (len(rows), size) each, size the largest the waves' layouts give it (a wave
+        whose layout lacks it, or gives it fewer bytes, holds none or fewer). Waves already built answer
+        from their register files, so writes are seen; the others are read in bulk where the source can."""
+        rows = np.asarray(rows, np.int64)
+        built = np.array([i for i, wave in self.made_waves() if wave.loaded], np.int64)
+        warm = np.isin(rows, built) if len(built) else np.zeros(len(rows), bool)
+        if self._read_registers is None:
+            warm[:] = True
+        files = [wave.registers for wave in map(self.waves.__getitem__, rows[warm].tolist())]
+        out = []
+        for name in names:
+            cold = self._read_registers(rows[~warm], name) if not warm.all() else None
+            if not warm.any():
+                out.append(cold)
+                continue
+            own = [r.raw(name) if r.has(name) else (np.zeros(0, np.uint8), np.zeros(0, bool)) for r in files]
+            size = max([len(d) for d, _ in own] + ([cold[0].shape[1]] if cold is not None else []))
+            data = np.zeros((len(rows), size), np.uint8)
+            valid = np.zeros((len(rows), size), bool)
+            if cold is not None:
+                data[~warm, :cold[0].shape[1]], valid[~warm, :cold[1].shape[1]] = cold
+            for k, (got, ok) in zip(np.flatnonzero(warm).tolist(), own):
+                data[k, :len(got)], valid[k, :len(got)] = got, ok
+            out.append((data, valid))
+        return out
 
     def use_register_names(self, pc: str, exec_mask: str | None) -> None:
         """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""

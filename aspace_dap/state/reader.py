@@ -319,6 +319,52 @@ class _Builder:
             heads.lane_pcs[:] = [pcs is not None for pcs in per_lane]
         return heads
 
+    def _register_places(self) -> tuple[list[str], list[str]]:
+        """Every wave's register layout name and register file, in waves order."""
+        layouts, register_files = self.register_layouts, self.register_files
+        if layouts is None or register_files is None:
+            registers = list(map(_REGISTERS, self.wave_entries))
+            layouts, register_files = list(map(_LAYOUT, registers)), list(map(_FILE, registers))
+            self.register_layouts, self.register_files = layouts, register_files
+        return layouts, register_files
+
+    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Register `name` of the waves at `rows`, read from their files in bulk (GpuState.register_bytes)."""
+        layouts, register_files = self._register_places()
+        places: dict[str, tuple[int, int] | None] = {}
+        for layout_name in {layouts[i] for i in rows.tolist()}:
+            at = 0
+            places[layout_name] = None
+            for reg, size in self.layouts[layout_name]:
+                if reg == name:
+                    places[layout_name] = (at, int(size))
+                    break
+                at += int(size)
+        size = max((p[1] for p in places.values() if p is not None), default=0)
+        data = np.zeros((len(rows), size), np.uint8)
+        valid = np.zeros((len(rows), size), bool)
+        by_layout: dict[str, list[int]] = {}
+        if len(places) == 1:
+            by_layout[next(iter(places))] = list(range(len(rows)))
+        else:
+            for k, i in enumerate(rows.tolist()):
+                by_layout.setdefault(layouts[i], []).append(k)
+        for layout_name, ks in by_layout.items():
+            place = places[layout_name]
+            if place is None or not place[1]:
+                continue
+            offset, length = place
+            chunks = self.files.read_ranges([register_files[i] for i in rows[ks].tolist()], offset, length)
+            whole = b"".join(chunks)
+            if len(whole) == len(ks) * length:
+                data[ks, :length] = np.frombuffer(whole, np.uint8).reshape(len(ks), length)
+                valid[ks, :length] = True
+            else:  # short files: the tail they lack is unavailable
+                for k, chunk in zip(ks, chunks):
+                    data[k, :len(chunk)] = np.frombuffer(chunk, np.uint8)
+                    valid[k, :len(chunk)] = True
+        return data, valid
+
     def build(self) -> GpuState:
         focus = self.manifest.get("focus")
         stop = self.manifest.get("stop")
@@ -328,6 +374,7 @@ class _Builder:
             target=self.target(), code_objects=self.code_objects(),
             memory=self.regions(self.manifest.get("memory") or [], "memory"),
             dispatches=self.dispatches(), read_heads=self.read_heads, waves=self.waves, wave_table=self.wave_table,
+            read_registers=self.read_registers,
             focus=None if focus is None else Focus(parse_number(focus["wave"]), parse_number(focus["lane"])),
             stop=None if stop is None else Stop(stop["reason"], stop.get("description") or "", _num(stop.get("pc"))),
             files=self.files)

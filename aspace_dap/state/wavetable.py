@@ -29,11 +29,13 @@ class WaveTable:
     """Per wave, in `GpuState.waves` order, what names it and places it, as arrays (no Wave objects
     needed): its id, index in the workgroup, lanes, dispatch (an index into `dispatches`, -1 for
     none) and workgroup id (x, y, z; 0s for none, where `has_workgroup` is False), and the cluster of
-    its workgroup (None for none; `clusters` is None when no workgroup has one)."""
+    its workgroup (None for none; `clusters` is None when no workgroup has one), and where the hardware ran
+    it (Wave.slot; `slots` is None when the dump records none)."""
 
     def __init__(self, waves: Sequence[Wave], dispatches: list[Dispatch], ids: np.ndarray,
                  index_in_workgroup: np.ndarray, lanes: np.ndarray, dispatch: np.ndarray,
-                 workgroup_ids: np.ndarray, clusters: list | None = None, has_workgroup: np.ndarray | None = None):
+                 workgroup_ids: np.ndarray, clusters: list | None = None, has_workgroup: np.ndarray | None = None,
+                 slots: list | None = None):
         self.waves = waves
         self.dispatches = dispatches
         self.ids = ids
@@ -43,6 +45,7 @@ class WaveTable:
         self.workgroup_ids = workgroup_ids
         self.clusters = clusters
         self.has_workgroup = np.ones(len(ids), bool) if has_workgroup is None else has_workgroup
+        self.slots = slots
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -54,11 +57,13 @@ class WaveTable:
         n = len(waves)
         groups = [w.workgroup for w in waves]
         clusters = [None if g is None else g.cluster for g in groups]
+        slots = [w.slot for w in waves]
         return cls(waves, dispatches, int_column([w.id for w in waves]),
                    int_column([w.index_in_workgroup for w in waves]), np.array([w.lanes for w in waves], np.int64),
                    np.array([where.get(id(w.dispatch), -1) for w in waves], np.int64),
                    int_column([x for g in groups for x in ((0, 0, 0) if g is None else g.id)]).reshape(n, 3),
-                   clusters if clusters.count(None) != n else None, np.array([g is not None for g in groups], bool))
+                   clusters if clusters.count(None) != n else None, np.array([g is not None for g in groups], bool),
+                   slots if slots.count(None) != n else None)
 
     def first_in_workgroup(self, dispatch_id: int, workgroup: tuple[int, int, int]) -> int | None:
         """Where the first wave of that workgroup of the dispatch with that id is (dispatch 0 also
