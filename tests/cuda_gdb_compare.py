@@ -33,8 +33,9 @@ from dap_client import RequestFailed, launched
 
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize")
 SEVERITIES = ("wrong", "missing", "unsupported", "format", "known")
-_THREAD_NAME = re.compile(r"^CUDA warp (\d+) (?:cluster \((\d+),(\d+),(\d+)\) )?block \((\d+),(\d+),(\d+)\) "
-                          r"thread \((\d+),(\d+),(\d+)\)(?: device (\d+))?")
+_THREAD_NAME = re.compile(r"^CUDA kernel (?P<kernel>\d+) (?:cluster \((\d+),(\d+),(\d+)\) )?"
+                          r"block \((?P<bx>\d+),(?P<by>\d+),(?P<bz>\d+)\) thread \((\d+),(\d+),(\d+)\)"
+                          r"(?: device (?P<device>\d+))?(?: sm (?P<sm>\d+) warp (?P<warp>\d+))?")
 _NO_VALUE = re.compile(r"^<(?:value )?(?:optimized out|unavailable|not saved|error:.*|synthetic pointer)>$|"
                        r"^<unavailable:.*>$")
 
@@ -189,8 +190,8 @@ class _Server:
             m = _THREAD_NAME.match(thread["name"])
             if not m:
                 continue
-            block = tuple(int(x) for x in m.group(5, 6, 7))
-            device = int(m.group(11)) if m.group(11) else None
+            block = tuple(int(x) for x in m.group("bx", "by", "bz"))
+            device = int(m["device"]) if m["device"] else None
             if block != focus.block or (device is not None and focus.device is not None and device != focus.device):
                 continue
             for lane in self.lanes(thread["id"]):

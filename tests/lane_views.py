@@ -12,8 +12,9 @@ from aspace_dap.values.format import format_obj
 
 
 def thread_key(name: str) -> str:
-    """A thread's name without its lane counts and device: the same warp in a folder dump and a core."""
-    return re.sub(r" device \d+$", "", name.split(" [")[0])
+    """A thread's name without its lane counts, kernel, device and hardware slot: the same warp in a folder
+    dump and a core (which may spread one dispatch over devices, one grid each)."""
+    return re.sub(r"(?: device \d+)?(?: sm \d+ warp \d+)?$", "", re.sub(r"^CUDA kernel \d+ ", "CUDA ", name.split(" [")[0]))
 
 
 def cfi_return_addresses(path) -> dict[tuple[int, int], list[int]]:

@@ -95,7 +95,7 @@ def test_core_with_an_exception_stops_on_the_faulting_lane(tmp_path):
     try:
         assert stopped["reason"] == "exception"
         threads = c.request("threads")["threads"]
-        assert any(t["name"].startswith("CUDA warp 1") for t in threads)
+        assert any(t["name"].startswith("CUDA kernel 0 block (0,0,0) thread (32,0,0) device 0 sm 0 warp 1 ") for t in threads)
         frames = c.request("stackTrace", {"threadId": stopped["threadId"]})["stackFrames"]
         assert [f["name"].split("(")[0] for f in frames[:2]] == ["settle", "divergent"]
         values = shown_values(c, stopped["threadId"], depth=0)

@@ -65,7 +65,7 @@ def test_every_variable_for_several_lanes(name, arch):
     try:
         tid = stopped["threadId"]
         threads = c.request("threads")["threads"]
-        assert any(t["name"].startswith("CUDA warp ") for t in threads)
+        assert any(t["name"].startswith("CUDA kernel 0 block (") for t in threads)
         top = c.request("stackTrace", {"threadId": tid})["stackFrames"][0]
         assert top["line"] == spec.line and top["source"]["path"].endswith(spec.file)
         shared = spec.shared() if spec.shared else {}

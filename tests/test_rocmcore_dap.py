@@ -12,7 +12,7 @@ import pytest
 from dap_client import REPO_ROOT, launched, start_server_subprocess
 
 from aspace_dap.state import load_state
-from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
+from aspace_dap.adapters.amdgpu.core_writer import QUEUE_ID, write_rocm_core
 
 EXAMPLES = Path(REPO_ROOT) / "examples"
 CASES = [("lds_tiles", "gfx90a.O0"), ("lds_tiles", "gfx90a.O2"), ("lds_tiles", "gfx1030.O0"),
@@ -64,6 +64,7 @@ def test_core_shows_every_variable_of_every_lane_and_frame_as_the_dump(cores, ex
             c.close()
     from_dump, from_core = seen.values()
     assert from_core.keys() == from_dump.keys()
+    from_dump = _queue_named(from_dump)
     for key in from_dump:
         assert from_core[key] == from_dump[key], key
     # the comparison saw real values, not only placeholders
@@ -172,7 +173,12 @@ def test_missing_file_code_object_is_named_and_codeobject_supplies_it(tmp_path):
         c.request("disconnect")
     finally:
         c.close()
-    assert from_core == from_dump
+    assert from_core == _queue_named(from_dump)
+
+
+def _queue_named(shown: dict) -> dict:
+    """What a folder dump shows, with the queue its waves' names cannot give (a core gives the KFD queue id)."""
+    return {key: value.replace(":?:", f":{QUEUE_ID}:", 1) if key[1] == "name" else value for key, value in shown.items()}
 
 
 def test_core_of_a_host_with_two_kinds_of_gpu_shows_each_wave_as_its_own_dump(tmp_path):
@@ -196,7 +202,7 @@ def test_core_of_a_host_with_two_kinds_of_gpu_shows_each_wave_as_its_own_dump(tm
     def renumbered(shown: dict, by: int) -> dict:
         out = {}
         for key, value in shown.items():
-            if key[1] == "name":  # "AMDGPU Wave 0:0:dispatch:wave (x,y,z)/index [a/b active]": ids differ
+            if key[1] == "name":  # "AMDGPU Wave agent:queue:dispatch:wave (x,y,z)/index [a/b active]": ids differ
                 value = value.split(" ", 3)[3]
             out[(key[0] + by, *key[1:])] = value
         return out
