@@ -96,7 +96,7 @@ def test_cuda_warp_illegal_address(tmp_path):
     lines = info["details"]["stackTrace"].splitlines()
     assert lines[0].startswith("Faulting instruction: 0x2b0 <_Z7scatterPii+0x2b0>") and "(fault.cu:9)" in lines[0]
     assert "The lanes stand at 0x2c0, past the faulting instruction" in lines
-    assert "Raised by 1 lane in 1 wave (wave 0)" in lines
+    assert "Raised by 1 lane in 1 warp (warp 0)" in lines  # cuda-gdb's word
     assert info["details"]["typeName"] == "CUDA_EXCEPTION_14"
 
 
@@ -142,11 +142,11 @@ def test_rocm_mem_viol_alone_is_an_address_error(tmp_path):
 def test_intel_page_fault(tmp_path):
     info, _ = _exception_info(_intel_core(tmp_path))
     assert info["exceptionId"] == "SIGSEGV"
-    assert info["description"] == "Segmentation fault. The wave stopped at PC 0x6f0 in scatter (fault.cl:9)."
+    assert info["description"] == "Segmentation fault. The thread stopped at PC 0x6f0 in scatter (fault.cl:9)."
     lines = info["details"]["stackTrace"].splitlines()
     assert lines[0] == "Instruction at the stop: 0x6f0 (fault.cl:9)"
     assert f"Faulting address: {OUT['intel'] + STRIDE_BYTES:#x}" in lines
-    assert "Raised by 8 lanes in 1 wave (wave 0)" in lines  # the SIMD8 thread
+    assert "Raised by 8 lanes in 1 thread (thread 0)" in lines  # the SIMD8 thread, gdb-oneapi's word
     assert "si_code 1 (SEGV_MAPERR: address not mapped to object)" in lines
 
 

@@ -9,7 +9,7 @@ from ..session import ExceptionDetail
 from .connection import state_of
 from .dispatch import HandlerTable
 from .refs import wave_of_thread
-from .waves import coalesce_ranges
+from .waves import coalesce_ranges, plural
 
 requests = HandlerTable()
 
@@ -21,12 +21,13 @@ def exception_info(ctx, args):
     detail = s.exception_detail(wave.id)
     if detail is None:
         raise AspaceError(f"{s.thread_name(wave)} raised no exception")
-    return exception_body(detail)
+    return exception_body(detail, s.adapter.wave_word)
 
 
-def _lanes_and_waves(lanes: int, waves: list[int]) -> str:
-    return (f"{lanes} lane{'s' if lanes != 1 else ''} in {len(waves)} wave{'s' if len(waves) != 1 else ''} "
-            f"(wave{'s' if len(waves) != 1 else ''} {coalesce_ranges(waves)})")
+def _lanes_and_waves(lanes: int, waves: list[int], word: str) -> str:
+    """`3 lanes in 2 warps (warps 4-5)`, in the vendor's word for a wave."""
+    return (f"{lanes} lane{'s' if lanes != 1 else ''} in {len(waves)} {plural(word, len(waves))} "
+            f"({plural(word, len(waves))} {coalesce_ranges(waves)})")
 
 
 def instruction_text(d: ExceptionDetail) -> str:
@@ -40,12 +41,13 @@ def instruction_text(d: ExceptionDetail) -> str:
     return " ".join(parts)
 
 
-def exception_body(d: ExceptionDetail) -> dict:
+def exception_body(d: ExceptionDetail, word: str = "wave") -> dict:
+    """The exceptionInfo body; `word` is the vendor's for a wave (cuda-gdb's warp)."""
     r = d.raised
     recorded = r.pc is not None  # the format names the faulting instruction (CUDA's error PC)
     where = " ".join(p for p in (f"in {d.function}" if d.function else None,
                                  f"({d.source})" if d.source else None) if p)
-    verb = "The exception was triggered at PC" if recorded else "The wave stopped at PC"
+    verb = "The exception was triggered at PC" if recorded else f"The {word} stopped at PC"
     description = f"{r.description}. {verb} {d.instruction_pc:#x}" + (f" {where}" if where else "") + "."
     # the format names the faulting instruction, or the wave's PC stands for it (AMD and Intel report
     # faults late: their notes say so)
@@ -54,9 +56,9 @@ def exception_body(d: ExceptionDetail) -> dict:
         lines.append(f"The lanes stand at {d.stopped_pc:#x}, past the faulting instruction")
     if r.address is not None:
         lines.append(f"Faulting address: {r.address:#x}")
-    lines.append(f"Raised by {_lanes_and_waves(d.same.lanes, d.same.wave_ids)}")
+    lines.append(f"Raised by {_lanes_and_waves(d.same.lanes, d.same.wave_ids, word)}")
     for other in d.others:
-        lines.append(f"Also {other.id} ({other.description}) in {_lanes_and_waves(other.lanes, other.wave_ids)}")
+        lines.append(f"Also {other.id} ({other.description}) in {_lanes_and_waves(other.lanes, other.wave_ids, word)}")
     lines.extend(r.notes)
     return {"exceptionId": r.id, "description": description, "breakMode": "always",
             "details": {"message": lines[0], "typeName": r.id, "stackTrace": "\n".join(lines)}}

@@ -192,14 +192,14 @@ def info_registers(s: Session, frame: Frame, m: re.Match) -> str:
     if names:
         missing = [n for n in names if aliases.get(n, n) not in known]
         if missing:
-            raise AspaceError(f"info registers: wave {wave.id} has no register {missing[0]} in the dump")
+            raise AspaceError(f"info registers: {s.adapter.wave_word} {wave.id} has no register {missing[0]} in the dump")
         chosen = [aliases.get(n, n) for n in names]
     else:
         chosen = known
     active = s.active_lanes(wave)
     lines = []
     if frame.index > 0:
-        lines.append(f"(the wave's registers as dumped, frame #0's; pc is frame #{frame.index}'s)")
+        lines.append(f"(the {s.adapter.wave_word}'s registers as dumped, frame #0's; pc is frame #{frame.index}'s)")
     for name in chosen:
         size = regs.size(name) or 0
         if size == 4 * wave.lanes and size > 8:  # a vector register: 32 bits per lane

@@ -25,12 +25,12 @@ from ..session import Frame, Session
 from . import machine
 from .inputs import parsed
 from .memory import save_dump
-from .waves import coalesce_ranges, lane_rows
+from .waves import coalesce_ranges, lane_rows, plural, where_text
 
 MAX_EXAMINE_BYTES = 64 << 10  # one `x/N` REPL command; its text grows ~4x the bytes
 
 _REPL_LANE = re.compile(r"^\s*lane\s+(\d+)\s*$")
-_REPL_WAVE = re.compile(r"^\s*wave\s+(\d+)\s*$")
+_REPL_WAVE = re.compile(r"^\s*(?:wave|warp)\s+(\d+)\s*$")  # (warp: CUDA's word)
 # `x` only with its `/FMT`: `x * 2` and `x + 1` are expressions (kernels have variables named x)
 _REPL_X = re.compile(r"^\s*x/(\d*)([xduotcfb]?)([bhwg]?)\s+(.+)$")
 _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
@@ -43,9 +43,10 @@ _CONTINUES_OPERAND = re.compile(r"^(?:->|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^<>\[
 _REPL_HELP = ("help", "?", "aspace help", "-help", "aspace")
 HELP = """aspace-dap REPL commands:
   lane N              focus lane N of the current wave
-  wave N              focus wave N
+  wave N              focus wave N (also warp N)
   info lanes          every lane of the focused wave: state, work-item, position
-  info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
+  info waves          the waves grouped by dispatch and where they stand (pc, inline chain, callers),
+                      as ranges of wave ids
   x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
                       local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
   x/Ni ADDRESS        N instructions from ADDRESS: $pc (the selected frame's), $pc+16, a function
@@ -81,7 +82,7 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
     if m:
         focus(lane=_whole_number(m[1]))
         w = s.wave()
-        return f"[Switching to lane {s.focus_lane} of wave {w.id} ({s.lane_state(w, s.focus_lane)})]"
+        return f"[Switching to lane {s.focus_lane} of {s.adapter.wave_word} {w.id} ({s.lane_state(w, s.focus_lane)})]"
     m = _REPL_WAVE.match(text)
     if m:
         focus(wave=_whole_number(m[1]))
@@ -141,26 +142,26 @@ def _lane_line(s, row) -> str:
     return f"{mark} lane {row['lane']:>2}  {row['state']:<8} work-item ({wi})  {where}"
 
 
-def _where(frames: list[dict]) -> str:
-    out = []
-    for f in frames:
-        place = f"{os.path.basename(f['file'])}:{f['line']}" if f["file"] and f["line"] else None
-        out.append(f"{f['name']} ({place})" if place else f["name"])
-    return " <- ".join(out) or "?"
+def group_lines(s: Session, groups, word: str, counts=None) -> list[str]:
+    """The groups as `info waves` lists them: count, lanes, dispatch, where, then the ids as ranges;
+    `counts` (a list of (count, lanes) per group) replaces the groups' own (`find` counts matches)."""
+    lines = [f"  {plural(word, 2).capitalize():>7}  {'Active lanes':>15}  Dispatch  Where"]
+    for n, g in enumerate(groups):
+        mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
+        dispatch = f"{g.dispatch.id} {g.dispatch.kernel}" if g.dispatch is not None else "-"
+        count, lanes = counts[n] if counts is not None else (len(g.wave_ids), f"{g.active_lanes}/{g.valid_lanes}")
+        lines.append(f"{mark} {count:>7}  {lanes:>15}  {dispatch}  {where_text(g.frames)}")
+        lines.append(f"  {'':>7}  {plural(word, 2)} {coalesce_ranges(g.wave_ids)}")
+    return lines
 
 
 def _info_waves(s: Session) -> str:
     groups = s.wave_groups()
     total = len(s.state.waves)
-    lines = [f"{total} wave{'s' if total != 1 else ''} in {len(groups)} group{'s' if len(groups) != 1 else ''}"
-             " (by dispatch and call stack, smallest first):",
-             f"  {'Waves':>7}  {'Active lanes':>15}  Dispatch  Where"]
-    for g in groups:
-        mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
-        dispatch = f"{g.dispatch.id} {g.dispatch.kernel}" if g.dispatch is not None else "-"
-        lines.append(f"{mark} {len(g.wave_ids):>7}  {f'{g.active_lanes}/{g.valid_lanes}':>15}  {dispatch}  "
-                     f"{_where(g.frames)}")
-        lines.append(f"  {'':>7}  waves {coalesce_ranges(g.wave_ids)}")
+    word = s.adapter.wave_word
+    lines = [f"{total} {plural(word, total)} in {len(groups)} {plural('group', len(groups))} (by dispatch and where "
+             f"they stand: pc, inline chain and callers; smallest first):"]
+    lines += group_lines(s, groups, word)
     lines.append(f"* focus: {s.thread_name(s.wave())}")
     return "\n".join(lines)
 

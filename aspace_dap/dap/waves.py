@@ -1,5 +1,6 @@
-"""Waves and lanes shaped for display, shared by the requests (waveGroups, lanes) and the REPL
-(`info waves`, `info lanes`): a wave group's body, wave ids as ranges, one row per lane."""
+"""Waves and lanes shaped for display, shared by the requests (waveGroups, lanes, findLanes) and the REPL
+(`info waves`, `info lanes`, `find`): a wave group's body and where it stands, wave ids as ranges, one
+row per lane."""
 
 from __future__ import annotations
 
@@ -14,20 +15,45 @@ from .refs import thread_id
 GROUP_WAVES_SHOWN = 8  # wave ids per group in the summary; `waveGroups {group}` lists them all
 
 
+def plural(word: str, count: int) -> str:
+    return word if count == 1 else f"{word}s"
+
+
 def group_body(s: Session, index: int, group, full: bool) -> dict:
     ids = group.wave_ids if full else group.wave_ids[:GROUP_WAVES_SHOWN]
     frames = []
     for f in group.frames:
-        item = {"name": f["name"], "line": f["line"] or 0, "column": f["column"] or 0}
+        item = {"name": f["name"], "line": f["line"] or 0, "column": f["column"] or 0, "inlined": f["inlined"]}
+        if f["pc"] is not None:
+            item["instructionPointerReference"] = f"0x{f['pc']:x}"
         if f["file"]:
             item["source"] = {"name": os.path.basename(f["file"]), "path": f["file"]}
         frames.append(item)
     dispatch = group.dispatch
     return {"id": index, "dispatch": dispatch.id if dispatch is not None else None,
             "kernel": dispatch.kernel if dispatch is not None else None, "frames": frames,
+            "where": where_text(group.frames),
             "waveCount": len(group.wave_ids), "activeLanes": group.active_lanes, "lanes": group.valid_lanes,
             "waveIds": ids.tolist(), "threadIds": [thread_id(w) for w in ids.tolist()],
             "waveRanges": coalesce_ranges(group.wave_ids), "hasFocus": bool((group.wave_ids == s.focus_wave).any())}
+
+
+def where_text(frames: list[dict]) -> str:
+    """Where a group stands, innermost first: each pc with its inline chain, then each caller's:
+    `0x1b40 spin (hang.hip:12) inlined in hang (hang.hip:40) <- 0x1ab4 main_loop (hang.hip:55)`;
+    a frame without line information shows its function alone."""
+    places, chain = [], []
+    for f in frames:
+        at = f"{os.path.basename(f['file'])}:{f['line']}" if f["file"] and f["line"] else None
+        chain.append(f"{f['name']} ({at})" if at else f["name"])
+        if f["inlined"]:
+            continue  # the next frame is the function this one is inlined into, at the same pc
+        pc = f"0x{f['pc']:x} " if f["pc"] is not None else ""
+        places.append(pc + " inlined in ".join(chain))
+        chain = []
+    if chain:
+        places.append(" inlined in ".join(chain))
+    return " <- ".join(places) or "?"
 
 
 def coalesce_ranges(ids, limit: int = 8) -> str:

@@ -42,7 +42,7 @@ const CASES = [
     core: 'fault.cudacore',
     title: 'Exception has occurred: CUDA_EXCEPTION_14',
     texts: ['CUDA Exception: Warp Illegal Address', 'triggered at PC 0x2b0 in scatter (fault.cu:9)',
-      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)'],
+      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 warp (warp 0)'],
     line: 10,
     shot: 'vscode-exception.png',
   },
