@@ -44,7 +44,8 @@ def _note(data: bytes):
     queues = []
     for i in range(n_queues):
         values = struct.unpack_from("<5Q6I", data, queues_at + i * queue_size)
-        queues.append(dict(ctx_save_restore_address=values[4], gpu_id=values[6], area_size=values[9]))
+        queues.append(dict(ctx_save_restore_address=values[4], queue_id=values[5] & 0x3FFFFFFF, gpu_id=values[6],
+                           area_size=values[9]))
     return agents, queues
 
 
