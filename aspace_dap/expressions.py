@@ -3,6 +3,7 @@
     p.a   arr[3]   *ptr   &x   (int *) local#0x40   *(int *) private_lane#0x10
     $s5   $v3   $exec   $pc   $lane   a + b * 2   x == 3 && y < 4
     threadIdx.x   get_global_id(0)   $_lane_workgroup_pos   (the GPU builtins: builtins.py)
+    isnan(acc)   isinf(x)   isfinite(x)
 
 A variable is read for all requested lanes at once (one lane-wide DWARF
 evaluation); member access, indexing and arithmetic then apply per lane.
@@ -10,6 +11,7 @@ evaluation); member access, indexing and arithmetic then apply per lane.
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -200,6 +202,8 @@ class _Parser:
                 return _const(self.scope, int(text == "true"), BUILTIN_TYPES["bool"])
             if text in builtins.FUNCTIONS and self.peek() == ("op", "("):
                 return builtins.call(self.scope, text, self._arguments())
+            if text in CLASSIFY and self.peek() == ("op", "("):
+                return _classify(self.scope, text, self._arguments())
             return _variable(self.scope, text)
         if (kind, text) == ("op", "("):
             v = self.ternary()
@@ -394,6 +398,19 @@ def _arith_values(op, xs, ys, rt) -> list:
                  "||": lambda: int(bool(x) or bool(y))}[op]()
         out.append(r)
     return out
+
+
+CLASSIFY = {"isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite}  # C's classification macros
+
+
+def _classify(scope, name: str, args: list) -> Obj:
+    """isnan(x), isinf(x), isfinite(x) as int per lane; an integer is a finite number."""
+    if len(args) != 1:
+        raise EvaluationError(f"{name} takes one argument, not {len(args)}")
+    xs = _numbers(args[0])
+    floats = _is_float(args[0].stripped)
+    test = CLASSIFY[name]
+    return _per_lane(scope, [None if x is None else int(test(x) if floats else name == "isfinite") for x in xs], INT)
 
 
 def _unary(scope, op, v: Obj) -> Obj:

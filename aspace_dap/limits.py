@@ -25,6 +25,7 @@ DEFAULTS: dict[str, tuple[int, str]] = {
     "MAX_EXPRESSION_CHARS": (16 << 10, "characters of one expression"),
     "MAX_EVAL_SECONDS": (10, "seconds one expression may take to evaluate"),
     "MAX_SAVE_SECONDS": (300, "seconds one save (saveDump, the REPL's save) may take"),
+    "MAX_FIND_SECONDS": (300, "seconds one search of every lane (findLanes, the REPL's find) may take"),
     "MAX_DISASSEMBLER_SECONDS": (60, "seconds one run of a vendor's disassembler (llvm-objdump, nvdisasm, iga64) "
                                      "may take"),
     "MAX_PENDING_OUTPUT_BYTES": (8 << 20, "bytes of answers queued for a client that does not read them"),
@@ -77,6 +78,7 @@ MAX_REQUEST_BYTES = _load("MAX_REQUEST_BYTES")
 MAX_EXPRESSION_CHARS = _load("MAX_EXPRESSION_CHARS")
 MAX_EVAL_SECONDS = _load("MAX_EVAL_SECONDS")
 MAX_SAVE_SECONDS = _load("MAX_SAVE_SECONDS")
+MAX_FIND_SECONDS = _load("MAX_FIND_SECONDS")
 MAX_DISASSEMBLER_SECONDS = _load("MAX_DISASSEMBLER_SECONDS")
 MAX_PENDING_OUTPUT_BYTES = _load("MAX_PENDING_OUTPUT_BYTES")
 MAX_QUEUED_REQUESTS = _load("MAX_QUEUED_REQUESTS")

@@ -1,12 +1,14 @@
 """A device-scale dump: the lds_tiles gfx90a -O0 workgroup (4 waves) repeated N times.
 
-    python benchmarks/gen_waves.py OUT_FOLDER --workgroups 10000 [--odd 3 --odd-pc 0x1234]
+    python benchmarks/gen_waves.py OUT_FOLDER --workgroups 10000 [--odd 3 --odd-pc 0x1234] [--distinct]
 
 Every wave gets its own register, private and LDS file names, as a real capture
 would, but the files are hard links to the example's (fast to make, no disk
-space). `--odd K` gives the last K waves a copy of their register file with the
-pc set to `--odd-pc` (default: the start of another source line of the kernel),
-so they stop somewhere else than the rest.
+space); with `--distinct` every register file is a file of its own, as a real
+capture writes them (the same bytes, another inode: read one by one). `--odd K`
+gives the last K waves a copy of their register file with the pc set to
+`--odd-pc` (default: the start of another source line of the kernel), so they
+stop somewhere else than the rest.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def other_line_pc(example: Path = EXAMPLE) -> int:
 
 
 def write_waves_dump(out: Path, workgroups: int, odd: int = 0, odd_pc: int | None = None,
-                     example: Path = EXAMPLE) -> Path:
+                     example: Path = EXAMPLE, distinct: bool = False) -> Path:
     """Write the dump into `out` (created; must not exist) and return it."""
     manifest = json.loads((example / "manifest.json").read_text())
     out.mkdir(parents=True)
@@ -75,6 +77,7 @@ def write_waves_dump(out: Path, workgroups: int, odd: int = 0, odd_pc: int | Non
         side += 1
     size = dispatch["workgroup_size"]
     groups = []
+    registers: dict[Path, bytes] = {}
     wave_id = 0
     for g in range(workgroups):
         lds_src = example / template["lds"]["file"]
@@ -88,6 +91,8 @@ def write_waves_dump(out: Path, workgroups: int, odd: int = 0, odd_pc: int | Non
                 data = bytearray(regs_src.read_bytes())
                 data[pc_offset:pc_offset + 8] = odd_pc.to_bytes(8, "little")
                 (out / regs_rel).write_bytes(bytes(data))
+            elif distinct:
+                (out / regs_rel).write_bytes(registers.setdefault(regs_src, regs_src.read_bytes()))
             else:
                 _link(regs_src, out / regs_rel)
             _link(example / w["private"]["file"], out / private_rel)
@@ -109,9 +114,10 @@ def main() -> int:
     parser.add_argument("--workgroups", type=int, default=10_000)
     parser.add_argument("--odd", type=int, default=0)
     parser.add_argument("--odd-pc", type=lambda s: int(s, 0))
+    parser.add_argument("--distinct", action="store_true", help="register files of their own, not hard links")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    path = write_waves_dump(args.out, args.workgroups, args.odd, args.odd_pc)
+    path = write_waves_dump(args.out, args.workgroups, args.odd, args.odd_pc, distinct=args.distinct)
     print(path)
     return 0
 

@@ -5,7 +5,7 @@ terminate), a post-mortem's run control (continue, next, stepIn, stepOut, pause)
 traces, the focus (setFocus), lanes, lane values and wave groups, sources and modules. The other
 requests are answered in variables.py (scopes, variables, setVariable, evaluate, whose Debug Console
 commands repl.py runs), memory.py (memory requests, saveDump), exceptions.py (exceptionInfo) and
-disassembly.py (disassemble); `handlers` is the one table of them all that each connection's dispatcher
+disassembly.py (disassemble), find.py (findLanes); `handlers` is the one table of them all that each connection's dispatcher
 copies.
 """
 
@@ -20,7 +20,7 @@ from ..paths import check_client_file, check_dump_path, client_path
 from ..lane_values import lane_values
 from ..session import Session
 from ..state.files import DUMP_FILE_MAGICS, MANIFEST
-from . import disassembly, exceptions, memory, variables
+from . import disassembly, exceptions, find, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
@@ -294,4 +294,4 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
 
 
 handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,
-                               disassembly.requests)
+                               disassembly.requests, find.requests)

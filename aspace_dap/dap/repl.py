@@ -1,6 +1,6 @@
 """The Debug Console's GDB-style commands: `wave N`, `lane N`, `info lanes`, `info waves`,
-`x/NFU ADDRESS`, `save PATH`, `print/x EXPRESSION`, `p EXPRESSION` and the help text; the
-machine-level ones (`x/Ni`, `disassemble`, `info registers`) are machine.py's.
+`x/NFU ADDRESS`, `save PATH`, `print/x EXPRESSION`, `p EXPRESSION` and the help text; `find EXPRESSION`
+is find.py's, the machine-level ones (`x/Ni`, `disassemble`, `info registers`) are machine.py's.
 
 The REPL speaks no DAP. The `evaluate` request hands it the session and two callbacks: `focus`, which
 moves the focus (the caller announces the change to its client), and `frame`, the frame an
@@ -34,6 +34,7 @@ _REPL_WAVE = re.compile(r"^\s*(?:wave|warp)\s+(\d+)\s*$")  # (warp: CUDA's word)
 # `x` only with its `/FMT`: `x * 2` and `x + 1` are expressions (kernels have variables named x)
 _REPL_X = re.compile(r"^\s*x/(\d*)([xduotcfb]?)([bhwg]?)\s+(.+)$")
 _REPL_SAVE = re.compile(r"^\s*save\s+(.+)$")
+_REPL_FIND = re.compile(r"^\s*find\s+(.+)$")
 _REPL_XI = re.compile(r"^\s*x/(\d*)i\s+(.+)$")
 # `print EXPR`, `print/x EXPR`, `p EXPR`, `p/x EXPR` as GDB spells them
 _REPL_PRINT = re.compile(r"^\s*(?:print(?:/([xd]))?|p/([xd]))\s+(.+)$")
@@ -60,6 +61,8 @@ HELP = """aspace-dap REPL commands:
   info registers /a NAME...
                       vector registers with every lane's element (inactive lanes named)
   save PATH           write the dump with your changes (setVariable, writeMemory) as a new dump folder
+  find EXPRESSION     the lanes of every wave where EXPRESSION is true, each evaluated at its own pc:
+                      find idx >= n, find isnan(acc), find $pc == 0x1a8c, find threadIdx.x == 0 && flag == 0
   EXPRESSION          evaluate a C expression: p.a, arr[3], *ptr, $v3, $exec, $lane, *(int *) private_lane#0x10
                       the lane's coordinates in any expression: threadIdx.x, blockIdx, blockDim, gridDim,
                       warpSize (CUDA, HIP); get_local_id(0), get_group_id(n), get_global_id(n) (OpenCL);
@@ -109,6 +112,10 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
     m = _REPL_SAVE.match(text)
     if m:
         return f"saved to {save_dump(s, m[1].strip())}"
+    m = _REPL_FIND.match(text)
+    if m:
+        from .find import find_text
+        return find_text(s, m[1].strip())
     return None
 
 

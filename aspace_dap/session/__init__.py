@@ -15,6 +15,7 @@ and the adapter how to reach them in the dump.
     waves      the triage of all waves: lane counts, groups by where they stand (stacks: each distinct
                stack worked out once), names
     coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
+    find         every active lane by the place it stands at; what an expression reads there for all of them
     exceptions   the stop's exception in the vendor's words, its instruction, the lanes and waves sharing it
     disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
 
@@ -40,6 +41,7 @@ from ..state import GpuState, load_state
 from ..values.objects import Obj
 from .coordinates import Coordinates, LaneCoordinates
 from .exceptions import ExceptionDetail, Exceptions, disassemble_at
+from .find import Find, Place
 from .disassembly import Disassembly, Function, Instruction, Invalid
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
@@ -69,6 +71,7 @@ class Session:
         self._waves = Waves(self._programs, self._focus, self._frames, lambda: self._variables.write_epoch)
         self._coordinates = Coordinates(self._programs)
         self._disassembly = Disassembly(self._programs, self._focus, self._sources)
+        self._find = Find(self._programs, self._focus, self._frames, self._variables, self._waves)
         self._exceptions = Exceptions(self._programs, self._focus, self._frames,
                                       lambda pc: disassemble_at(self._disassembly, pc))
 
@@ -217,6 +220,18 @@ class Session:
 
     def thread_name(self, wave) -> str:
         return self._waves.thread_name(wave)
+
+    # ------------------------------------------------------------------ find
+
+    def lane_places(self):
+        """Every active lane of every wave by the place (dispatch and pc) it stands at: (places, unplaced)."""
+        return self._find.places()
+
+    def place_frame(self, place: Place, row: int = 0) -> Frame | None:
+        return self._find.frame_at(place, row)
+
+    def place_leaves(self, place: Place, reasons):
+        return self._find.leaves(place, reasons)
 
     # ------------------------------------------------------------------ coordinates
 

@@ -373,20 +373,35 @@ class FolderFiles(DumpFiles):
                 return out  # type: ignore[return-value]
         root = f"{self._root}/"
         open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
-        for i, (rel, key) in enumerate(zip(rels, keys)):
-            if out[i] is not None:
-                continue
-            full = self._file(rel) if key is None else root + rel
-            if full is None:
-                raise StateError("missing", rel)
-            try:
-                fd = open_(full, flags)
+        # a listed folder's files are opened by name from the folder (openat: no path walk per file)
+        folders: dict[str, int] = {}
+        try:
+            for i, (rel, key) in enumerate(zip(rels, keys)):
+                if out[i] is not None:
+                    continue
+                if key is None:
+                    full, name, at = self._file(rel), None, None
+                    if full is None:
+                        raise StateError("missing", rel)
+                else:
+                    folder, _, name = rel.rpartition("/")
+                    at = folders.get(folder)
+                    if at is None:
+                        at = folders[folder] = open_(root + folder if folder else root, flags | os.O_DIRECTORY)
+                    full = root + rel
                 try:
-                    out[i] = pread(fd, length, offset)
-                finally:
-                    close(fd)
-            except OSError as exc:
-                raise StateError(f"cannot read {full}: {exc}", rel) from exc
+                    fd = open_(full, flags) if at is None else open_(name, flags, dir_fd=at)
+                    try:
+                        out[i] = pread(fd, length, offset)
+                    finally:
+                        close(fd)
+                except OSError as exc:
+                    raise StateError(f"cannot read {full}: {exc}", rel) from exc
+        except OSError as exc:  # a listed folder that cannot be opened any more
+            raise StateError(f"cannot read {root}: {exc}", "") from exc
+        finally:
+            for fd in folders.values():
+                close(fd)
         return out  # type: ignore[return-value]
 
     def _read_linked(self, rels: list[str], keys: list[int | None], offset: int, length: int) -> dict[int, bytes]:

@@ -1,0 +1,350 @@
+"""Stacked: the lanes of many waves standing at one place, read as one wave of many rows.
+
+Row r is lane rows_lane[r] of wave rows_wave[r] (indices into state.waves); every row stands at the
+same pc of the same code object. A variable's location is worked out once, for one wave, while noting
+what that reads of the wave (stacks.py): where it reads nothing of the wave (a register, a register
+piece, a constant, a static address), the same location holds every other wave's value too, and is
+restacked so that its `lanes` are rows; a StackedTarget then reads each row's bytes from its own wave
+(registers in bulk, straight from the dump's files where the source can). The GPU builtins come from
+the wave table. What cannot be read this way raises NotVectorized: the caller evaluates wave by wave.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from .. import builtins
+from ..adapters.base import WaveTarget
+from ..dwarf.locations import (CompositeLocation, Location, MemoryLocation, Piece, RegisterLocation)
+from ..dwarf.storage import UNAVAILABLE
+from ..dwarf.target import Dialect, MemoryRead
+from ..errors import AspaceError, EvaluationError, StateError
+from ..expressions import INT, UINT, ULONG
+from ..values.objects import Obj
+from ..vector_expressions import Num, NotVectorized, Reasons
+from .stacks import _Noting, _Reads
+
+
+@contextmanager
+def noting(programs, wave, reads: _Reads):
+    """While the body runs, the wave's targets note what is read through them."""
+    plain = programs.target_for
+
+    def target_for(w, dialect):
+        target = plain(w, dialect)
+        return _Noting(target, reads) if w is wave else target
+    programs.target_for = target_for
+    try:
+        yield
+    finally:
+        del programs.target_for
+
+
+class StackedTarget:
+    """The rows' waves as one evaluation target (see the module's docstring)."""
+
+    def __init__(self, programs, rep_target, rows_wave: np.ndarray, rows_lane: np.ndarray, dialect: Dialect):
+        self._programs = programs
+        self._rep = rep_target
+        self._state = programs.state
+        self.rows_wave, self.rows_lane = rows_wave, rows_lane
+        self.dialect = dialect
+        self.lanes = rep_target.lanes
+        self._waves, self.slots = np.unique(rows_wave, return_inverse=True)  # each row's wave among _waves
+        # a vendor target that reads registers its own way (NVIDIA's PTX registers) is asked wave by wave
+        self._bulk = type(rep_target).read_register is WaveTarget.read_register
+        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __getattr__(self, name):
+        return getattr(self._rep, name)
+
+    def register_info(self, regno: int):
+        return self._rep.register_info(regno)
+
+    def columns(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The register's bytes in each of the rows' waves (in self._waves order), read once."""
+        found = self._columns.get(name)
+        if found is None:
+            found = self._columns[name] = self._state.register_bytes(self._waves, [name])[0]
+        return found
+
+    def read_register(self, regno: int, rows) -> MemoryRead:
+        rows = np.asarray(rows, np.int64)
+        info = self.register_info(regno)
+        if not self._bulk:
+            return self._each_wave(rows, lambda target, lanes: target.read_register(regno, lanes))
+        data, valid = self.columns(info.name)
+        slot, g = self.slots[rows], len(rows)
+        full = data.shape[1]
+        if info.per_lane:  # as WaveTarget.read_register: the lane's part of the register file
+            if full == 0:
+                return MemoryRead(np.zeros((g, info.size), np.uint8), np.zeros((g, info.size), bool))
+            if full % self.lanes:
+                raise StateError(f"register {info.name} has {full} bytes, not a multiple of {self.lanes} lanes",
+                                 info.name)
+            per = full // self.lanes
+            at = self.rows_lane[rows][:, None] * per + np.arange(per)
+            return MemoryRead(data[slot[:, None], at], valid[slot[:, None], at])
+        width = max(full, info.size)
+        if width > full:
+            data = np.pad(data, ((0, 0), (0, width - full)))
+            valid = np.pad(valid, ((0, 0), (0, width - full)))
+        return MemoryRead(data[slot, :info.size], valid[slot, :info.size])
+
+    def read_memory(self, space, rows, addrs, size) -> MemoryRead:
+        addrs = np.asarray(addrs, np.uint64)
+        return self._each_wave(np.asarray(rows, np.int64),
+                               lambda target, lanes, at: target.read_memory(space, lanes, addrs[at], size), True)
+
+    def read_generic(self, rows, addrs, size) -> MemoryRead:
+        addrs = np.asarray(addrs, np.uint64)
+        return self._each_wave(np.asarray(rows, np.int64),
+                               lambda target, lanes, at: target.read_generic(lanes, addrs[at], size), True)
+
+    def _each_wave(self, rows: np.ndarray, read, positional: bool = False) -> MemoryRead:
+        """Each wave's own target reads its rows."""
+        waves = self._state.waves
+        parts = []
+        for w in np.unique(self.rows_wave[rows]).tolist():
+            at = np.flatnonzero(self.rows_wave[rows] == w)
+            target = self._programs.target_for(waves[w], self.dialect)
+            lanes = self.rows_lane[rows[at]]
+            got = read(target, lanes, at) if positional else read(target, lanes)
+            parts.append((at, got))
+        width = max(got.data.shape[1] for _, got in parts)
+        data = np.zeros((len(rows), width), np.uint8)
+        valid = np.zeros((len(rows), width), bool)
+        for at, got in parts:
+            n = got.data.shape[1]
+            data[at, :n] = np.broadcast_to(got.data, (len(at), n))
+            valid[at, :n] = np.broadcast_to(got.valid, (len(at), n))
+        return MemoryRead(data, valid)
+
+
+def restack(loc: Location, index: np.ndarray, rows: np.ndarray) -> Location:
+    """A location worked out for one wave's lanes, for rows: row k takes lane index[k]'s place, and
+    registers and memory are read for row rows[k] (its own wave and lane)."""
+    return _relane(loc.take(index), rows)
+
+
+def _relane(loc: Location, rows: np.ndarray) -> Location:
+    return Location(tuple(_relane_place(p, rows) for p in loc.places))
+
+
+def _relane_place(place, rows):
+    if isinstance(place, RegisterLocation):
+        return RegisterLocation(place.register, place.bit_offset, rows)
+    if isinstance(place, MemoryLocation):
+        return MemoryLocation(place.space, place.address, place.bit_offset, rows)
+    if isinstance(place, CompositeLocation):
+        return CompositeLocation(tuple(Piece(_relane(p.location, rows), p.bits) for p in place.pieces),
+                                 place.bit_offset, place.complete)
+    return place  # implicit, implicit pointer, undefined: nothing of a wave's
+
+
+class Reasoned(Obj):
+    """An object whose rows may each carry why they have no value (a reason code of Reasons)."""
+
+    __slots__ = ("row_reasons",)
+
+
+class PlaceLeaves:
+    """The names, registers and builtins an expression reads, for every row of one place
+    (vector_expressions' `leaves`)."""
+
+    def __init__(self, session_parts, frame, rep_wave, rows_wave: np.ndarray, rows_lane: np.ndarray,
+                 reasons: Reasons):
+        self.programs, self.variables, self.frames = session_parts
+        self.state = self.programs.state
+        self.adapter = self.programs.adapter
+        self.frame = frame
+        self.rep = rep_wave
+        self.rows_wave, self.rows_lane = rows_wave, rows_lane
+        self.rows = len(rows_wave)
+        self.reasons = reasons
+        self._stacked: dict[Dialect, StackedTarget] = {}
+        self._coordinates = None
+
+    def find_type(self, name: str):
+        from ..expressions import BUILTIN_TYPES
+        found = BUILTIN_TYPES.get(name)
+        if found is None and self.frame is not None and self.frame.program.index is not None:
+            found = self.frame.program.index.find_type(name)
+        return found
+
+    def target(self, dialect: Dialect) -> StackedTarget:
+        found = self._stacked.get(dialect)
+        if found is None:
+            rep_target = self.programs.target_for(self.rep, dialect)
+            found = self._stacked[dialect] = StackedTarget(self.programs, rep_target, self.rows_wave, self.rows_lane,
+                                                           dialect)
+        return found
+
+    # ---- names
+
+    def variable(self, name: str):
+        frame = self.frame
+        if frame is None or frame.info is None:
+            if name in builtins.VARIABLES:
+                return self.builtin(name)
+            raise AspaceError(f"no symbol \"{name}\" in current context")
+        candidates = [v for v in self.variables.variables(frame) if v.name == name and not v.shadowed]
+        if not candidates:
+            candidates = [v for v in self.variables.globals(frame) if v.name == name
+                          and (self.adapter.coordinate_global(v, frame.program.index) or (None, None))[1] is None]
+        if not candidates:
+            if name in builtins.VARIABLES:
+                return self.builtin(name)
+            raise AspaceError(f"no symbol \"{name}\" in current context")
+        var = candidates[-1]
+        coordinate = self.adapter.coordinate_global(var, frame.program.index)
+        if coordinate is not None:  # HIP's threadIdx: the lane's coordinates
+            return self.builtin(*coordinate)
+        reads = _Reads()
+        with noting(self.programs, self.rep, reads):
+            read = self.variables.read_variable(frame, var, np.arange(self.rep.lanes))
+        if reads.registers or reads.other:
+            raise NotVectorized(f"where {name} is depends on the wave's registers")
+        return self._stack(var.type, read)
+
+    def _stack(self, vtype, read) -> Obj:
+        """The variable's objects (one per group of lanes with a location of one shape) for every row."""
+        rows = np.arange(self.rows)
+        codes = np.zeros(self.rows, np.int32)
+        parts = []
+        covered = np.zeros(self.rows, bool)
+        for glanes, obj in read.groups:
+            position = np.full(self.rep.lanes, -1, np.int64)
+            position[np.asarray(glanes, np.int64)] = np.arange(len(glanes))
+            index = position[self.rows_lane]
+            mine = rows[index >= 0]
+            covered[mine] = True
+            if obj.error is not None:
+                codes[mine] = self.reasons.code(obj.error)
+                continue
+            if obj.location is None:  # known from the debug info alone
+                data, state = obj.bytes()
+                part = Obj(obj.type, None, None, lanes=mine, data=np.ascontiguousarray(data[index[mine]]),
+                           state=np.ascontiguousarray(state[index[mine]]))
+            else:
+                stacked = restack(obj.location, index[mine], mine)
+                part = Obj.from_location(obj.type, stacked, self.target(obj.target.dialect), mine)
+            parts.append((mine, part))
+        for lane, error in read.errors.items():
+            codes[self.rows_lane == lane] = self.reasons.code(error)
+            covered[self.rows_lane == lane] = True
+        if (~covered).any():
+            codes[~covered] = self.reasons.code("<unavailable>")
+        if len(parts) == 1 and len(parts[0][0]) == self.rows:
+            return parts[0][1]
+        size = (parts[0][1].size if parts else 0) or 0
+        data = np.zeros((self.rows, size), np.uint8)
+        state = np.full((self.rows, size), UNAVAILABLE, np.uint8)
+        for mine, part in parts:
+            data[mine], state[mine] = part.bytes()
+        out = Reasoned(vtype, None, None, lanes=rows, data=data, state=state)
+        out.row_reasons = codes
+        return out
+
+    # ---- registers
+
+    def register(self, name: str) -> Obj:
+        rows = np.arange(self.rows)
+        if name == "lane" or name == "_lane":
+            return _object(INT, self.rows_lane.astype("<i4"), np.ones(self.rows, bool))
+        if name.startswith("_"):
+            raise NotVectorized(f"${name}")
+        rep = self.rep
+        if name in ("pc", "exec", rep.pc_register, rep.exec_register):
+            real = {"pc": rep.pc_register, "exec": rep.exec_register}.get(name, name)
+            if real is None:
+                raise AspaceError(f"${name} is not in the dump")
+            target = self.target(Dialect(vendor_ops=self.adapter.vendor))
+            data, valid = target.columns(real)
+            data, valid = data[target.slots], valid[target.slots]
+            known = valid.all(axis=1) & (data.shape[1] > 0)
+            value = np.zeros((self.rows, 8), np.uint8)
+            value[:, :min(8, data.shape[1])] = data[:, :8]
+            out = Reasoned(ULONG, None, None, lanes=rows, data=value,
+                           state=np.where(known[:, None], 0, UNAVAILABLE).astype(np.uint8).repeat(8, axis=1))
+            out.row_reasons = np.where(known, 0, self.reasons.code(f"${real} is not in the dump")).astype(np.int32)
+            return out
+        regno = self.adapter.register_number(name, rep.lanes)
+        if regno is None:
+            raise AspaceError(f"unknown register ${name}")
+        target = self.target(Dialect(vendor_ops=self.adapter.vendor))
+        info = target.register_info(regno)
+        loc = Location((RegisterLocation(info, np.zeros(self.rows, np.int64), rows),))
+        return Obj.from_location(UINT, loc, target, rows)
+
+    # ---- the GPU builtins, from the wave table (session/coordinates.py's numbering, for every row)
+
+    def builtin(self, name: str, member: str | None = None) -> Obj:
+        c = self.coordinates()
+        if name == "warpSize":
+            return _object(INT, np.full(self.rows, self.rep.lanes, "<i4"), np.ones(self.rows, bool))
+        table, known = {"threadIdx": (c["local"], c["valid"]), "blockIdx": (c["group"], None),
+                        "blockDim": (c["size"], None), "gridDim": (c["grid_groups"], None)}[name]
+        obj = _object(builtins._STRUCTS[name], table.astype("<u4"), np.ones(self.rows, bool) if known is None else known)
+        return obj if member is None else dict(obj.members())[member]
+
+    def call(self, name: str, args: list[Num]) -> Obj:
+        if len(args) != 1:
+            raise EvaluationError(f"{name} takes one argument (the dimension), not {len(args)}")
+        dim = args[0]
+        if dim.bad.any() or len(np.unique(dim.values)) != 1:
+            raise NotVectorized(f"{name} of a dimension that differs between lanes")
+        d = dim.values[0]
+        if isinstance(d, np.floating) or d < 0:
+            raise EvaluationError(f"{name}: the dimension must be a non-negative integer")
+        c = self.coordinates()
+        if d > 2:
+            return _object(builtins._SIZE_T, np.full(self.rows, builtins._PAST_LAST_DIMENSION[name], "<u8"),
+                           np.ones(self.rows, bool))
+        column = {"get_local_id": "local", "get_global_id": "global", "get_group_id": "group",
+                  "get_local_size": "partial", "get_global_size": "grid_items", "get_num_groups": "grid_groups"}[name]
+        known = c["valid"] if name in ("get_local_id", "get_global_id") else np.ones(self.rows, bool)
+        return _object(builtins._SIZE_T, c[column][:, int(d)].astype("<u8"), known)
+
+    def coordinates(self) -> dict[str, np.ndarray]:
+        """Coordinates._work_out for every row: (rows, 3) tables and the rows that are work-items."""
+        if self._coordinates is not None:
+            return self._coordinates
+        table = self.state.wave_table()
+        w = self.rows_wave
+        lanes = self.rep.lanes
+        d = int(table.dispatch[w[0]])
+        dispatch = table.dispatches[d] if d >= 0 else None
+        size = np.array([max(int(n), 1) for n in dispatch.workgroup_size] if dispatch is not None else [lanes, 1, 1])
+        grid = np.array([max(int(n), 1) for n in dispatch.grid_size] if dispatch is not None else size)
+        group = np.where(table.has_workgroup[w][:, None], table.workgroup_ids[w].astype(np.int64), 0)
+        n = self.rows
+        if self.adapter.grid_counts_workgroups:
+            grid_groups, grid_items, partial = grid, grid * size, np.tile(size, (n, 1))
+        else:
+            grid_items, grid_groups = grid, -(-grid // size)
+            partial = np.maximum(np.minimum(size, grid - group * size), 0)
+        flat = table.index_in_workgroup[w].astype(np.int64) * lanes + self.rows_lane
+        sx, sy, sz = (np.maximum(partial[:, k], 1) for k in range(3))
+        local = np.stack([flat % sx, (flat // sx) % sy, flat // (sx * sy)], axis=1)
+        heads = self.state.wave_heads()
+        if heads is not None:
+            valid_lane = (heads.valid[w] >> self.rows_lane.astype(np.uint64)) & np.uint64(1) == 1
+        else:
+            valid_lane = np.array([bool(self.state.waves[int(i)].valid_lanes[lane])
+                                   for i, lane in zip(w.tolist(), self.rows_lane.tolist())], bool)
+        valid = valid_lane & (flat < sx * sy * sz) & (partial.min(axis=1) > 0)
+        self._coordinates = {"local": local, "valid": valid, "group": group, "size": np.tile(size, (n, 1)),
+                             "partial": partial, "grid_groups": np.tile(grid_groups, (n, 1)),
+                             "grid_items": np.tile(grid_items, (n, 1)), "global": local + group * size}
+        return self._coordinates
+
+
+def _object(t, values: np.ndarray, known: np.ndarray) -> Obj:
+    """Rows of `values` (little-endian, one row per lane of the rows) as objects of type `t`."""
+    n = len(known)
+    data = np.ascontiguousarray(values).view(np.uint8).reshape(n, -1)
+    state = np.broadcast_to(np.where(known[:, None], 0, UNAVAILABLE).astype(np.uint8), data.shape).copy()
+    return Obj(t, None, None, lanes=np.arange(n), data=data.copy(), state=state)
