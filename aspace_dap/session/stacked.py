@@ -20,6 +20,7 @@ from ..adapters.base import WaveTarget
 from ..dwarf.locations import (CompositeLocation, Location, MemoryLocation, Piece, RegisterLocation)
 from ..dwarf.storage import UNAVAILABLE
 from ..dwarf.target import Dialect, MemoryRead
+from ..dwarf.types import byte_size
 from ..errors import AspaceError, EvaluationError, StateError
 from ..expressions import INT, UINT, ULONG
 from ..values.objects import Obj
@@ -239,7 +240,7 @@ class PlaceLeaves:
             codes[~covered] = self.reasons.code("<unavailable>")
         if len(parts) == 1 and len(parts[0][0]) == self.rows:
             return parts[0][1]
-        size = (parts[0][1].size if parts else 0) or 0
+        size = byte_size(vtype) or 0
         data = np.zeros((self.rows, size), np.uint8)
         state = np.full((self.rows, size), UNAVAILABLE, np.uint8)
         for mine, part in parts:

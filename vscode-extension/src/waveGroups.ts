@@ -1,7 +1,7 @@
-// The `waveGroups` request (waves grouped by dispatch and call stack, the
-// smallest groups first), its checked parser, and the rows of the "GPU Waves"
-// tree built from it. No vscode import: the unit and integration tests use it
-// as the view does.
+// The `waveGroups` request (waves grouped by dispatch and where they stand: pc,
+// inline chain and callers; the smallest groups first), its checked parser, and
+// the rows of the "GPU Waves" tree built from it. No vscode import: the unit and
+// integration tests use it as the view does.
 
 import { ProtocolError } from './protocol';
 
@@ -9,6 +9,9 @@ export interface GroupFrame {
   name: string;
   line: number;
   source?: { name?: string; path?: string };
+  /** Inlined into the next frame (at the same pc): frames up to the first one not inlined are one chain. */
+  inlined?: boolean;
+  instructionPointerReference?: string;
 }
 
 export interface WaveGroup {
@@ -24,6 +27,8 @@ export interface WaveGroup {
   threadIds: number[];
   waveRanges: string;
   hasFocus: boolean;
+  /** Where the group stands, as `info waves` says it: each pc with its inline chain, then the callers. */
+  where?: string;
 }
 
 export interface WaveGroupsReply {
@@ -70,6 +75,13 @@ function parseFrame(value: unknown, what: string): GroupFrame {
     if (s.name !== undefined) frame.source.name = str(s.name, `${what}.source.name`);
     if (s.path !== undefined) frame.source.path = str(s.path, `${what}.source.path`);
   }
+  if (f.inlined !== undefined) {
+    if (typeof f.inlined !== 'boolean') fail(`${what}.inlined`, 'true or false', f.inlined);
+    frame.inlined = f.inlined;
+  }
+  if (f.instructionPointerReference !== undefined) {
+    frame.instructionPointerReference = str(f.instructionPointerReference, `${what}.instructionPointerReference`);
+  }
   return frame;
 }
 
@@ -94,17 +106,23 @@ function parseGroup(value: unknown, what: string): WaveGroup {
     threadIds,
     waveRanges: str(g.waveRanges, `${what}.waveRanges`),
     hasFocus: g.hasFocus as boolean,
+    ...(g.where === undefined ? {} : { where: str(g.where, `${what}.where`) }),
   };
 }
 
 /** Body of a `waveGroups` response. */
 export function parseWaveGroups(body: unknown): WaveGroupsReply {
-  const b = obj(body, 'waveGroups');
-  if (!Array.isArray(b.groups)) fail('waveGroups.groups', 'a list', b.groups);
+  return parseGroupList(body, 'waveGroups');
+}
+
+/** A `groups` list of a reply (waveGroups, findLanes) with its totals. */
+export function parseGroupList(body: unknown, what: string): WaveGroupsReply {
+  const b = obj(body, what);
+  if (!Array.isArray(b.groups)) fail(`${what}.groups`, 'a list', b.groups);
   return {
-    groups: (b.groups as unknown[]).map((g, i) => parseGroup(g, `waveGroups.groups[${i}]`)),
-    totalGroups: int(b.totalGroups, 'waveGroups.totalGroups'),
-    totalWaves: int(b.totalWaves, 'waveGroups.totalWaves'),
+    groups: (b.groups as unknown[]).map((g, i) => parseGroup(g, `${what}.groups[${i}]`)),
+    totalGroups: b.totalGroups === undefined && what !== 'waveGroups' ? b.groups.length : int(b.totalGroups, `${what}.totalGroups`),
+    totalWaves: b.totalWaves === undefined && what !== 'waveGroups' ? 0 : int(b.totalWaves, `${what}.totalWaves`),
   };
 }
 
@@ -126,17 +144,32 @@ export interface GroupRow {
   hasFocus: boolean;
 }
 
+/** The innermost place's inline chain: `wait_for (hang.hip:11) ← hang (hang.hip:22)` (inlined calls). */
+export function chainText(frames: GroupFrame[]): string {
+  const chain: string[] = [];
+  for (const frame of frames) {
+    chain.push(frameText(frame));
+    if (frame.inlined !== true) break;
+  }
+  return chain.join(' ← ');
+}
+
 export function groupRow(group: WaveGroup): GroupRow {
-  const where = group.frames.length > 0 ? frameText(group.frames[0]) : 'no stack';
+  const where = group.frames.length > 0 ? chainText(group.frames) : 'no stack';
+  const pc = group.frames[0]?.instructionPointerReference;
   const waves = `${group.waveCount} wave${group.waveCount === 1 ? '' : 's'}`;
   const dispatch = group.dispatch === null ? '' : `dispatch ${group.dispatch} · `;
   return {
     group: group.id,
     label: `${waves} · ${where}`,
-    description: `${dispatch}${group.activeLanes}/${group.lanes} lanes active · waves ${group.waveRanges}`,
+    description: `${pc === undefined ? '' : `${pc} · `}${dispatch}${group.activeLanes}/${group.lanes} lanes active · waves ${group.waveRanges}`,
     tooltip: [
       `${waves} of ${group.kernel ?? 'an unknown kernel'}${group.dispatch === null ? '' : ` (dispatch ${group.dispatch})`}`,
-      ...group.frames.map((f, i) => `#${i} ${frameText(f)}`),
+      ...(group.where === undefined ? [] : [group.where]),
+      ...group.frames.map((f, i) => {
+        const at = f.instructionPointerReference === undefined ? '' : `${f.instructionPointerReference} in `;
+        return `#${i} ${at}${frameText(f)}${f.inlined === true ? ' (inlined)' : ''}`;
+      }),
     ].join('\n'),
     hasFocus: group.hasFocus,
   };

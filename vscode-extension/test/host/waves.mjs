@@ -7,7 +7,10 @@
 // 3 as the first group, and choosing one of them must focus it: the Call Stack
 // selects its frame at line 30, the editor goes there, Variables shows the
 // locals of the row-sum loop, the lane status-bar item names the wave and GPU
-// Waves marks it. `make test` runs it (see the Makefile's test-host):
+// Waves marks it. Then "Find Lanes Where…" with `k == k`: GPU Waves shows the
+// search on top, the 48 active lanes of those 3 waves (k lives only in the loop)
+// and the 63,952 others not evaluated (no k where they stand); choosing a lane
+// focuses its wave and lane. `make test` runs it (see the Makefile's test-host):
 //
 //   PYTHON=/abs/.venv/bin/python [CODE_SERVER=...] [PLAYWRIGHT=...] [CHROMIUM=/usr/bin/chromium] \
 //   [SHOTS=../docs] node test/host/waves.mjs
@@ -39,6 +42,12 @@ const vsix = join(extensionDir, 'aspace-gpu.vsix');
 const ODD_GROUP = '3 waves · transpose_tiles (lds_tiles.hip:30)';
 const ODD_RANGE = 'waves 3997-3999';
 const CHOSEN = 3998;
+// the search: `k` exists only in the row-sum loop, so only the odd waves' 48 active lanes (exec
+// 0x000f000f000f000f in the example's waves) have a value; choosing one of them focuses it
+const SEARCH = 'k == k';
+const FOUND = `Lanes where ${SEARCH}`;
+const FOUND_COUNTS = '48 lanes in 3 waves · 63,952 lanes not evaluated';
+const FOUND_LANE = 'Wave 3999 · lane 17';
 
 // ---- a throw-away workspace with the dump and a launch configuration ----
 
@@ -128,7 +137,7 @@ async function main() {
         return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
       });
       const value = `thread "${thread}", frame "${frame}"`;
-      return { ok: thread.includes(`Wave 0:0:0:${CHOSEN} `) && /lds_tiles\.hip\s*30:/.test(frame), value };
+      return { ok: thread.includes(`Wave 0:?:0:${CHOSEN} `) && /lds_tiles\.hip\s*30:/.test(frame), value };
     });
     // the editor follows: its cursor is on line 30
     const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
@@ -158,7 +167,35 @@ async function main() {
     const marked = ((await waves.locator('.monaco-list-row', { hasText: '◀ focus' }).first().textContent()) ?? '').trim();
     if (!marked.startsWith(`Wave ${CHOSEN}`)) throw new Error(`GPU Waves marks "${marked}" as the focus`);
 
+    // Find Lanes Where…: the search on top of GPU Waves; choosing a lane focuses its wave and lane
+    await runCommand(page, 'GPU Debug: Find Lanes Where…');
+    const question = page.locator('.quick-input-widget input');
+    await question.waitFor({ timeout: 10000 });
+    await question.fill(SEARCH);
+    await page.keyboard.press('Enter');
+    const header = await until(`GPU Waves shows no "${FOUND}" row`, async () => {
+      const text = ((await waves.locator('.monaco-list-row').first().textContent()) ?? '').trim();
+      return { ok: text.startsWith(FOUND) && text.includes(FOUND_COUNTS), value: text };
+    });
+    const foundLane = waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first();
+    await foundLane.waitFor({ timeout: 30000 });
+    await foundLane.click();
+    const laneNow = await until(`choosing "${FOUND_LANE}" does not focus lane 17 of wave 3999`, async () => {
+      const lane = ((await laneItem.textContent()) ?? '').trim();
+      const [thread, frame] = await page.evaluate(() => {
+        const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
+        const at = rows.findIndex((r) => r.classList.contains('selected') || r.classList.contains('focused'));
+        const owner = rows.slice(0, at + 1).reverse().find((r) => r.getAttribute('aria-level') === '1');
+        return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
+      });
+      const marked = ((await waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first().textContent()) ?? '');
+      const value = `status bar "${lane}", thread "${thread}", frame "${frame}", row "${marked.trim()}"`;
+      return { ok: /Lane 17\b/.test(lane) && thread.includes('Wave 0:?:0:3999 ') && /lds_tiles\.hip\s*30:/.test(frame)
+        && marked.includes('◀ focus'), value };
+    });
+
     console.log(`ok   GPU Waves: first row "${firstText}"`);
+    console.log(`ok   Find Lanes Where ${SEARCH}: "${header}"; choosing "${FOUND_LANE}": ${laneNow}`);
     console.log(`ok   choosing wave ${CHOSEN} focuses it: Call Stack ${callStack}; Ln 30; row_sum and k in Locals; status bar "${hover.replace(/\s+/g, ' ').trim()}"`);
     if (shots) {
       mkdirSync(shots, { recursive: true });

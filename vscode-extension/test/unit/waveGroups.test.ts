@@ -24,6 +24,18 @@ describe('waveGroups', () => {
     assert.match(row.tooltip, /#0 transpose_tiles \(lds_tiles.hip:30\)/);
   });
 
+  it('names a group by the inline chain at its pc, with the pc', () => {
+    const frames = [
+      { name: 'wait_for', line: 11, inlined: true, instructionPointerReference: '0x1a78', source: { name: 'hang.hip' } },
+      { name: 'hang', line: 22, inlined: false, instructionPointerReference: '0x1a78', source: { name: 'hang.hip' } },
+      { name: 'main_loop', line: 40, inlined: false, instructionPointerReference: '0x1ab4', source: { name: 'hang.hip' } },
+    ];
+    const row = groupRow(parseWaveGroups({ groups: [{ ...ODD, frames }], totalGroups: 1, totalWaves: 3 }).groups[0]);
+    assert.equal(row.label, '3 waves · wait_for (hang.hip:11) ← hang (hang.hip:22)');
+    assert.match(row.description, /^0x1a78 · dispatch 0 · /);
+    assert.match(row.tooltip, /#2 0x1ab4 in main_loop \(hang.hip:40\)/);
+  });
+
   it('lists waves with their thread ids, and sums up the rest of a big group', () => {
     assert.deepEqual(waveRows(parseWaveGroups({ groups: [ODD], totalGroups: 1, totalWaves: 3 }).groups[0]), [
       { waveId: 3997, threadId: 3998 }, { waveId: 3998, threadId: 3999 }, { waveId: 3999, threadId: 4000 },

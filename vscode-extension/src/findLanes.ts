@@ -1,0 +1,140 @@
+// The `findLanes` request (the lanes of every wave where an expression is true,
+// each evaluated at its own pc), its checked parser, and the rows the "GPU
+// Waves" view shows for a search. No vscode import: the unit tests use it as
+// the view does.
+
+import { ProtocolError } from './protocol';
+import { groupRow, parseGroupList, type RequestTarget, type WaveGroup } from './waveGroups';
+
+export interface FoundLane {
+  threadId: number;
+  waveId: number;
+  lane: number;
+  value: string;
+}
+
+export interface FoundGroup {
+  group: WaveGroup;
+  matchedLanes: number;
+  matchedWaveCount: number;
+  matchedWaveRanges: string;
+}
+
+export interface LanesFound {
+  expression: string;
+  matched: number;
+  unevaluated: number;
+  searched: number;
+  waves: number;
+  matchedWaves: number;
+  reasons: { reason: string; count: number }[];
+  lanes: FoundLane[];
+  groups: FoundGroup[];
+}
+
+function fail(what: string, expected: string, value: unknown): never {
+  throw new ProtocolError(`${what}: expected ${expected}, got ${JSON.stringify(value)}`);
+}
+
+function obj(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(what, 'an object', value);
+  return value as Record<string, unknown>;
+}
+
+function int(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail(what, 'a non-negative integer', value);
+  return value as number;
+}
+
+function str(value: unknown, what: string): string {
+  if (typeof value !== 'string') fail(what, 'a string', value);
+  return value as string;
+}
+
+function list(value: unknown, what: string): unknown[] {
+  if (!Array.isArray(value)) fail(what, 'a list', value);
+  return value as unknown[];
+}
+
+/** Body of a `findLanes` response. */
+export function parseLanesFound(body: unknown): LanesFound {
+  const b = obj(body, 'findLanes');
+  const groups = parseGroupList(b, 'findLanes').groups;
+  const raw = list(b.groups, 'findLanes.groups');
+  return {
+    expression: str(b.expression, 'findLanes.expression'),
+    matched: int(b.matched, 'findLanes.matched'),
+    unevaluated: int(b.unevaluated, 'findLanes.unevaluated'),
+    searched: int(b.searched, 'findLanes.searched'),
+    waves: int(b.waves, 'findLanes.waves'),
+    matchedWaves: int(b.matchedWaves, 'findLanes.matchedWaves'),
+    reasons: list(b.reasons, 'findLanes.reasons').map((r, i) => {
+      const o = obj(r, `findLanes.reasons[${i}]`);
+      return { reason: str(o.reason, `findLanes.reasons[${i}].reason`), count: int(o.count, `findLanes.reasons[${i}].count`) };
+    }),
+    lanes: list(b.lanes, 'findLanes.lanes').map((l, i) => {
+      const o = obj(l, `findLanes.lanes[${i}]`);
+      return {
+        threadId: int(o.threadId, `findLanes.lanes[${i}].threadId`), waveId: int(o.waveId, `findLanes.lanes[${i}].waveId`),
+        lane: int(o.lane, `findLanes.lanes[${i}].lane`), value: str(o.value, `findLanes.lanes[${i}].value`),
+      };
+    }),
+    groups: groups.map((group, i) => {
+      const o = obj(raw[i], `findLanes.groups[${i}]`);
+      return {
+        group,
+        matchedLanes: int(o.matchedLanes, `findLanes.groups[${i}].matchedLanes`),
+        matchedWaveCount: int(o.matchedWaveCount, `findLanes.groups[${i}].matchedWaveCount`),
+        matchedWaveRanges: str(o.matchedWaveRanges, `findLanes.groups[${i}].matchedWaveRanges`),
+      };
+    }),
+  };
+}
+
+/** The most lanes a search lists (the server's answer is cut there; the counts are whole). */
+export const FIND_LIMIT = 200;
+
+export async function requestFindLanes(session: RequestTarget, expression: string, limit = FIND_LIMIT): Promise<LanesFound> {
+  return parseLanesFound(await session.customRequest('findLanes', { expression, limit }));
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+}
+
+export interface Row {
+  label: string;
+  description?: string;
+  tooltip?: string;
+}
+
+/** The search's own row: what was searched and how many lanes matched. */
+export function headerRow(found: LanesFound): Row {
+  const unevaluated = found.unevaluated > 0 ? ` · ${plural(found.unevaluated, 'lane')} not evaluated` : '';
+  return {
+    label: `Lanes where ${found.expression}`,
+    description: `${plural(found.matched, 'lane')} in ${plural(found.matchedWaves, 'wave')}${unevaluated}`,
+    tooltip: `${plural(found.matched, 'lane')} of ${plural(found.searched, 'active lane')} in ${plural(found.waves, 'wave')} ` +
+      `match ${found.expression}` + (found.unevaluated > 0 ? `; ${plural(found.unevaluated, 'lane')} could not be evaluated` : ''),
+  };
+}
+
+/** A matching lane: choosing it focuses its wave and lane. */
+export function laneRow(lane: FoundLane): Row {
+  return { label: `Wave ${lane.waveId} · lane ${lane.lane}`, description: `= ${lane.value}` };
+}
+
+/** Where the matching lanes stand: a wave group with its matching lanes. */
+export function foundGroupRow(found: FoundGroup): Row {
+  const row = groupRow(found.group);
+  return {
+    label: `${plural(found.matchedLanes, 'lane')} · ${row.label.replace(/^[\d,]+ waves? · /, '')}`,
+    description: `${plural(found.matchedWaveCount, 'wave')}: ${found.matchedWaveRanges}`,
+    tooltip: row.tooltip,
+  };
+}
+
+/** Why lanes have no value, most first. */
+export function reasonRow(reason: { reason: string; count: number }): Row {
+  return { label: plural(reason.count, 'lane'), description: reason.reason };
+}
