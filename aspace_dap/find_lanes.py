@@ -23,7 +23,7 @@ from .dwarf.storage import OK
 from .errors import AspaceError, EvaluationError
 from .expressions import BUILTIN_TYPES, _Divergent, _numbers, evaluate_expression
 from .values.format import format_obj, state_text
-from .vector_expressions import NotVectorized, Reasons, evaluate, parse, row_bytes
+from .vector_expressions import NotVectorized, Reasons, evaluate, names, parse, row_bytes
 
 DEFAULT_LIMIT = 20
 
@@ -118,17 +118,23 @@ def _find(session, text, limit, progress) -> LanesFound:
 
 def _at_place(session, place, text, reasons: Reasons):
     """(matched, reason code per row, value texts of rows) for one place."""
+    n = len(place.waves)
     try:
         leaves = session.place_leaves(place, reasons)
-        num = evaluate(parse(text, leaves.find_type), leaves, reasons)
+        tree = parse(text, leaves.find_type)
+        num = evaluate(tree, leaves, reasons)
         truth = num.values != 0
         return truth, num.bad, lambda rows: _texts(num, rows)
     except TimeLimitExceeded:
         raise
     except NotVectorized:
+        # a name the place's function does not have fails every lane here, as expressions.py fails it
+        missing = next((name for name in names(tree) if not leaves.knows(name)), None)
+        if missing is not None:
+            return (np.zeros(n, bool), np.full(n, reasons.code(f'no symbol "{missing}" in current context'), np.int32),
+                    lambda rows: [])
         return _wave_by_wave(session, place, text, reasons)
     except AspaceError as e:  # the same for every lane here: a name the function lacks, a type error
-        n = len(place.waves)
         return np.zeros(n, bool), np.full(n, reasons.code(str(e)), np.int32), lambda rows: []
 
 

@@ -200,6 +200,20 @@ class _Parser:
 # --------------------------------------------------------------------------- evaluation
 
 
+def names(tree: tuple) -> list[str]:
+    """The program names the tree reads, in the order expressions.py meets them (left to right)."""
+    if tree[0] == "id":
+        return [tree[1]]
+    out = []
+    for part in tree[1:]:
+        if isinstance(part, tuple):
+            out += names(part)
+        elif isinstance(part, list):
+            for item in part:
+                out += names(item)
+    return out
+
+
 def evaluate(tree: tuple, leaves, reasons: Reasons) -> Num:
     """The tree's scalar value in every row of `leaves` (a value that is no scalar is an error)."""
     return _Eval(leaves, reasons).number(tree)

@@ -43,6 +43,9 @@ def noting(programs, wave, reads: _Reads):
         del programs.target_for
 
 
+MAX_MERGED_BYTES = 4096  # an object read for every row at once (a struct, a small array); bigger: wave by wave
+
+
 class StackedTarget:
     """The rows' waves as one evaluation target (see the module's docstring)."""
 
@@ -114,7 +117,7 @@ class StackedTarget:
             lanes = self.rows_lane[rows[at]]
             got = read(target, lanes, at) if positional else read(target, lanes)
             parts.append((at, got))
-        width = max(got.data.shape[1] for _, got in parts)
+        width = max((got.data.shape[1] for _, got in parts), default=0)
         data = np.zeros((len(rows), width), np.uint8)
         valid = np.zeros((len(rows), width), bool)
         for at, got in parts:
@@ -185,6 +188,16 @@ class PlaceLeaves:
 
     # ---- names
 
+    def knows(self, name: str) -> bool:
+        """Whether the name means something here (a variable in scope, a global, a builtin)."""
+        frame = self.frame
+        if name in builtins.VARIABLES:
+            return True
+        if frame is None or frame.info is None:
+            return False
+        return any(v.name == name and not v.shadowed for v in self.variables.variables(frame)) or \
+            any(v.name == name for v in self.variables.globals(frame))
+
     def variable(self, name: str):
         frame = self.frame
         if frame is None or frame.info is None:
@@ -206,48 +219,91 @@ class PlaceLeaves:
         reads = _Reads()
         with noting(self.programs, self.rep, reads):
             read = self.variables.read_variable(frame, var, np.arange(self.rep.lanes))
-        if reads.registers or reads.other:
-            raise NotVectorized(f"where {name} is depends on the wave's registers")
+        if reads.other:
+            raise NotVectorized(f"where {name} is depends on the wave's memory")
+        if reads.registers:  # a place that depends on the wave's registers: worked out per set of waves
+            return self._by_registers(var, reads.registers, var.dialect)
         return self._stack(var.type, read)
 
-    def _stack(self, vtype, read) -> Obj:
-        """The variable's objects (one per group of lanes with a location of one shape) for every row."""
-        rows = np.arange(self.rows)
-        codes = np.zeros(self.rows, np.int32)
+    def _stack(self, vtype, read, subset: np.ndarray | None = None, merged: bool = False):
+        """The variable's objects (one per group of lanes with a location of one shape) for every row, or
+        (with `merged`) for the rows of `subset`: (their parts [(rows, Obj)], a reason code per row)."""
+        rows = np.arange(self.rows) if subset is None else subset
+        codes = np.zeros(len(rows), np.int32)
         parts = []
-        covered = np.zeros(self.rows, bool)
+        covered = np.zeros(len(rows), bool)
+        lanes_of = self.rows_lane[rows]
         for glanes, obj in read.groups:
             position = np.full(self.rep.lanes, -1, np.int64)
             position[np.asarray(glanes, np.int64)] = np.arange(len(glanes))
-            index = position[self.rows_lane]
-            mine = rows[index >= 0]
-            covered[mine] = True
+            index = position[lanes_of]
+            at = np.flatnonzero(index >= 0)
+            if not len(at):
+                continue
+            mine = rows[at]
+            covered[at] = True
             if obj.error is not None:
-                codes[mine] = self.reasons.code(obj.error)
+                codes[at] = self.reasons.code(obj.error)
                 continue
             if obj.location is None:  # known from the debug info alone
                 data, state = obj.bytes()
-                part = Obj(obj.type, None, None, lanes=mine, data=np.ascontiguousarray(data[index[mine]]),
-                           state=np.ascontiguousarray(state[index[mine]]))
+                part = Obj(obj.type, None, None, lanes=mine, data=np.ascontiguousarray(data[index[at]]),
+                           state=np.ascontiguousarray(state[index[at]]))
             else:
-                stacked = restack(obj.location, index[mine], mine)
+                stacked = restack(obj.location, index[at], mine)
                 part = Obj.from_location(obj.type, stacked, self.target(obj.target.dialect), mine)
             parts.append((mine, part))
         for lane, error in read.errors.items():
-            codes[self.rows_lane == lane] = self.reasons.code(error)
-            covered[self.rows_lane == lane] = True
+            codes[lanes_of == lane] = self.reasons.code(error)
+            covered[lanes_of == lane] = True
         if (~covered).any():
             codes[~covered] = self.reasons.code("<unavailable>")
+        if merged:
+            return parts, codes
         if len(parts) == 1 and len(parts[0][0]) == self.rows:
             return parts[0][1]
+        return self._merge(vtype, parts, codes)
+
+    def _merge(self, vtype, parts, codes) -> Obj:
+        """Parts for some rows each, and a reason per row, as one object of all rows (read now)."""
         size = byte_size(vtype) or 0
+        if size > MAX_MERGED_BYTES:
+            raise NotVectorized(f"a {size}-byte object read row by row")
         data = np.zeros((self.rows, size), np.uint8)
         state = np.full((self.rows, size), UNAVAILABLE, np.uint8)
         for mine, part in parts:
             data[mine], state[mine] = part.bytes()
-        out = Reasoned(vtype, None, None, lanes=rows, data=data, state=state)
+        out = Reasoned(vtype, None, None, lanes=np.arange(self.rows), data=data, state=state)
         out.row_reasons = codes
         return out
+
+    def _by_registers(self, var, names: set[str], dialect: Dialect) -> Obj:
+        """A variable whose place depends on registers (a frame pointer): waves whose bytes of those
+        registers are the same share one place; it is worked out once for each such set of waves, in
+        the first one's own frame (stacks.py says why that holds)."""
+        target = self.target(dialect)
+        columns = []
+        for name in sorted(names):
+            data, valid = target.columns(name)
+            columns += [np.where(valid, data, 0), valid.view(np.uint8)]
+        joined = np.ascontiguousarray(np.concatenate(columns, axis=1))
+        keys = joined.view(np.dtype((np.void, joined.shape[1]))).ravel()
+        _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+        parts, codes = [], np.zeros(self.rows, np.int32)
+        slot_of_row = target.slots
+        for k, unique_wave in enumerate(first.tolist()):
+            rows = np.flatnonzero(which.ravel()[slot_of_row] == k)
+            wave = self.state.waves[int(self.rows_wave[rows[0]])]
+            frame = self.frames.frames(wave.id, int(self.rows_lane[rows[0]]))[0]
+            reads = _Reads()
+            with noting(self.programs, wave, reads):
+                read = self.variables.read_variable(frame, var, np.arange(self.rep.lanes))
+            if reads.other or not reads.registers <= names:
+                raise NotVectorized(f"where {var.name} is depends on more than registers")
+            got, why = self._stack(var.type, read, rows, merged=True)
+            parts += got
+            codes[rows] = why
+        return self._merge(var.type, parts, codes)
 
     # ---- registers
 
