@@ -91,8 +91,11 @@ def _find(session, text, limit, progress) -> LanesFound:
         bads.append(np.full(len(u.waves), reasons.code(u.reason), np.int32))
     every_bad = np.concatenate(bads) if bads else np.zeros(0, np.int32)
     counts = np.bincount(every_bad, minlength=len(reasons.texts))
-    found = LanesFound(text, total, len({int(w) for p in places for w in np.unique(p.waves)} |
-                                        {int(w) for u in unplaced for w in u.waves}), 0, int((every_bad != 0).sum()))
+    ids = session.wave_ids()
+    seen = np.zeros(len(ids), bool)
+    for rows in [p.waves for p in places] + [u.waves for u in unplaced]:
+        seen[rows] = True
+    found = LanesFound(text, total, int(seen.sum()), 0, int((every_bad != 0).sum()))
     found.reasons = sorted(((reasons.texts[c], int(n)) for c, n in enumerate(counts.tolist()) if c and n),
                            key=lambda r: (-r[1], r[0]))
     waves = np.concatenate([h[0] for h in hits]) if hits else np.zeros(0, np.int64)
@@ -101,7 +104,6 @@ def _find(session, text, limit, progress) -> LanesFound:
     order = np.lexsort((lanes, waves))[:limit]
     place_of = np.concatenate([h[2] for h in hits]) if hits else np.zeros(0, np.int64)
     row_of = np.concatenate([h[3] for h in hits]) if hits else np.zeros(0, np.int64)
-    ids = session.wave_ids()
     for i in order.tolist():
         value = formatters[int(place_of[i])](np.array([row_of[i]]))[0]
         found.lanes.append((int(ids[int(waves[i])]), int(lanes[i]), value))
@@ -122,6 +124,7 @@ def _at_place(session, place, text, reasons: Reasons):
     try:
         leaves = session.place_leaves(place, reasons)
         tree = parse(text, leaves.find_type)
+        leaves.prefetch(tree)
         num = evaluate(tree, leaves, reasons)
         truth = num.values != 0
         return truth, num.bad, lambda rows: _texts(num, rows)

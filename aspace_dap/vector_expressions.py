@@ -214,6 +214,20 @@ def names(tree: tuple) -> list[str]:
     return out
 
 
+def registers_named(tree: tuple) -> list[str]:
+    """The registers the tree names ($v3, $s5)."""
+    if tree[0] == "reg":
+        return [tree[1]]
+    out = []
+    for part in tree[1:]:
+        if isinstance(part, tuple):
+            out += registers_named(part)
+        elif isinstance(part, list):
+            for item in part:
+                out += registers_named(item)
+    return out
+
+
 def evaluate(tree: tuple, leaves, reasons: Reasons) -> Num:
     """The tree's scalar value in every row of `leaves` (a value that is no scalar is an error)."""
     return _Eval(leaves, reasons).number(tree)
@@ -294,7 +308,8 @@ class _Eval:
         n = self.rows if rows is None else rows
         data, state = obj.bytes(0, size)
         data = np.ascontiguousarray(np.broadcast_to(data, (n, size)))
-        worst = np.broadcast_to(state, (n, size)).max(axis=1) if size else np.zeros(n, np.uint8)
+        state = np.broadcast_to(state, (n, size))
+        worst = state.max(axis=1) if size and state.any() else np.zeros(n, np.uint8)
         if isinstance(t, BaseType) and t.encoding == ATE_FLOAT:
             values = data.view("<f4" if size == 4 else "<f8").reshape(n).astype(np.float64)
         else:
@@ -335,6 +350,8 @@ class _Eval:
             return Num(t, x.values.astype(np.float64), x.bad)
         if _is_float(x.type.strip()):
             raise NotVectorized("a float converted to an integer type")
+        if x.type.strip() == t:  # (already a value of the type)
+            return Num(t, x.values, x.bad)
         return Num(t, _wrap(x.values, t), x.bad)
 
     def _cast(self, t: Type, x: Num) -> Num:
@@ -478,20 +495,17 @@ def _common_type(ta, tb) -> Type:
 
 
 def _wrap(values: np.ndarray, t: Type) -> np.ndarray:
-    """Integers as a value of `t`: its width, its signedness (int64 or uint64 holding them)."""
+    """Integers as a value of `t`: its width, its signedness (int64 or uint64 holding them); a cast to
+    the narrower integer keeps the low bits, as C's conversions and expressions.py's masks do."""
     size = byte_size(t) or 8
     signed = t in (INT, LONG) or (t not in (UINT, ULONG) and _is_signed(t))
+    if size not in (1, 2, 4, 8):
+        raise NotVectorized(f"a {size}-byte integer")
+    narrow = np.dtype(f"{'i' if signed else 'u'}{size}")
     with np.errstate(all="ignore"):
-        raw = values.astype(np.uint64) if values.dtype != np.uint64 else values
-        if size < 8:
-            raw = raw & np.uint64((1 << (8 * size)) - 1)
-        if not signed:
-            return raw
-        out = raw.astype(np.int64)
-        if size < 8:
-            top = np.int64(1 << (8 * size - 1))
-            out = np.where(out >= top, out - np.int64(1 << (8 * size)), out)
-        return out
+        if values.dtype != narrow:
+            values = values.astype(narrow)
+        return values.astype(np.int64 if signed else np.uint64)
 
 
 def _round(values: np.ndarray, t: Type) -> np.ndarray:

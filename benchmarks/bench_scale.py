@@ -11,6 +11,13 @@ from /proc before it exits. `json.load` of the same manifest (in this process)
 is the yardstick. Each number is the median of --runs runs.
 Targets: 40,000 waves: first locals under 2 s and under 10x json.load;
 100,000 waves: first locals under 1.5 s, peak RSS under 300 MiB.
+
+Then the dump of a whole device as a capture writes it: 100,000 waves of the lds_tiles gfx90a -O2
+workgroup (tx and ty live in VGPRs), every lane active, every wave's register file a file of its own
+(not a hard link: 100,000 files to read), 3 waves at another line. Timed over DAP as above: first
+locals, `waveGroups`, the same again, one group's every wave (`waveGroups {group}`), and `findLanes`
+of an expression over variables that live in registers (6.4 million lanes, one place). Targets: first
+locals under 1 s, waveGroups under 0.5 s and then under 20 ms per request, findLanes under 3 s.
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ JSON_RATIO_TARGET = 10.0
 RSS_TARGET_MIB = 300
 FIRST_LOCALS_100K_TARGET_S = 1.5
 BIG_CODE_OBJECT_TARGET_S = 0.4
+O2_EXAMPLE = REPO / "examples" / "lds_tiles" / "dumps" / "gfx90a.O2"
+DEVICE_WAVES = 100_000
+DEVICE_FIRST_TARGET_S, DEVICE_GROUPS_TARGET_S, DEVICE_AGAIN_TARGET_S, DEVICE_FIND_TARGET_S = 1.0, 0.5, 0.02, 3.0
+DEVICE_FIND = "tx + ty * 16 == 37"
 
 
 def big_code_object_dump(folder: Path, dies: int) -> Path:
@@ -83,7 +94,7 @@ def _cpu_s(pid: int) -> float | None:
         return None
 
 
-def one_run(dump: Path, groups: bool = True) -> dict:
+def one_run(dump: Path, groups: bool = True, keep: bool = False) -> dict:
     start = time.perf_counter()
     client = StdioClient()
     client.request("initialize", {"adapterID": "aspace-bench", "supportsInvalidatedEvent": True})
@@ -98,6 +109,8 @@ def one_run(dump: Path, groups: bool = True) -> dict:
     shown = client.request("variables", {"variablesReference": local["variablesReference"]})["variables"]
     first_locals = time.perf_counter() - start
     cpu = _cpu_s(client._proc.pid)
+    if keep:
+        return {"first": first_locals, "cpu": cpu, "client": client}
     if not groups:
         client.close()
         return {"first": first_locals, "cpu": cpu}
@@ -121,6 +134,45 @@ def one_run(dump: Path, groups: bool = True) -> dict:
             "info_waves": info_waves_s, "rss": rss, "count": len(threads), "locals": len(shown), "group_count": len(groups)}
 
 
+def device_run(dump: Path) -> dict:
+    """first locals, waveGroups (twice), one group in full and findLanes, on a dump of a whole device."""
+    out = one_run(dump, groups=False, keep=True)
+    client = out.pop("client")
+    for name, command, args in (("groups", "waveGroups", {}), ("again", "waveGroups", {}),
+                                ("group", "waveGroups", {"group": 0}),
+                                ("find", "findLanes", {"expression": DEVICE_FIND, "limit": 20})):
+        t0 = time.perf_counter()
+        body = client.request(command, args)
+        out[name] = time.perf_counter() - t0
+        if command == "findLanes":
+            out["matched"], out["searched"] = body["matched"], body["searched"]
+        elif name == "groups":
+            out["group_count"] = len(body["groups"])
+    client.close()
+    return out
+
+
+def device_rows(runs: int) -> tuple[str, bool]:
+    with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
+        dump = write_waves_dump(Path(tmp) / "dump", DEVICE_WAVES // 4, odd=3, example=O2_EXAMPLE, distinct=True,
+                                all_active=True)
+        results = [device_run(dump) for _ in range(runs)]
+    med = {k: statistics.median(r[k] for r in results)
+           for k in ("first", "cpu", "groups", "again", "group", "find")}
+    ok = {"first": med["first"] < DEVICE_FIRST_TARGET_S, "groups": med["groups"] < DEVICE_GROUPS_TARGET_S,
+          "again": max(med["again"], med["group"]) < DEVICE_AGAIN_TARGET_S, "find": med["find"] < DEVICE_FIND_TARGET_S}
+    r = results[0]
+    line = (f"{DEVICE_WAVES:,} waves, register files of their own, every lane active: first locals "
+            f"{med['first'] * 1e3:.0f} ms (server cpu {med['cpu'] * 1e3:.0f} ms) [< {DEVICE_FIRST_TARGET_S:g} s: "
+            f"{'ok' if ok['first'] else 'MISSED'}]; waveGroups {med['groups'] * 1e3:.0f} ms ({r['group_count']} groups) "
+            f"[< {DEVICE_GROUPS_TARGET_S:g} s: {'ok' if ok['groups'] else 'MISSED'}], again {med['again'] * 1e3:.1f} ms, "
+            f"a group's every wave {med['group'] * 1e3:.1f} ms [< {DEVICE_AGAIN_TARGET_S * 1e3:.0f} ms: "
+            f"{'ok' if ok['again'] else 'MISSED'}]; findLanes {DEVICE_FIND!r} over {r['searched']:,} lanes "
+            f"{med['find'] * 1e3:.0f} ms ({r['matched']:,} match) [< {DEVICE_FIND_TARGET_S:g} s: "
+            f"{'ok' if ok['find'] else 'MISSED'}]")
+    return line, all(ok.values())
+
+
 def json_load_s(manifest: Path, runs: int) -> float:
     out = []
     for _ in range(runs):
@@ -137,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated wave counts (multiples of 4)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dies", type=int, default=200_000, help="DIEs of the generated code object (0: skip)")
+    parser.add_argument("--no-device", dest="device", action="store_false",
+                        help="skip the 100,000-wave dump with register files of their own")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.waves.split(",")]
     print(f"{'waves':>8}{'manifest':>10}{'json.load':>11}{'first locals':>14}{'ratio':>7}{'(cpu)':>8}{'threads':>10}"
@@ -169,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{runs[0]['count']:>8}{size_mb:>8.1f}MB{load * 1e3:>9.0f}ms{med['first'] * 1e3:>12.0f}ms"
               f"{ratio:>6.1f}x{cpu * 1e3:>6.0f}ms{med['threads'] * 1e3:>8.0f}ms{med['groups'] * 1e3:>10.0f}ms"
               f"{med['groups_again'] * 1e3:>7.0f}ms{med['info_waves'] * 1e3:>10.0f}ms{rss:>7.0f}MiB  {'; '.join(notes)}", flush=True)
+    if args.device:
+        line, ok = device_rows(args.runs)
+        failed |= not ok
+        print(f"\n{line}", flush=True)
     if args.dies:
         with tempfile.TemporaryDirectory(prefix="aspace-scale-") as tmp:
             dump = big_code_object_dump(Path(tmp), args.dies)

@@ -516,9 +516,12 @@ class _Reader:
             heads.valid[row] = (1 << lanes) - 1
         return heads
 
-    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Register `name` of the waves at `rows` straight from their save records in the mapped core
+    def read_registers(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Registers of the waves at `rows` straight from their save records in the mapped core
         (GpuState.register_bytes): the bytes the file holds, the rest unavailable."""
+        return [self._read_register(rows, name) for name in names]
+
+    def _read_register(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         waves = self.state_waves
         homes = [self.register_homes[waves[int(i)].id] for i in rows.tolist()]
         places = [(begin, size, template._offsets.get(name)) for begin, size, template in homes]

@@ -687,10 +687,13 @@ class _CoreReader:
                          np.ones(n, bool), warps["validLanesMask"][rows].astype(np.uint64), np.ones(n, bool),
                          lead=np.ones(n, bool))
 
-    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Register `name` of the waves at `rows`, as each warp's own register file holds it (_load_warp),
-        read for all of them at once: R and P registers from their lanes' sections in the mapped file, the
-        pc and exec from the tables read at open; any other register through the warps themselves."""
+    def read_registers(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Registers of the waves at `rows`, as each warp's own register file holds them (_load_warp), read
+        for all of them at once: R and P registers from their lanes' sections in the mapped file, the pc
+        and exec from the tables read at open; any other register through the warps themselves."""
+        return [self._read_register(rows, name) for name in names]
+
+    def _read_register(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         waves = self.state_waves
         warp = np.array([self.warp_of_wave[waves[int(i)].id] for i in rows.tolist()], np.int64)
         kind = {"R": (SHT_REGS, 4), "P": (SHT_PRED, 1)}.get(name[:1]) if name[1:].isdigit() else None

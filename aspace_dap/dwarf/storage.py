@@ -80,6 +80,8 @@ def _read_single(place: SingleLocation, target: EvalTarget, start: np.ndarray, n
 def _gather(data: np.ndarray, valid: np.ndarray, byte_start: np.ndarray, n: int):
     """Rows of `n` bytes from each lane's row of `data`, starting at its own offset."""
     g, width = len(byte_start), data.shape[1]
+    if width == n and data.shape[0] == g and not byte_start.any():  # each row whole, from its start
+        return data.astype(np.uint8, copy=False), valid
     if data.shape[0] == 1 and g > 1:
         data = np.broadcast_to(data, (g, width))
         valid = np.broadcast_to(valid, (g, width))

@@ -127,6 +127,9 @@ def _active_rows(rows: np.ndarray, active: np.ndarray, lanes: int) -> tuple[np.n
     """(wave row, lane) of every set bit of each wave's active mask, wave by wave, lanes rising."""
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    full = np.uint64((1 << lanes) - 1)
+    if (np.asarray(active, np.uint64) == full).all():  # (every lane active: no bits to look at)
+        return np.repeat(rows, lanes), np.tile(np.arange(lanes, dtype=np.int64), len(rows))
     bits = np.unpackbits(np.ascontiguousarray(active, np.uint64).view(np.uint8).reshape(-1, 8), axis=1,
                          bitorder="little")[:, :lanes].astype(bool)
     wave_index, lane = np.nonzero(bits)

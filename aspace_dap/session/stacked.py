@@ -24,7 +24,7 @@ from ..dwarf.types import byte_size
 from ..errors import AspaceError, EvaluationError, StateError
 from ..expressions import INT, UINT, ULONG
 from ..values.objects import Obj
-from ..vector_expressions import Num, NotVectorized, Reasons
+from ..vector_expressions import Num, NotVectorized, Reasons, names
 from .stacks import _Noting, _Reads
 
 
@@ -56,7 +56,7 @@ class StackedTarget:
         self.rows_wave, self.rows_lane = rows_wave, rows_lane
         self.dialect = dialect
         self.lanes = rep_target.lanes
-        self._waves, self.slots = np.unique(rows_wave, return_inverse=True)  # each row's wave among _waves
+        self._waves, self.slots = _distinct_rows(rows_wave)  # each row's wave among _waves
         # a vendor target that reads registers its own way (NVIDIA's PTX registers) is asked wave by wave
         self._bulk = type(rep_target).read_register is WaveTarget.read_register
         self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -74,6 +74,12 @@ class StackedTarget:
             found = self._columns[name] = self._state.register_bytes(self._waves, [name])[0]
         return found
 
+    def prefetch(self, names: set[str]) -> None:
+        """Read these registers of every row's wave now, in one pass over the dump's files."""
+        missing = sorted(n for n in names if n not in self._columns)
+        if missing and self._bulk:
+            self._columns.update(zip(missing, self._state.register_bytes(self._waves, missing)))
+
     def read_register(self, regno: int, rows) -> MemoryRead:
         rows = np.asarray(rows, np.int64)
         info = self.register_info(regno)
@@ -89,7 +95,17 @@ class StackedTarget:
                 raise StateError(f"register {info.name} has {full} bytes, not a multiple of {self.lanes} lanes",
                                  info.name)
             per = full // self.lanes
-            at = self.rows_lane[rows][:, None] * per + np.arange(per)
+            lane = self.rows_lane[rows]
+            if per in (1, 2, 4, 8):  # whole elements: one gather of (wave, lane) words
+                flat = slot * self.lanes + lane
+                words = np.ascontiguousarray(data).view(np.dtype(f"u{per}")).reshape(-1).take(flat)
+                if valid.all():
+                    known = np.ones((g, per), bool)
+                else:
+                    lane_known = valid.reshape(len(valid), self.lanes, per).all(axis=2).reshape(-1).take(flat)
+                    known = np.repeat(lane_known[:, None], per, axis=1)
+                return MemoryRead(words.view(np.uint8).reshape(g, per), known)
+            at = lane[:, None] * per + np.arange(per)
             return MemoryRead(data[slot[:, None], at], valid[slot[:, None], at])
         width = max(full, info.size)
         if width > full:
@@ -125,6 +141,14 @@ class StackedTarget:
             data[at, :n] = np.broadcast_to(got.data, (len(at), n))
             valid[at, :n] = np.broadcast_to(got.valid, (len(at), n))
         return MemoryRead(data, valid)
+
+
+def _distinct_rows(rows_wave: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(rows_wave, return_inverse=True), without a sort when the rows come wave by wave."""
+    if len(rows_wave) and (np.diff(rows_wave) >= 0).all():
+        starts = np.concatenate(([True], rows_wave[1:] != rows_wave[:-1]))
+        return rows_wave[starts], np.cumsum(starts) - 1
+    return np.unique(rows_wave, return_inverse=True)
 
 
 def restack(loc: Location, index: np.ndarray, rows: np.ndarray) -> Location:
@@ -170,6 +194,8 @@ class PlaceLeaves:
         self.reasons = reasons
         self._stacked: dict[Dialect, StackedTarget] = {}
         self._coordinates = None
+        self._seen: dict[str, tuple] = {}  # name -> (object, error): each name worked out once
+        self._where: dict[str, tuple] = {}  # name -> (what _locate found, error)
 
     def find_type(self, name: str):
         from ..expressions import BUILTIN_TYPES
@@ -198,11 +224,74 @@ class PlaceLeaves:
         return any(v.name == name and not v.shadowed for v in self.variables.variables(frame)) or \
             any(v.name == name for v in self.variables.globals(frame))
 
+    def prefetch(self, tree: tuple) -> None:
+        """Work out where the names the expression reads are, and read every register they live in (and
+        every register the expression names) at once: one pass over the dump's files."""
+        from ..vector_expressions import registers_named
+        wanted: dict[StackedTarget, set[str]] = {}
+        for name in names(tree):
+            try:
+                found = self._located(name)
+            except (AspaceError, NotVectorized):
+                continue  # (evaluating says so again)
+            if found[0] == "variable":
+                _, var, read, reads = found
+                target = self.target(var.dialect)
+                wanted.setdefault(target, set()).update(reads.registers)
+                for _, obj in read.groups:
+                    if obj.location is not None:
+                        wanted.setdefault(self.target(obj.target.dialect), set()).update(_registers_of(obj.location))
+        default = self.target(Dialect(vendor_ops=self.adapter.vendor))
+        for name in registers_named(tree):
+            regno = self.adapter.register_number(name, self.rep.lanes)
+            if regno is not None and name not in ("pc", "exec"):
+                try:
+                    wanted.setdefault(default, set()).add(default.register_info(regno).name)
+                except AspaceError:
+                    continue
+        for target, registers in wanted.items():
+            target.prefetch(registers)
+
     def variable(self, name: str):
+        found = self._seen.get(name)
+        if found is None:
+            try:
+                found = self._seen[name] = (self._variable(name), None)
+            except (AspaceError, NotVectorized) as e:
+                found = self._seen[name] = (None, e)
+        if found[1] is not None:
+            raise found[1]
+        return found[0]
+
+    def _variable(self, name: str):
+        found = self._located(name)
+        if found[0] == "object":
+            return found[1]
+        _, var, read, reads = found
+        if reads.other:
+            raise NotVectorized(f"where {name} is depends on the wave's memory")
+        if reads.registers:  # a place that depends on the wave's registers: worked out per set of waves
+            return self._by_registers(var, reads.registers, var.dialect)
+        return self._stack(var.type, read)
+
+    def _located(self, name: str):
+        """What the name is here: ("object", a builtin's rows), or ("variable", the variable, its read for
+        the first row's wave (locations, not values), what working it out read of that wave)."""
+        found = self._where.get(name)
+        if found is None:
+            try:
+                found = self._where[name] = (self._locate(name), None)
+            except (AspaceError, NotVectorized) as e:
+                found = self._where[name] = (None, e)
+        if found[1] is not None:
+            raise found[1]
+        return found[0]
+
+    def _locate(self, name: str):
         frame = self.frame
         if frame is None or frame.info is None:
             if name in builtins.VARIABLES:
-                return self.builtin(name)
+                return ("object", self.builtin(name))
             raise AspaceError(f"no symbol \"{name}\" in current context")
         candidates = [v for v in self.variables.variables(frame) if v.name == name and not v.shadowed]
         if not candidates:
@@ -210,20 +299,16 @@ class PlaceLeaves:
                           and (self.adapter.coordinate_global(v, frame.program.index) or (None, None))[1] is None]
         if not candidates:
             if name in builtins.VARIABLES:
-                return self.builtin(name)
+                return ("object", self.builtin(name))
             raise AspaceError(f"no symbol \"{name}\" in current context")
         var = candidates[-1]
         coordinate = self.adapter.coordinate_global(var, frame.program.index)
         if coordinate is not None:  # HIP's threadIdx: the lane's coordinates
-            return self.builtin(*coordinate)
+            return ("object", self.builtin(*coordinate))
         reads = _Reads()
         with noting(self.programs, self.rep, reads):
             read = self.variables.read_variable(frame, var, np.arange(self.rep.lanes))
-        if reads.other:
-            raise NotVectorized(f"where {name} is depends on the wave's memory")
-        if reads.registers:  # a place that depends on the wave's registers: worked out per set of waves
-            return self._by_registers(var, reads.registers, var.dialect)
-        return self._stack(var.type, read)
+        return ("variable", var, read, reads)
 
     def _stack(self, vtype, read, subset: np.ndarray | None = None, merged: bool = False):
         """The variable's objects (one per group of lanes with a location of one shape) for every row, or
@@ -232,30 +317,39 @@ class PlaceLeaves:
         codes = np.zeros(len(rows), np.int32)
         parts = []
         covered = np.zeros(len(rows), bool)
-        lanes_of = self.rows_lane[rows]
+        lanes_of = self.rows_lane if subset is None else self.rows_lane[rows]
         for glanes, obj in read.groups:
             position = np.full(self.rep.lanes, -1, np.int64)
             position[np.asarray(glanes, np.int64)] = np.arange(len(glanes))
             index = position[lanes_of]
-            at = np.flatnonzero(index >= 0)
-            if not len(at):
-                continue
-            mine = rows[at]
+            if (index < 0).any():
+                at = np.flatnonzero(index >= 0)
+                if not len(at):
+                    continue
+                mine, index = rows[at], index[at]
+            else:  # (the usual case: one place for every lane)
+                at, mine = slice(None), rows
             covered[at] = True
             if obj.error is not None:
                 codes[at] = self.reasons.code(obj.error)
                 continue
             if obj.location is None:  # known from the debug info alone
                 data, state = obj.bytes()
-                part = Obj(obj.type, None, None, lanes=mine, data=np.ascontiguousarray(data[index[at]]),
-                           state=np.ascontiguousarray(state[index[at]]))
+                part = Obj(obj.type, None, None, lanes=mine, data=np.ascontiguousarray(data[index]),
+                           state=np.ascontiguousarray(state[index]))
             else:
-                stacked = restack(obj.location, index[at], mine)
-                part = Obj.from_location(obj.type, stacked, self.target(obj.target.dialect), mine)
+                part = self._lane_slices(obj, glanes, mine)
+                if part is None:
+                    stacked = restack(obj.location, index, mine)
+                    part = Obj.from_location(obj.type, stacked, self.target(obj.target.dialect), mine)
             parts.append((mine, part))
-        for lane, error in read.errors.items():
-            codes[lanes_of == lane] = self.reasons.code(error)
-            covered[lanes_of == lane] = True
+        if read.errors:
+            errors = np.zeros(self.rep.lanes, np.int32)
+            for lane, error in read.errors.items():
+                errors[lane] = self.reasons.code(error)
+            failed = errors[lanes_of]
+            codes = np.where(failed != 0, failed, codes)
+            covered |= failed != 0
         if (~covered).any():
             codes[~covered] = self.reasons.code("<unavailable>")
         if merged:
@@ -263,6 +357,22 @@ class PlaceLeaves:
         if len(parts) == 1 and len(parts[0][0]) == self.rows:
             return parts[0][1]
         return self._merge(vtype, parts, codes)
+
+    def _lane_slices(self, obj: Obj, glanes, mine: np.ndarray) -> Obj | None:
+        """A variable that is each lane's own slice of one vector register, from its start (what most
+        register variables are): its rows read straight from the register's bytes. None for others."""
+        places = obj.location.places
+        if len(places) != 1 or not isinstance(places[0], RegisterLocation):
+            return None
+        place = places[0]
+        if not place.register.per_lane or place.bit_offset.any() or obj.size > place.register.size:
+            return None
+        if (place.lanes != np.asarray(glanes)).any():  # (a lane reading another lane's slice)
+            return None
+        got = self.target(obj.target.dialect).read_register(place.register.regno, mine)
+        data = np.ascontiguousarray(got.data[:, :obj.size])
+        state = (~got.valid[:, :obj.size]).view(np.uint8) * np.uint8(UNAVAILABLE)
+        return Obj(obj.type, None, None, lanes=mine, data=data, state=state)
 
     def _merge(self, vtype, parts, codes) -> Obj:
         """Parts for some rows each, and a reason per row, as one object of all rows (read now)."""
@@ -282,6 +392,7 @@ class PlaceLeaves:
         registers are the same share one place; it is worked out once for each such set of waves, in
         the first one's own frame (stacks.py says why that holds)."""
         target = self.target(dialect)
+        target.prefetch(names)
         columns = []
         for name in sorted(names):
             data, valid = target.columns(name)
@@ -397,6 +508,17 @@ class PlaceLeaves:
                              "partial": partial, "grid_groups": np.tile(grid_groups, (n, 1)),
                              "grid_items": np.tile(grid_items, (n, 1)), "global": local + group * size}
         return self._coordinates
+
+
+def _registers_of(loc: Location) -> set[str]:
+    out = set()
+    for place in loc.places:
+        if isinstance(place, RegisterLocation):
+            out.add(place.register.name)
+        elif isinstance(place, CompositeLocation):
+            for piece in place.pieces:
+                out |= _registers_of(piece.location)
+    return out
 
 
 def _object(t, values: np.ndarray, known: np.ndarray) -> Obj:

@@ -364,7 +364,7 @@ class GpuState:
                  files: "DumpFiles | None" = None, warnings: list[str] | None = None,
                  read_heads: "Callable[[str, str | None], WaveHeads] | None" = None,
                  waves: "LazyWaves | None" = None, wave_table: "Callable[[], WaveTable] | None" = None,
-                 read_registers: "Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]] | None" = None):
+                 read_registers: "Callable[[np.ndarray, list[str]], list[tuple[np.ndarray, np.ndarray]]] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -391,7 +391,7 @@ class GpuState:
         self._table: WaveTable | None = None
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
-        self._read_registers = read_registers  # one register of many waves straight from the files
+        self._read_registers = read_registers  # registers of many waves straight from the files
 
     def wave_table(self) -> "WaveTable":
         """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""
@@ -445,9 +445,9 @@ class GpuState:
         if self._read_registers is None:
             warm[:] = True
         files = [wave.registers for wave in map(self.waves.__getitem__, rows[warm].tolist())]
+        bulk = self._read_registers(rows[~warm], list(names)) if not warm.all() else [None] * len(names)
         out = []
-        for name in names:
-            cold = self._read_registers(rows[~warm], name) if not warm.all() else None
+        for name, cold in zip(names, bulk):
             if not warm.any():
                 out.append(cold)
                 continue

@@ -328,21 +328,21 @@ class _Builder:
             self.register_layouts, self.register_files = layouts, register_files
         return layouts, register_files
 
-    def read_registers(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Register `name` of the waves at `rows`, read from their files in bulk (GpuState.register_bytes)."""
+    def read_registers(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Registers of the waves at `rows`, read from their files in bulk (GpuState.register_bytes): one
+        read of each file, from the first of the registers to the end of the last."""
         layouts, register_files = self._register_places()
-        places: dict[str, tuple[int, int] | None] = {}
+        places: dict[str, dict[str, tuple[int, int]]] = {}  # layout -> register -> (offset, size)
         for layout_name in {layouts[i] for i in rows.tolist()}:
-            at = 0
-            places[layout_name] = None
+            at, found = 0, {}
             for reg, size in self.layouts[layout_name]:
-                if reg == name:
-                    places[layout_name] = (at, int(size))
-                    break
+                if reg in names and reg not in found:
+                    found[reg] = (at, int(size))
                 at += int(size)
-        size = max((p[1] for p in places.values() if p is not None), default=0)
-        data = np.zeros((len(rows), size), np.uint8)
-        valid = np.zeros((len(rows), size), bool)
+            places[layout_name] = found
+        widths = {name: max((p[name][1] for p in places.values() if name in p), default=0) for name in names}
+        out = {name: (np.zeros((len(rows), widths[name]), np.uint8), np.zeros((len(rows), widths[name]), bool))
+               for name in names}
         by_layout: dict[str, list[int]] = {}
         if len(places) == 1:
             by_layout[next(iter(places))] = list(range(len(rows)))
@@ -350,20 +350,32 @@ class _Builder:
             for k, i in enumerate(rows.tolist()):
                 by_layout.setdefault(layouts[i], []).append(k)
         for layout_name, ks in by_layout.items():
-            place = places[layout_name]
-            if place is None or not place[1]:
+            found = places[layout_name]
+            if not found:
                 continue
-            offset, length = place
-            chunks = self.files.read_ranges([register_files[i] for i in rows[ks].tolist()], offset, length)
+            first = min(offset for offset, _ in found.values())
+            length = max(offset + size for offset, size in found.values()) - first
+            chunks = self.files.read_ranges([register_files[i] for i in rows[ks].tolist()], first, length)
             whole = b"".join(chunks)
+            table = np.zeros((len(ks), length), np.uint8)
+            held = np.full(len(ks), length, np.int64)
             if len(whole) == len(ks) * length:
-                data[ks, :length] = np.frombuffer(whole, np.uint8).reshape(len(ks), length)
-                valid[ks, :length] = True
+                table[:] = np.frombuffer(whole, np.uint8).reshape(len(ks), length)
             else:  # short files: the tail they lack is unavailable
-                for k, chunk in zip(ks, chunks):
-                    data[k, :len(chunk)] = np.frombuffer(chunk, np.uint8)
-                    valid[k, :len(chunk)] = True
-        return data, valid
+                for r, chunk in enumerate(chunks):
+                    table[r, :len(chunk)] = np.frombuffer(chunk, np.uint8)
+                    held[r] = len(chunk)
+            every = len(ks) == len(rows)  # (one layout: whole columns, no row lists)
+            for name, (offset, size) in found.items():
+                data, valid = out[name]
+                lo = offset - first
+                at = slice(None) if every else ks
+                data[at, :size] = table[:, lo:lo + size]
+                if (held == length).all():
+                    valid[at, :size] = True
+                else:
+                    valid[at, :size] = (lo + np.arange(size))[None, :] < held[:, None]
+        return [out[name] for name in names]
 
     def build(self) -> GpuState:
         focus = self.manifest.get("focus")
