@@ -12,6 +12,12 @@ opened in a fresh process, which then names every wave (the waves table a client
 and shows the last wave's locals; the time from load_state to those locals and the process's peak
 RSS are the median of --runs runs. Targets: under 1 s and under 300 MiB.
 
+Then a hang's triage (benchmarks/gen_machines.py again): a node of 3 gfx942 GPUs whose 8,064 waves stand at
+3 places (one of them in a called function), and a CUDA core of 8 H100s with 8 warps on each SM: after
+the last wave's locals, `waveGroups` (every wave grouped by where it stands), the same again, one group's
+every wave, and a search of every lane (`findLanes`), each timed in a fresh process. Targets: waveGroups
+under 0.3 s, then under 20 ms; find under 3 s.
+
 Run: .venv/bin/python benchmarks/bench_cores.py [--runs 3]   (prints a table; no assertions)
 """
 
@@ -102,8 +108,14 @@ def machine_rows(runs: int) -> list[str]:
     from gen_machines import write_amd_node, write_cuda_node
 
     out = []
+    def eight_h100s(path: Path) -> Path:  # a whole node's CUDA core: 8 devices, 8 warps on each SM
+        from aspace_dap.adapters.nvidia.core_writer import write_core
+        from gen_machines import cuda_node_state
+        return write_core(cuda_node_state(sms=132, warps_per_sm=64), path, devices=8, sms=132, warps_per_sm=8)
+
     for label, write, name in (("gfx942 node, 8 GPUs x 1,216 waves", write_amd_node, "gpucore.node"),
-                               ("H100 CUDA core, 132 SMs x 64 warps", write_cuda_node, "node.cudbg")):
+                               ("H100 CUDA core, 132 SMs x 64 warps", write_cuda_node, "node.cudbg"),
+                               ("CUDA core of 8 H100s, 132 SMs x 8 warps each", eight_h100s, "node8.cudbg")):
         with tempfile.TemporaryDirectory() as tmp:
             core = write(Path(tmp) / name)
             size = core.stat().st_size
@@ -118,6 +130,79 @@ def machine_rows(runs: int) -> list[str]:
         out.append(f"{label} ({size >> 20} MiB, {results[0]['waves']} waves): load -> names -> last wave's "
                    f"{results[0]['locals']} locals in {results[0]['function']} {seconds * 1e3:.0f} ms, peak RSS "
                    f"{rss:.0f} MiB  [< {MACHINE_TARGET_S:.0f} s, < {MACHINE_TARGET_MIB} MiB: {ok}]")
+    return out
+
+
+# A hung process's core, triaged: every wave grouped by where it stands, then one group's every wave, then
+# a search of every lane (all as the DAP requests answer them, in a fresh process)
+TRIAGE = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from aspace_dap.session import Session
+from aspace_dap.state import load_state
+from aspace_dap.dap.waves import group_body
+from aspace_dap.find_lanes import find_lanes
+session = Session(load_state(sys.argv[1]))
+names = session.thread_names()
+wave = session.state.waves[-1]
+session.set_focus(wave=wave.id, lane=0)
+frame = session.frames()[0]
+for var in session.variables(frame):
+    session.read_variable(frame, var).obj_for(0)
+took = {}
+for step in ("groups", "again"):
+    start = time.perf_counter()
+    groups = session.wave_groups()
+    bodies = [group_body(session, i, g, full=False) for i, g in enumerate(groups)]
+    took[step] = time.perf_counter() - start
+start = time.perf_counter()
+group_body(session, len(groups) - 1, groups[-1], full=True)
+took["group"] = time.perf_counter() - start
+start = time.perf_counter()
+found = find_lanes(session, sys.argv[3])
+took["find"] = time.perf_counter() - start
+print(json.dumps({**took, "waves": len(names), "groups_count": len(groups), "matched": found.matched,
+                  "searched": found.searched, "unevaluated": found.unevaluated}))
+"""
+TRIAGE_GROUPS_S, TRIAGE_AGAIN_S, TRIAGE_FIND_S = 0.3, 0.02, 3.0
+AMD_SITES = [0x1904, 0x1B0C, 0x1B40]  # divergent_call gfx942 -O2: in settle, the line 30 loop, the store of line 34
+
+
+def triage_rows(runs: int) -> list[str]:
+    """waveGroups and findLanes on a 3-GPU gfx942 gpucore of 8,064 waves at 3 places, and on a CUDA core of
+    8 H100s (8 warps on each of their 132 SMs)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gen_machines import amd_node_state, cuda_node_state
+
+    from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
+    from aspace_dap.adapters.nvidia.core_writer import write_core
+
+    cases = (("3 gfx942 GPUs x 2,688 waves at 3 places", "gpucore.3gpus", "x * 2 > 1 && lane % 3 == 0",
+              lambda path: write_rocm_core(amd_node_state(gpus=3, waves=2688, vgprs=16, acc_vgprs=8, lds=1024,
+                                                          pcs=AMD_SITES), path)),
+             ("8 H100s x 132 SMs x 8 warps (CUDA)", "node8.cudbg", "x > 0.5f",
+              lambda path: write_core(cuda_node_state(sms=132, warps_per_sm=64), path, devices=8, sms=132,
+                                      warps_per_sm=8)))
+    out = []
+    for label, name, expression, write in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            core = write(Path(tmp) / name)
+            results = []
+            for _ in range(runs):
+                done = subprocess.run([sys.executable, "-c", TRIAGE, str(core), str(REPO), expression],
+                                      capture_output=True, text=True, check=True)
+                results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        med = {k: statistics.median(r[k] for r in results) for k in ("groups", "again", "group", "find")}
+        r = results[0]
+        ok_groups = med["groups"] < TRIAGE_GROUPS_S
+        ok_again = max(med["again"], med["group"]) < TRIAGE_AGAIN_S
+        ok_find = med["find"] < TRIAGE_FIND_S
+        out.append(f"{label} ({r['waves']:,} waves): waveGroups {med['groups'] * 1e3:.0f} ms ({r['groups_count']} groups) "
+                   f"[< {TRIAGE_GROUPS_S * 1e3:.0f} ms: {'ok' if ok_groups else 'MISSED'}], again {med['again'] * 1e3:.1f} ms, "
+                   f"a group's every wave {med['group'] * 1e3:.1f} ms [< {TRIAGE_AGAIN_S * 1e3:.0f} ms: "
+                   f"{'ok' if ok_again else 'MISSED'}]; find {expression!r} over {r['searched']:,} lanes "
+                   f"{med['find'] * 1e3:.0f} ms ({r['matched']:,} match, {r['unevaluated']:,} not evaluated) "
+                   f"[< {TRIAGE_FIND_S:g} s: {'ok' if ok_find else 'MISSED'}]")
     return out
 
 
@@ -151,6 +236,9 @@ def main() -> None:
     print(f"max RSS growth while opening and reading: {(rss_after - rss_before) / 1024:.1f} MiB")
     print()
     for line in machine_rows(args.runs):
+        print(line)
+    print()
+    for line in triage_rows(args.runs):
         print(line)
 
 

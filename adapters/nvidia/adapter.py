@@ -486,6 +486,28 @@ class NvptxWaveTarget(WaveTarget):
                 valid[rows, lo:lo + n] = got.valid[:, :n]
         return MemoryRead(data, valid)
 
+    def stacked_pieces(self, regno: int, pc: int) -> list[tuple[int, int]] | None:
+        """How read_register reads DWARF register `regno` for lanes standing at runtime `pc`, where it reads
+        whole SASS registers only: [(byte offset in the value, the SASS register's DWARF number)], each read
+        as WaveTarget.read_register reads it (its first bytes); [] when nothing holds it there; None when it
+        is read any other way (the pc, a predicate, local memory). What reading many warps at once needs."""
+        info = self.register_info(regno)
+        if info.name == "pc" or info.name.startswith("P"):
+            return None
+        if not info.name.startswith("%"):
+            return [(0, regno)]
+        layout, regmap = self._cubin()
+        elf_pc = pc - self._load_address
+        function = layout.function_at(elf_pc)
+        if function is None:
+            return []
+        out = []
+        for place in regmap.places(function.name, info.name, elf_pc - function.start) or []:
+            if place.kind not in (LOC_REG, LOC_HALF, LOC_UREG):
+                return None
+            out.append((4 * place.piece, sass_regno(place.kind, place.index)))
+        return out
+
     def _read_place(self, place, lanes) -> MemoryRead:
         if place.kind in (LOC_REG, LOC_HALF, LOC_UREG):
             return WaveTarget.read_register(self, sass_regno(place.kind, place.index), lanes)

@@ -208,7 +208,7 @@ class _CoreReader:
         state = GpuState(root=None, source=self.files.source, producer=producer, manifest=manifest,
                          target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
                          focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads,
-                         read_registers=self.read_registers)
+                         read_registers=self.read_registers, read_lane_pcs=self.read_lane_pcs)
         state.not_kept = not_kept
         return state
 
@@ -686,6 +686,21 @@ class _CoreReader:
         return WaveHeads(self.warp_pc[rows].astype(np.uint64), np.ones(n, bool), self.warp_active[rows],
                          np.ones(n, bool), warps["validLanesMask"][rows].astype(np.uint64), np.ones(n, bool),
                          lead=np.ones(n, bool))
+
+    def read_lane_pcs(self, rows: np.ndarray) -> np.ndarray:
+        """Every lane's pc of the warps at `rows`, as _load_warp gives them: a valid lane's own row's
+        virtual PC, the warp's pc for the others."""
+        waves = self.state_waves
+        warp = np.array([self.warp_of_wave[waves[int(i)].id] for i in rows.tolist()], np.int64)
+        lanes = self.all_lanes
+        out = np.repeat(self.warp_pc[warp].astype(np.uint64)[:, None], self.lanes, axis=1)
+        starts, ends = lanes.start[warp], lanes.end[warp]
+        counts = ends - starts
+        owner = np.repeat(np.arange(len(warp)), counts)
+        at = np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        valid = lanes.valid_row[at]
+        out[owner[valid], lanes.ln[at][valid]] = lanes.rows["virtualPC"][at][valid]
+        return out
 
     def read_registers(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Registers of the waves at `rows`, as each warp's own register file holds them (_load_warp), read

@@ -66,7 +66,11 @@ class Find(Part):
                 simple = heads.pc_known[first:end] & ~heads.lane_pcs[first:end]
                 if expr:
                     simple[[i - first for i in expr if first <= i < end]] = False
-                lone = rows[~simple]
+                own = heads.pc_known[first:end] & heads.lane_pcs[first:end] & ~simple
+                if expr:
+                    own[[i - first for i in expr if first <= i < end]] = False
+                self._own_pcs(places, d, rows[own], heads.active[first:end][own])
+                lone = rows[~simple & ~own]
                 # waves whose lanes are all at the wave's pc: by pc, then their active lanes
                 waves_here, pcs = rows[simple], heads.pc[first:end][simple]
                 order = np.argsort(pcs, kind="stable")
@@ -97,6 +101,15 @@ class Find(Part):
                           np.array(own_pcs, np.uint64))
         return places, unplaced
 
+    def _own_pcs(self, places: list[Place], d: int, rows: np.ndarray, active: np.ndarray) -> None:
+        """Waves whose lanes have pcs of their own (a CUDA core's warps): each active lane at its pc."""
+        if not len(rows):
+            return
+        wave_rows, lanes = _active_rows(rows, active, self.state.target.lanes)
+        table = self.state.lane_pc_table(rows)
+        position = np.searchsorted(rows, wave_rows)
+        self._add(places, d, wave_rows, lanes, table[position, lanes])
+
     @staticmethod
     def _add(places: list[Place], d: int, wave_rows: np.ndarray, lanes: np.ndarray, pcs: np.ndarray) -> None:
         if not len(wave_rows):
@@ -120,7 +133,7 @@ class Find(Part):
         """What an expression reads at the place, for all its rows at once."""
         rep = self.state.waves[int(place.waves[0])]
         return PlaceLeaves((self.programs, self.variables, self.frames), self.frame_at(place), rep,
-                           place.waves, place.lanes, reasons)
+                           place.waves, place.lanes, reasons, place.pc)
 
 
 def _active_rows(rows: np.ndarray, active: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -49,8 +49,10 @@ MAX_MERGED_BYTES = 4096  # an object read for every row at once (a struct, a sma
 class StackedTarget:
     """The rows' waves as one evaluation target (see the module's docstring)."""
 
-    def __init__(self, programs, rep_target, rows_wave: np.ndarray, rows_lane: np.ndarray, dialect: Dialect):
+    def __init__(self, programs, rep_target, rows_wave: np.ndarray, rows_lane: np.ndarray, dialect: Dialect,
+                 pc: int | None = None):
         self._programs = programs
+        self._pc = pc  # where every row stands
         self._rep = rep_target
         self._state = programs.state
         self.rows_wave, self.rows_lane = rows_wave, rows_lane
@@ -74,17 +76,50 @@ class StackedTarget:
             found = self._columns[name] = self._state.register_bytes(self._waves, [name])[0]
         return found
 
+    def dump_registers(self, names: set[str]) -> set[str]:
+        """The dump's registers that reading these (the evaluator's names) reads."""
+        if self._bulk:
+            return set(names)
+        pieces = getattr(self._rep, "stacked_pieces", None)
+        if pieces is None or self._pc is None:
+            return set()
+        out = set()
+        adapter = self._rep.adapter
+        for name in names:
+            regno = adapter.register_number(name, self.lanes)
+            found = pieces(regno, self._pc) if regno is not None else None
+            for _, sass in found or []:
+                out.add(self.register_info(sass).name)
+        return out
+
     def prefetch(self, names: set[str]) -> None:
         """Read these registers of every row's wave now, in one pass over the dump's files."""
         missing = sorted(n for n in names if n not in self._columns)
-        if missing and self._bulk:
+        if missing:
             self._columns.update(zip(missing, self._state.register_bytes(self._waves, missing)))
 
     def read_register(self, regno: int, rows) -> MemoryRead:
         rows = np.asarray(rows, np.int64)
         info = self.register_info(regno)
-        if not self._bulk:
+        if self._bulk:
+            return self._whole(info, rows)
+        # a vendor's own reading (NVIDIA's PTX registers): where it reads whole registers, in bulk too
+        pieces = getattr(self._rep, "stacked_pieces", None)
+        found = pieces(regno, self._pc) if pieces is not None and self._pc is not None else None
+        if found is None:
             return self._each_wave(rows, lambda target, lanes: target.read_register(regno, lanes))
+        data = np.zeros((len(rows), info.size), np.uint8)
+        valid = np.zeros((len(rows), info.size), bool)
+        for lo, sass in found:
+            n = min(4, info.size - lo)
+            if n > 0:
+                got = self._whole(self.register_info(sass), rows)
+                data[:, lo:lo + n], valid[:, lo:lo + n] = got.data[:, :n], got.valid[:, :n]
+        return MemoryRead(data, valid)
+
+    def _whole(self, info, rows: np.ndarray) -> MemoryRead:
+        """WaveTarget.read_register of every row's wave: a lane's part of a vector register, or the whole
+        register for every row."""
         data, valid = self.columns(info.name)
         slot, g = self.slots[rows], len(rows)
         full = data.shape[1]
@@ -183,7 +218,7 @@ class PlaceLeaves:
     (vector_expressions' `leaves`)."""
 
     def __init__(self, session_parts, frame, rep_wave, rows_wave: np.ndarray, rows_lane: np.ndarray,
-                 reasons: Reasons):
+                 reasons: Reasons, pc: int | None = None):
         self.programs, self.variables, self.frames = session_parts
         self.state = self.programs.state
         self.adapter = self.programs.adapter
@@ -192,6 +227,7 @@ class PlaceLeaves:
         self.rows_wave, self.rows_lane = rows_wave, rows_lane
         self.rows = len(rows_wave)
         self.reasons = reasons
+        self.pc = pc  # the runtime pc every row stands at
         self._stacked: dict[Dialect, StackedTarget] = {}
         self._coordinates = None
         self._seen: dict[str, tuple] = {}  # name -> (object, error): each name worked out once
@@ -209,7 +245,7 @@ class PlaceLeaves:
         if found is None:
             rep_target = self.programs.target_for(self.rep, dialect)
             found = self._stacked[dialect] = StackedTarget(self.programs, rep_target, self.rows_wave, self.rows_lane,
-                                                           dialect)
+                                                           dialect, self.pc)
         return found
 
     # ---- names
@@ -250,7 +286,7 @@ class PlaceLeaves:
                 except AspaceError:
                     continue
         for target, registers in wanted.items():
-            target.prefetch(registers)
+            target.prefetch(target.dump_registers(registers))
 
     def variable(self, name: str):
         found = self._seen.get(name)

@@ -364,7 +364,8 @@ class GpuState:
                  files: "DumpFiles | None" = None, warnings: list[str] | None = None,
                  read_heads: "Callable[[str, str | None], WaveHeads] | None" = None,
                  waves: "LazyWaves | None" = None, wave_table: "Callable[[], WaveTable] | None" = None,
-                 read_registers: "Callable[[np.ndarray, list[str]], list[tuple[np.ndarray, np.ndarray]]] | None" = None):
+                 read_registers: "Callable[[np.ndarray, list[str]], list[tuple[np.ndarray, np.ndarray]]] | None" = None,
+                 read_lane_pcs: "Callable[[np.ndarray], np.ndarray] | None" = None):
         self.root = root          # the dump folder; None for a zip (see `source`)
         self.source = source      # the folder or .zip that was loaded
         self.producer = producer
@@ -392,6 +393,7 @@ class GpuState:
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
         self._read_registers = read_registers  # registers of many waves straight from the files
+        self._read_lane_pcs = read_lane_pcs  # the lanes' own pcs of many waves, likewise
 
     def wave_table(self) -> "WaveTable":
         """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""
@@ -461,6 +463,24 @@ class GpuState:
                 data[k, :len(got)], valid[k, :len(got)] = got, ok
             out.append((data, valid))
         return out
+
+    def lane_pc_table(self, rows: np.ndarray) -> np.ndarray:
+        """Each lane's own pc of the waves at `rows` (which have them: WaveHeads.lane_pcs), (len(rows),
+        lanes) uint64, as their `lane_pcs` say; read in bulk where the source can."""
+        rows = np.asarray(rows, np.int64)
+        if self._read_lane_pcs is None:
+            return np.array([self.waves[i].lane_pcs for i in rows.tolist()], np.uint64).reshape(len(rows), -1)
+        built = np.array([i for i, wave in self.made_waves() if wave.loaded], np.int64)
+        warm = np.isin(rows, built)
+        out = self._read_lane_pcs(rows[~warm]) if not warm.all() else None
+        if not warm.any():
+            return out
+        table = np.zeros((len(rows), self.target.lanes), np.uint64)
+        if out is not None:
+            table[~warm] = out
+        for k in np.flatnonzero(warm).tolist():  # (a built wave's pcs, written or not)
+            table[k] = self.waves[int(rows[k])].lane_pcs
+        return table
 
     def use_register_names(self, pc: str, exec_mask: str | None) -> None:
         """Name the registers that hold each wave's PC and execution mask (the adapter knows them)."""
