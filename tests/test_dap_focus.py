@@ -381,6 +381,54 @@ def test_nvim_dap_views_follow_wave_and_lane(version):
         n.close()
 
 
+DECLARED = ["tx", "ty", "col", "row", "value", "out_col", "out_row"]  # lds_tiles.hip's locals, in its order
+
+
+def names(view: dict) -> dict[str, list[str]]:
+    return {scope: list(values) for scope, values in view.items() if values is not None}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nvim_dap_sidebar_keeps_one_variable_order(version):
+    """The sidebar draws the variables it fetches itself sorted by name, and those the session fetched
+    after the stop as answered (0.10.0; 0.6.0 in its table's order, which no adapter sets): answered
+    in nvim-dap's order, the variables stay in one order whichever way, across lane and wave changes."""
+    n = NvimDapReplay(version, DUMP)
+    try:
+        seen = [names(n.sidebar())]
+        for change in ("lane 5", "wave 3", "lane 17", "wave 1"):
+            n.repl(change)
+            seen.append(names(n.sidebar()))
+            if version != "0.6.0":
+                # closed during the next change, opened after it: drawn from the session's fetch
+                n.close_sidebar()
+                n.repl("lane 2")
+                seen.append(names(n.open_sidebar()))
+        assert seen[0]["Locals"] == sorted(DECLARED) and list(seen[0]) == ["Locals", "Arguments", "Shared", "Globals",
+                                                                            "Registers"]
+        if version != "0.6.0":  # (0.6.0 draws the later scopes from its table of the session's fetch)
+            assert all(listed == sorted(listed) for listed in seen[0].values()), seen[0]
+        assert all(view == seen[0] for view in seen), seen
+        assert locals_of(n.scopes_command()) and list(locals_of(n.scopes_command())) == sorted(DECLARED)
+        assert not n.notifications, n.notifications
+    finally:
+        n.close()
+
+
+def test_other_clients_get_declaration_order():
+    """VS Code (and any client other than nvim-dap) gets the locals in the order the kernel declares
+    them, the parameters in theirs, the same on every answer."""
+    s = VSCodeDebugSession()
+    try:
+        assert list(s.variables) == DECLARED
+        s.repl("wave 3")
+        s.repl("lane 5")
+        assert list(s.variables) == DECLARED
+        s.c.request("disconnect")
+    finally:
+        s.c.close()
+
+
 @pytest.fixture(scope="module")
 def odd_waves_dump(tmp_path_factory):
     """lds_tiles' workgroup 10 times (40 waves), the last 3 waves at the first instruction of line 30."""

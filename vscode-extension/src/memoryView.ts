@@ -26,6 +26,8 @@ interface OpenView {
   offset: number;
   format: TypedFormat;
   rowBytes: number;
+  /** Renders started: an older one finishing late does not replace a newer page. */
+  renders: number;
   /** Per bytes-per-row: the widest view its columns overflowed, so the page does not grow back
    * into a layout that did not fit (widths vary a little with the values shown). */
   overflowed: Map<number, number>;
@@ -78,6 +80,7 @@ export class MemoryViews implements vscode.Disposable {
         offset: target.offset ?? 0,
         format: 'auto',
         rowBytes: this.rowBytes,
+        renders: 0,
         overflowed: new Map(),
       };
       view = created;
@@ -123,6 +126,7 @@ export class MemoryViews implements vscode.Disposable {
   }
 
   private async render(view: OpenView, entry: GpuSession): Promise<void> {
+    const render = ++view.renders;
     const size = view.target.size;
     if (size !== undefined && view.offset >= size) view.offset = Math.max(0, size - PAGE_BYTES);
     const count = size !== undefined && view.offset >= 0 ? Math.min(PAGE_BYTES, size - view.offset) : PAGE_BYTES;
@@ -153,7 +157,7 @@ export class MemoryViews implements vscode.Disposable {
     } catch (error) {
       state.error = describe(error);
     }
-    view.panel.webview.html = renderMemoryView(state);
+    if (render === view.renders) view.panel.webview.html = renderMemoryView(state);
   }
 }
 
