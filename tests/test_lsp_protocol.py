@@ -278,10 +278,17 @@ def test_the_search_for_code_objects_stops_at_its_budget(tmp_path):
     from aspace_dap.lsp.discover import Discovery
     from aspace_dap.lsp.program import load_lenses
     shutil.copy(EXAMPLES / "scratch_struct" / "scratch_struct.gfx90a.O2.co", tmp_path / "k.co")
-    found = Discovery(lambda: load_lenses, budget=-1).find(str(SCRATCH_HIP), [str(tmp_path)])
-    assert found.path is None and found.searched == 0
-    assert "stopped after -1 s (0 of 1 files)" in found.note
-    assert Discovery(lambda: load_lenses).find(str(SCRATCH_HIP), [str(tmp_path)]).path == str(tmp_path / "k.co")
+    roots = [str(tmp_path)]
+    # out of time while walking the workspace
+    walked = Discovery(lambda: load_lenses, budget=-1).find(str(SCRATCH_HIP), roots)
+    assert walked.path is None and "out of time" in walked.note
+    # out of time before reading a candidate for this source (the walk was done for another)
+    search = Discovery(lambda: load_lenses)
+    assert search.find(str(LDS_HIP), roots).path is None
+    search.budget = -1
+    found = search.find(str(SCRATCH_HIP), roots)
+    assert found.path is None and found.searched == 0 and "stopped after -1 s (0 of 1 files)" in found.note
+    assert Discovery(lambda: load_lenses).find(str(SCRATCH_HIP), roots).path == str(tmp_path / "k.co")
 
 
 SHADOW_HIP = ROOT / "tests" / "lsp_inputs" / "shadow.hip"

@@ -3,9 +3,10 @@
 A candidate is a file named like a code object (`.co`, `.hsaco`, `.cubin`, `.o`) or an executable
 ELF file holding device code (`.hip_fatbin`, `.nv_fatbin`). The one used for a source is the first
 whose line table names the source (the same file name, as the lens matches files), in this order:
-newest first (to the second), named after the source, nearest to it, by path. The search walks the workspace folders
-without following symlinks and skips version-control, virtual-environment and package folders; it
-stops after MAX_GLOB_ENTRIES directory entries and, for one source, after `budget` seconds, and says so.
+newest first (to the second), named after the source, nearest to it, by path. The search walks the
+workspace folders without following symlinks and skips version-control, virtual-environment and
+package folders; it stops after MAX_GLOB_ENTRIES directory entries or `budget` seconds (the walk,
+once, and the reading of candidates for each source), and says so.
 """
 
 from __future__ import annotations
@@ -56,8 +57,10 @@ def _executable_with_device_code(path: str) -> bool:
         return False
 
 
-def candidates(roots: list[str], max_entries: int = limits.MAX_GLOB_ENTRIES) -> tuple[list[str], str | None]:
-    """Every candidate file under the roots, and a note when the walk stopped at its bound."""
+def candidates(roots: list[str], max_entries: int = limits.MAX_GLOB_ENTRIES,
+               deadline: float | None = None) -> tuple[list[str], str | None]:
+    """Every candidate file under the roots, and a note when the walk stopped at its bound (entries,
+    or the time.monotonic() deadline)."""
     found: list[str] = []
     visited = 0
     for root in roots:
@@ -67,6 +70,9 @@ def candidates(roots: list[str], max_entries: int = limits.MAX_GLOB_ENTRIES) -> 
             if visited > max_entries:
                 return found, (f"looking for code objects: stopped after {max_entries} directory entries "
                                + limits.limit_hint("MAX_GLOB_ENTRIES"))
+            if deadline is not None and time.monotonic() > deadline:
+                return found, (f"looking for code objects: stopped after {visited} directory entries, out of "
+                               "time; set aspace.codeObjects to name them")
             for name in sorted(files):
                 path = os.path.join(folder, name)
                 if os.path.islink(path) or not os.path.isfile(path):
@@ -125,12 +131,12 @@ class Discovery:
         hit = self._found.get(source)
         if hit is not None:
             return hit
+        deadline = time.monotonic() + self.budget
         if self._candidates is None:
-            self._candidates = candidates(roots)
+            self._candidates = candidates(roots, deadline=deadline)
         paths, note = self._candidates
         name = os.path.basename(source)
         found = Found(None, note=note)
-        deadline = time.monotonic() + self.budget
         for path in _rank(source, paths):
             if time.monotonic() > deadline:
                 found.note = (f"looking for a code object that names {name}: stopped after {self.budget:g} s "
