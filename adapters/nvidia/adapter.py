@@ -358,6 +358,15 @@ class NvptxAdapter(TargetAdapter):
 
     # --- naming -----------------------------------------------------------------------
 
+    def function_symbol(self, code_object, address: int) -> tuple[str, int, int] | None:
+        """The function symbol holding a code address. ptxas gives a device function it places inside a
+        kernel's section a local symbol `$<kernel>$<function>` (both mangled): the function's own name is
+        the part after the kernel's."""
+        found = super().function_symbol(code_object, address)
+        if found is not None and found[0].startswith("$") and found[0].count("$") >= 2:
+            return (found[0].rsplit("$", 1)[1] or found[0],) + found[1:]
+        return found
+
     def make_disassembler(self):
         from .disassembler import Nvdisasm
         return Nvdisasm()

@@ -46,7 +46,8 @@ class Frame:
         if self.note is not None:
             return self.note
         if self.info is None:
-            sym = self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
+            co = self.program.code_object
+            sym = co.function_symbol_at(self.pc) if co is not None else None
             return sym.name if sym else f"0x{self.runtime_pc:x}"
         return self.info.function
 

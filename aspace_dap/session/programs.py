@@ -54,9 +54,15 @@ class Programs:
             if wanted and builds != ["?"]:
                 self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
-        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
+        index = None
+        if co.has_dwarf() or co.has_line_tables():
+            index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine,
+                               function_at=lambda pc: self.adapter.function_symbol(co, pc))
         if index is None:
             self.warnings.append(f"{path}: no DWARF; frames show addresses only")
+        elif not co.has_dwarf():
+            self.warnings.append(f"{path}: line tables only (no .debug_info): frames show functions and source "
+                                 f"lines, there is no variable information")
         return Program(co_id, str(path), co, index, load_address)
 
     def program_for(self, wave) -> Program:
