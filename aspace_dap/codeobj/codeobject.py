@@ -156,6 +156,7 @@ class CodeObject:
         self.name = name
         self.data = bytes(data)
         self.container_header = b""  # what wrapped the ELF in its file (ocloc's debug-file header)
+        self.load_warnings: list[str] = []  # what loading had to read leniently (the user is told)
         # a relocatable object (`.o`) laid out and relocated by the loader: its addresses are its own
         # layout's (code from 0), not a linked code object's
         self.relocated = relocated
