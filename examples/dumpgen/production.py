@@ -1,5 +1,5 @@
 """CUDA cores of production builds: the scatter_rows example (nvcc -lineinfo -O3, sm_90), a Triton kernel's
-cubin, and the lightweight core of the fault example.
+cubin (examples/triton), and the lightweight core of the fault example.
 
     cd examples && PYTHONPATH=.. ../.venv/bin/python -m dumpgen.production            # rewrite the cores
     cd examples && PYTHONPATH=.. ../.venv/bin/python -m dumpgen.production --check    # exit 1 if one is stale
@@ -177,6 +177,71 @@ def scatter_rows_state(folder: Path):
     return load_state(folder)
 
 
+# --- a Triton kernel (examples/triton) ---------------------------------------------------------------------
+
+TRITON = EXAMPLES / "triton"
+TRITON_KERNEL = "scatter_rows_kernel"
+TRITON_PROGRAMS, TRITON_FAULT_ROW = 8, 5  # a program per row; program 5's row index is stale
+TRITON_STORE, TRITON_AFTER = 0x1E0, 0x1F0  # STG.E desc[UR6][R4.64], R11 and the EXIT after it
+TRITON_SASS = {
+    0x0: "LDC R1, c[0x0][0x28]", 0x20: "S2R R9, SR_TID.X", 0x40: "ULDC UR10, c[0x0][0x228]",
+    0x50: "ULDC.64 UR8, c[0x0][0x218]", 0x70: "LDC.64 R10, c[0x0][0x210]", 0x90: "UIMAD UR4, UR5, UR10, URZ",
+    0xb0: "ULEA UR5, UP0, UR4, UR8, 0x2", 0xc0: "MOV R4, UR6", 0xd0: "LOP3.LUT R9, R9, 0x3f, RZ, 0xc0, !PT",
+    0xe0: "ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0", 0xf0: "MOV R5, UR7", 0x100: "ULDC.64 UR6, c[0x0][0x208]",
+    0x110: "ISETP.GE.AND P0, PT, R9, UR10, PT", 0x120: "IMAD.U32 R2, RZ, RZ, UR5", 0x130: "LDG.E R4, desc[UR6][R4.64]",
+    0x140: "MOV R3, UR4", 0x150: "ULDC UR4, c[0x0][0x22c]", 0x160: "IMAD.WIDE.U32 R2, R9, 0x4, R2",
+    0x170: "@!P0 LDG.E R0, desc[UR6][R2.64]", 0x180: "IMAD R7, R4, UR10, RZ", 0x190: "LEA R6, P1, R7, R10, 0x2",
+    0x1a0: "LEA.HI.X.SX32 R7, R7, R11, 0x2, P1", 0x1b0: "FMUL R11, R0, UR4", 0x1c0: "IMAD.WIDE.U32 R4, R9, 0x4, R6",
+    0x1d0: "@P0 EXIT", TRITON_STORE: "STG.E desc[UR6][R4.64], R11",
+}
+
+
+def triton_state(folder: Path):
+    cubin = TRITON / "scatter_rows_kernel.sm_90.cubin"
+    image = relocate_cubin(cubin.read_bytes(), cubin.name)
+    expect(listing(cubin.with_name(cubin.name + ".gi.txt")), TRITON_SASS, cubin.name)
+    params = kernel_parameters(image, TRITON_KERNEL, cubin.name)
+    if params is None or (params.offset, params.size) != (0x210, 48):
+        raise ValueError(f"{cubin.name}: the parameters are not at c[0x0][0x210] (48 bytes): {params}")
+    uregs, upreds = uniform_registers(image)
+    writer = StateWriter("nvidia", processor(image), LANES,
+                         apertures={"shared": (SHARED_WINDOW, WINDOW_SIZE), "local": (LOCAL_WINDOW, WINDOW_SIZE)},
+                         producer="examples/dumpgen/production.py")
+    co = writer.add_code_object(image, 0, name=cubin.name)
+    inputs = np.arange(TRITON_PROGRAMS * WIDTH, dtype=np.float32) * np.float32(0.5)
+    rows = list(range(TRITON_PROGRAMS))
+    rows[TRITON_FAULT_ROW] = STALE
+    writer.add_memory("global", IN, inputs.tobytes())
+    writer.add_memory("global", ROW_TABLE, np.array(rows, "<i4").tobytes())
+    dispatch = writer.add_dispatch(TRITON_KERNEL, co, (TRITON_PROGRAMS, 1, 1), (WIDTH, 1, 1))
+    # out, in, rows, n_cols, scale, then Triton's global and profile scratch pointers (none: 0)
+    dispatch.add_memory("param", params.offset, struct.pack("<QQQifQQ", OUT, IN, ROW_TABLE, WIDTH, SCALE, 0, 0))
+    wg = dispatch.add_workgroup((TRITON_FAULT_ROW, 0, 0))
+    dest = rows[TRITON_FAULT_ROW]
+    row_in = IN + 4 * TRITON_FAULT_ROW * WIDTH
+    for w in range(WIDTH // LANES):
+        col = np.arange(LANES, dtype=np.int64) + LANES * w  # tid & 0x3f: one element per thread
+        warp = Warp(max(register_counts(image, cubin.name).values()), uregs, upreds)
+        warp.r[1][:] = STACK_TOP
+        warp.r[9][:] = col
+        value = inputs[TRITON_FAULT_ROW * WIDTH + col]
+        warp.r[0][:] = value.view(np.uint32)  # 0x170: in[row * n_cols + col]
+        warp.pair(2, [row_in + 4 * int(c) for c in col])  # 0x160
+        base = OUT + 4 * (dest * WIDTH)  # 0x190 / 0x1a0: out + dest * n_cols (sign-extended), in bytes
+        warp.pair(4, [base + 4 * int(c) for c in col])  # 0x1c0: the store's address
+        warp.pair(6, np.full(LANES, base))
+        warp.r[10][:] = OUT & 0xFFFFFFFF  # 0x70 (R11, the high half, was overwritten at 0x1b0)
+        warp.r[11][:] = (value * np.float32(SCALE)).view(np.uint32)  # 0x1b0: the value stored
+        warp.ur[4], warp.ur[5] = f32(SCALE), row_in & 0xFFFFFFFF  # 0x150, 0xb0
+        warp.ur[8], warp.ur[9], warp.ur[10] = IN & 0xFFFFFFFF, IN >> 32, WIDTH
+        regs, layout = warp.registers(TRITON_AFTER, 0xFFFFFFFF)
+        wg.add_wave(w, w, regs, layout)
+    writer.set_focus(0, 0)
+    writer.set_stop("exception", f"CUDA Exception: Warp Illegal Address ({WARP_ILLEGAL_ADDRESS})", TRITON_STORE)
+    writer.write(folder)
+    return load_state(folder)
+
+
 # --- the fault example (examples/fault) -------------------------------------------------------------------
 
 def fault_state(folder: Path):
@@ -191,6 +256,8 @@ CORES = [
      (GRID, 1, 1)),
     ("production/cores/scatter_rows.sm_90.light.cudacore", scatter_rows_state, (0, 0, WARP_ILLEGAL_ADDRESS, STORE),
      LIGHTWEIGHT_FLAGS, (GRID, 1, 1)),
+    ("triton/cores/scatter_rows_kernel.sm_90.light.cudacore", triton_state,
+     (0, 0, WARP_ILLEGAL_ADDRESS, TRITON_STORE), LIGHTWEIGHT_FLAGS, (TRITON_PROGRAMS, 1, 1)),
     ("fault/cores/sm_90.G.light.cudacore", fault_state, (0, 1, WARP_ILLEGAL_ADDRESS, 0x2B0), LIGHTWEIGHT_FLAGS,
      (4, 1, 1)),
 ]
@@ -208,7 +275,7 @@ def _check_grid(path: Path, grid: tuple[int, int, int]) -> None:
 
 
 def write(relative: str, dest: Path) -> None:
-    _, build, exception, flags, grid = next(c for c in CORES + extra_cores() if c[0] == relative)
+    _, build, exception, flags, grid = next(c for c in CORES if c[0] == relative)
     with tempfile.TemporaryDirectory() as tmp:
         state = build(Path(tmp) / "state")
         try:
@@ -218,16 +285,12 @@ def write(relative: str, dest: Path) -> None:
     _check_grid(dest, grid)
 
 
-def extra_cores() -> list:
-    return []
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed cores, write nothing")
     args = parser.parse_args(argv)
     stale = []
-    for relative, *_ in CORES + extra_cores():
+    for relative, *_ in CORES:
         dest = EXAMPLES / relative
         with tempfile.TemporaryDirectory() as tmp:
             fresh = Path(tmp) / dest.name
