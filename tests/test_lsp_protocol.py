@@ -274,6 +274,20 @@ def test_code_objects_found_in_the_workspace(tmp_path):
         client.close()
 
 
+def test_the_search_prefers_a_build_with_variables_to_a_newer_lineinfo_one(tmp_path):
+    from aspace_dap.lsp.discover import Discovery
+    from aspace_dap.lsp.program import load_lenses
+    for build in ("G", "lineinfo"):
+        shutil.copy(EXAMPLES / "cuda" / f"lds_tiles.sm_90.{build}.cubin", tmp_path / f"k.{build}.cubin")
+    later = time.time() + 10
+    os.utime(tmp_path / "k.lineinfo.cubin", (later, later))
+    found = Discovery(lambda: load_lenses).find(str(EXAMPLES / "cuda" / "lds_tiles.cu"), [str(tmp_path)])
+    assert found.path == str(tmp_path / "k.G.cubin") and found.searched == 2
+    (tmp_path / "k.G.cubin").unlink()  # the line tables alone, when nothing has more
+    assert Discovery(lambda: load_lenses).find(str(EXAMPLES / "cuda" / "lds_tiles.cu"), [str(tmp_path)]).path == \
+        str(tmp_path / "k.lineinfo.cubin")
+
+
 def test_the_search_for_code_objects_stops_at_its_budget(tmp_path):
     from aspace_dap.lsp.discover import Discovery
     from aspace_dap.lsp.program import load_lenses

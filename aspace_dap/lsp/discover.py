@@ -2,7 +2,8 @@
 
 A candidate is a file named like a code object (`.co`, `.hsaco`, `.cubin`, `.o`) or an executable
 ELF file holding device code (`.hip_fatbin`, `.nv_fatbin`). The one used for a source is the first
-whose line table names the source (the same file name, as the lens matches files), in this order:
+whose line table names the source (the same file name, as the lens matches files), one with debug
+info beyond line tables before one without (-lineinfo), in this order:
 newest first (to the second), named after the source, nearest to it, by path. The search walks the
 workspace folders without following symlinks and skips version-control, virtual-environment and
 package folders; it stops after MAX_GLOB_ENTRIES directory entries or `budget` seconds (the walk,
@@ -144,11 +145,23 @@ class Discovery:
                 break
             found.searched += 1
             lenses = self.lenses_of(path)
-            if any(_names(lens, source, name) for lens in lenses):
+            if not any(_names(lens, source, name) for lens in lenses):
+                continue
+            if any(_has_variables(lens) for lens in lenses):
                 found.path, found.lenses = path, lenses
                 break
+            if found.path is None:  # line tables only (-lineinfo): used when no build has more
+                found.path, found.lenses = path, lenses
         self._found[source] = found
         return found
+
+
+def _has_variables(lens) -> bool:
+    """Whether the code object has debug info beyond line tables (what the hints are made of)."""
+    try:
+        return bool(lens.index.has_units())
+    except AspaceError:
+        return False
 
 
 def _names(lens, source: str, name: str) -> bool:
