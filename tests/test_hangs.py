@@ -9,6 +9,7 @@ with struct), never from our reader.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -207,3 +208,35 @@ def _offsets(layout):
     for name, size in layout:
         yield at, (name, size)
         at += size
+
+
+def _nvdisasm_chains(listing: Path) -> dict[int, list[tuple[str, int]]]:
+    """pc -> (file name, line) of each frame nvdisasm -gi puts above the instruction, innermost first: its
+    `//## File "F", line L inlined at "G", line M` rows, the innermost and then the one it is inlined in."""
+    out, block, fresh = {}, [], False
+    for text in listing.read_text().splitlines():
+        if text.strip().startswith("//## File"):
+            if not fresh:
+                block, fresh = [], True
+            rows = [(Path(f).name, int(line)) for f, line in re.findall(r'"([^"]+)", line (\d+)', text)]
+            block.append(rows[0])
+            continue
+        fresh = False
+        m = re.search(r"/\*([0-9a-f]{4})\*/", text)
+        if m:
+            out[int(m[1], 16)] = list(block)
+    return out
+
+
+def test_each_group_of_a_cuda_lineinfo_core_shows_its_inline_chain(cores):
+    """nvcc -lineinfo: the spin-wait's chain from NVIDIA's line table, as nvdisasm -gi shows it."""
+    chains = _nvdisasm_chains(Path(f"{code_object('nvidia', True)}.s.txt"))
+    session = Session(load_state(cores[("nvidia", True)]))
+    groups = session.wave_groups()
+    assert len(groups) == 3
+    for g in groups:
+        pc = g.frames[0]["pc"]
+        assert [(Path(f["file"]).name, f["line"]) for f in g.frames] == chains[pc], hex(pc)
+        assert [f["inlined"] for f in g.frames] == [True] * (len(g.frames) - 1) + [False]
+    spin = site_pcs("nvidia")[0]
+    assert chains[spin] == [("hang.cu", 11), ("hang.cu", 22)]
