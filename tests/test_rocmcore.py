@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import random
 import struct
 import time
@@ -195,7 +196,10 @@ def _inspect(path, wave, lane, code_object=None) -> dict:
     extra = ["--code-object", code_object] if code_object else []
     with contextlib.redirect_stdout(out):
         assert cli_main(["inspect", str(path), "--wave", str(wave), "--lane", str(lane), "--json", *extra]) == 0
-    return json.loads(out.getvalue())
+    shown = json.loads(out.getvalue())
+    # a core names the wave's queue (its KFD queue id), a dump folder has no place for it: compared without
+    shown["thread"] = re.sub(r"^(AMDGPU Wave [^:]+):[^:]+:", r"\1:?:", shown["thread"])
+    return shown
 
 
 def test_exception_marks_wave_and_queue(tmp_path):
