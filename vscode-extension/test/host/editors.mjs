@@ -511,7 +511,7 @@ async function main() {
     });
     await stopDebugging(page);
     await check('F5 lists a folder of GPU cores and opens each, its path typed and Enter pressed', async () => {
-      for (const [core, thread] of [[CUDA_CORE, 'CUDA warp '], ['gpucore.4242', 'Wave 0:0:0:']]) {
+      for (const [core, thread] of [[CUDA_CORE, 'CUDA kernel '], ['gpucore.4242', 'Wave 0:1:0:']]) {
         // F5 offers the debuggers only where no editor of another language is active
         await runCommand(page, 'View: Close All Editor Groups');
         await runCommand(page, 'Debug: Start Debugging');
