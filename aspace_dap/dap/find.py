@@ -56,7 +56,7 @@ def found_body(s: Session, found: LanesFound) -> dict:
             "reasons": [{"reason": r, "count": n} for r, n in found.reasons],
             "lanes": [{"threadId": thread_id(w), "waveId": w, "lane": lane, "value": value}
                       for w, lane, value in found.lanes],
-            "groups": groups}
+            "groups": groups, "waveWord": s.adapter.wave_word}
 
 
 def find_text(s: Session, text: str, limit: int = DEFAULT_LIMIT) -> str:

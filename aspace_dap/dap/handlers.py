@@ -117,7 +117,8 @@ def threads(ctx, args):
 
 @requests.request("waveGroups", optional={"group": int})
 def wave_groups(ctx, args):
-    """Waves grouped by dispatch and call stack, smallest groups first; `group` asks for one group's every wave."""
+    """Waves grouped by dispatch and where they stand, smallest groups first; `group` asks for one group's every
+    wave. `waveWord` is what the vendor's debugger calls a wave (warp, thread), for views to say."""
     s = state_of(ctx).need()
     groups = s.wave_groups()
     wanted = args.get("group")
@@ -125,9 +126,9 @@ def wave_groups(ctx, args):
         if not 0 <= wanted < len(groups):
             raise AspaceError(f"no wave group {wanted}: there are {len(groups)}")
         return {"groups": [group_body(s, wanted, groups[wanted], full=True)], "totalGroups": len(groups),
-                "totalWaves": len(s.state.waves)}
+                "totalWaves": len(s.state.waves), "waveWord": s.adapter.wave_word}
     return {"groups": [group_body(s, i, g, full=False) for i, g in enumerate(groups)], "totalGroups": len(groups),
-            "totalWaves": len(s.state.waves)}
+            "totalWaves": len(s.state.waves), "waveWord": s.adapter.wave_word}
 
 
 @requests.request("stackTrace", required={"threadId": int}, optional={"startFrame": int, "levels": int})

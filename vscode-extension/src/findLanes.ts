@@ -30,6 +30,8 @@ export interface LanesFound {
   reasons: { reason: string; count: number }[];
   lanes: FoundLane[];
   groups: FoundGroup[];
+  /** What the vendor's debugger calls a wave (warp, thread). */
+  waveWord: string;
 }
 
 function fail(what: string, expected: string, value: unknown): never {
@@ -59,7 +61,7 @@ function list(value: unknown, what: string): unknown[] {
 /** Body of a `findLanes` response. */
 export function parseLanesFound(body: unknown): LanesFound {
   const b = obj(body, 'findLanes');
-  const groups = parseGroupList(b, 'findLanes').groups;
+  const { groups, waveWord } = parseGroupList(b, 'findLanes');
   const raw = list(b.groups, 'findLanes.groups');
   return {
     expression: str(b.expression, 'findLanes.expression'),
@@ -88,6 +90,7 @@ export function parseLanesFound(body: unknown): LanesFound {
         matchedWaveRanges: str(o.matchedWaveRanges, `findLanes.groups[${i}].matchedWaveRanges`),
       };
     }),
+    waveWord,
   };
 }
 
@@ -113,23 +116,23 @@ export function headerRow(found: LanesFound): Row {
   const unevaluated = found.unevaluated > 0 ? ` · ${plural(found.unevaluated, 'lane')} not evaluated` : '';
   return {
     label: `Lanes where ${found.expression}`,
-    description: `${plural(found.matched, 'lane')} in ${plural(found.matchedWaves, 'wave')}${unevaluated}`,
-    tooltip: `${plural(found.matched, 'lane')} of ${plural(found.searched, 'active lane')} in ${plural(found.waves, 'wave')} ` +
+    description: `${plural(found.matched, 'lane')} in ${plural(found.matchedWaves, found.waveWord)}${unevaluated}`,
+    tooltip: `${plural(found.matched, 'lane')} of ${plural(found.searched, 'active lane')} in ${plural(found.waves, found.waveWord)} ` +
       `match ${found.expression}` + (found.unevaluated > 0 ? `; ${plural(found.unevaluated, 'lane')} could not be evaluated` : ''),
   };
 }
 
 /** A matching lane: choosing it focuses its wave and lane. */
-export function laneRow(lane: FoundLane): Row {
-  return { label: `Wave ${lane.waveId} · lane ${lane.lane}`, description: `= ${lane.value}` };
+export function laneRow(lane: FoundLane, word = 'wave'): Row {
+  return { label: `${word[0].toUpperCase()}${word.slice(1)} ${lane.waveId} · lane ${lane.lane}`, description: `= ${lane.value}` };
 }
 
 /** Where the matching lanes stand: a wave group with its matching lanes. */
-export function foundGroupRow(found: FoundGroup): Row {
-  const row = groupRow(found.group);
+export function foundGroupRow(found: FoundGroup, word = 'wave'): Row {
+  const row = groupRow(found.group, word);
   return {
-    label: `${plural(found.matchedLanes, 'lane')} · ${row.label.replace(/^[\d,]+ waves? · /, '')}`,
-    description: `${plural(found.matchedWaveCount, 'wave')}: ${found.matchedWaveRanges}`,
+    label: `${plural(found.matchedLanes, 'lane')} · ${row.label.replace(/^[\d,]+ \w+ · /, '')}`,
+    description: `${plural(found.matchedWaveCount, word)}: ${found.matchedWaveRanges}`,
     tooltip: row.tooltip,
   };
 }

@@ -35,6 +35,8 @@ export interface WaveGroupsReply {
   groups: WaveGroup[];
   totalGroups: number;
   totalWaves: number;
+  /** What the vendor's debugger calls a wave: `wave`, `warp` (cuda-gdb), `thread` (gdb-oneapi). */
+  waveWord: string;
 }
 
 /** The part of vscode.DebugSession the request needs. */
@@ -123,6 +125,7 @@ export function parseGroupList(body: unknown, what: string): WaveGroupsReply {
     groups: (b.groups as unknown[]).map((g, i) => parseGroup(g, `${what}.groups[${i}]`)),
     totalGroups: b.totalGroups === undefined && what !== 'waveGroups' ? b.groups.length : int(b.totalGroups, `${what}.totalGroups`),
     totalWaves: b.totalWaves === undefined && what !== 'waveGroups' ? 0 : int(b.totalWaves, `${what}.totalWaves`),
+    waveWord: b.waveWord === undefined ? 'wave' : str(b.waveWord, `${what}.waveWord`),
   };
 }
 
@@ -154,15 +157,15 @@ export function chainText(frames: GroupFrame[]): string {
   return chain.join(' ← ');
 }
 
-export function groupRow(group: WaveGroup): GroupRow {
+export function groupRow(group: WaveGroup, word = 'wave'): GroupRow {
   const where = group.frames.length > 0 ? chainText(group.frames) : 'no stack';
   const pc = group.frames[0]?.instructionPointerReference;
-  const waves = `${group.waveCount} wave${group.waveCount === 1 ? '' : 's'}`;
+  const waves = `${group.waveCount} ${word}${group.waveCount === 1 ? '' : 's'}`;
   const dispatch = group.dispatch === null ? '' : `dispatch ${group.dispatch} · `;
   return {
     group: group.id,
     label: `${waves} · ${where}`,
-    description: `${pc === undefined ? '' : `${pc} · `}${dispatch}${group.activeLanes}/${group.lanes} lanes active · waves ${group.waveRanges}`,
+    description: `${pc === undefined ? '' : `${pc} · `}${dispatch}${group.activeLanes}/${group.lanes} lanes active · ${word}s ${group.waveRanges}`,
     tooltip: [
       `${waves} of ${group.kernel ?? 'an unknown kernel'}${group.dispatch === null ? '' : ` (dispatch ${group.dispatch})`}`,
       ...(group.where === undefined ? [] : [group.where]),

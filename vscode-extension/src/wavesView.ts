@@ -48,6 +48,8 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
   readonly onDidChangeTreeData = this.changed.event;
   private groups: { sessionId: string; reply: Promise<WaveGroupsReply> } | undefined;
   private readonly full = new Map<number, Promise<WaveGroup>>();
+  /** What the vendor's debugger calls a wave (the last reply's word). */
+  private word = 'wave';
   /** The last search of the session, shown above the groups. */
   private found: { sessionId: string; found: LanesFound } | undefined;
 
@@ -86,7 +88,9 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
     if (entry === undefined || entry.model.threadId === undefined) return [];
     try {
       if (node === undefined) {
-        const groups: Node[] = (await this.reply(entry)).groups.map((group) => ({ kind: 'group', group }));
+        const reply = await this.reply(entry);
+        this.word = reply.waveWord;
+        const groups: Node[] = reply.groups.map((group) => ({ kind: 'group', group }));
         const found = this.found?.sessionId === entry.session.id ? this.found.found : undefined;
         return found === undefined ? groups : [{ kind: 'found', found }, ...groups];
       }
@@ -116,7 +120,7 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
     const found = this.foundItem(node);
     if (found !== undefined) return found;
     if (node.kind === 'group') {
-      const row = groupRow(node.group);
+      const row = groupRow(node.group, this.word);
       const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.Collapsed);
       item.description = row.description;
       item.tooltip = row.tooltip;
@@ -126,13 +130,13 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
       return item;
     }
     if (node.kind === 'more') {
-      const item = new vscode.TreeItem(`${node.row.more} more waves`);
-      item.description = `waves ${node.row.ranges}`;
+      const item = new vscode.TreeItem(`${node.row.more} more ${this.word}s`);
+      item.description = `${this.word}s ${node.row.ranges}`;
       return item;
     }
     if (node.kind !== 'wave') return new vscode.TreeItem('');
     const focused = node.row.threadId === focusThread;
-    const label = `Wave ${node.row.waveId}`;
+    const label = `${this.word[0].toUpperCase()}${this.word.slice(1)} ${node.row.waveId}`;
     const item = new vscode.TreeItem(focused ? { label, highlights: [[0, label.length]] } : label);
     item.description = focused ? '◀ focus' : undefined;
     item.iconPath = new vscode.ThemeIcon(focused ? 'debug-stackframe-focused' : 'pulse');
@@ -161,7 +165,7 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
       case 'foundLane': {
         const model = this.controller.active?.model;
         const focused = node.lane.threadId === model?.focus?.threadId && node.lane.lane === model?.focus?.lane;
-        const out = item(laneRow(node.lane), None, focused ? 'debug-stackframe-focused' : 'circle-filled');
+        const out = item(laneRow(node.lane, this.word), None, focused ? 'debug-stackframe-focused' : 'circle-filled');
         if (focused) out.description = `${out.description} ◀ focus`;
         out.command = { command: FOCUS_FOUND_LANE_COMMAND, title: 'Focus Lane', arguments: [node.lane.threadId, node.lane.lane] };
         return out;
@@ -169,7 +173,7 @@ export class WavesTreeProvider implements vscode.TreeDataProvider<Node> {
       case 'foundGroups':
         return item({ label: 'Where they stand', description: `${node.found.groups.length} groups` }, Expanded, 'layers');
       case 'foundGroup':
-        return item(foundGroupRow(node.group), None, 'layers');
+        return item(foundGroupRow(node.group, this.word), None, 'layers');
       case 'unevaluated':
         return item({ label: 'Not evaluated', description: `${node.found.unevaluated.toLocaleString('en-US')} lanes` }, Collapsed, 'warning');
       case 'reason':

@@ -34,6 +34,13 @@ describe('findLanes', () => {
     assert.deepEqual(reasonRow(found.reasons[0]), { label: '128 lanes', description: 'no symbol "flag" in current context' });
   });
 
+  it("says the vendor's word for a wave (cuda-gdb's warp)", () => {
+    const found = parseLanesFound({ ...BODY, waveWord: 'warp' });
+    assert.equal(headerRow(found).description, '3 lanes in 3 warps · 128 lanes not evaluated');
+    assert.deepEqual(laneRow(found.lanes[0], found.waveWord), { label: 'Warp 0 · lane 5', description: '= 1' });
+    assert.equal(foundGroupRow(found.groups[0], found.waveWord).description, '3 warps: 0, 3, 6');
+  });
+
   it('rejects replies it cannot show', () => {
     assert.throws(() => parseLanesFound({ ...BODY, matched: -1 }), ProtocolError);
     assert.throws(() => parseLanesFound({ ...BODY, lanes: [{ threadId: 1, lane: 5, value: '1' }] }), ProtocolError);
