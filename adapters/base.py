@@ -53,6 +53,9 @@ class TargetAdapter(ABC):
     # What the vendor's debugger and documentation call a wave (cuda-gdb: a warp; gdb-oneapi: a thread):
     # the word every text a user reads says.
     wave_word = "wave"
+    # The compiler may say which lanes are active apart from the execution mask (DW_AT_LLVM_active_lane,
+    # AMD's heterogeneous DWARF): views of every wave then ask each wave where it does.
+    compiler_active_lanes = False
 
     # --- address spaces -------------------------------------------------------------
 

@@ -45,6 +45,7 @@ FRAME_REGS = (64, 65)  # SGPR32 (stack pointer), SGPR33 (frame pointer)
 
 class AmdgpuAdapter(TargetAdapter):
     vendor = "amd"
+    compiler_active_lanes = True
     address_size = 8
     exec_mask_required = True
 

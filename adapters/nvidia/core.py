@@ -384,6 +384,7 @@ class _CoreReader:
         self._warp_facts()
         self.warp_device = np.zeros(len(self.all_lanes.warps), np.int64)
         cta_tables = elf.indices(SHT_CTA_TABLE)
+        clustered: dict[tuple[int, int], bool] = {}  # each grid's: a cluster launch
         cta_rows, cta_bounds = elf.row_array(cta_tables, SHT_CTA_TABLE)
         columns = {name: cta_rows[name].tolist() for name in cta_rows.dtype.names}
         for k, cta_index in enumerate(cta_tables.tolist()):
@@ -407,7 +408,7 @@ class _CoreReader:
                 self.waves_by_sm.setdefault((sm_sec.index, cta_sec.info), []).extend(waves)
                 block = (cta["blockIdxX"], cta["blockIdxY"], cta["blockIdxZ"])
                 workgroup = Workgroup(block, lds, waves, f"{cta_sec.name}[{row_index}]")
-                if _cluster_size(grid) is not None:  # r525+: a cluster launch (sm_90): the block's cluster
+                if clustered.setdefault(key, _cluster_size(grid) is not None):  # r525+: a cluster launch (sm_90)
                     workgroup.cluster = (cta["clusterIdxX"], cta["clusterIdxY"], cta["clusterIdxZ"])
                 workgroups.setdefault(key, []).append(workgroup)
         dispatches = []

@@ -243,6 +243,7 @@ SECTION = np.dtype([("name", "<u4"), ("type", "<u4"), ("flags", "<u8"), ("addr",
                     ("size", "<u8"), ("link", "<u4"), ("info", "<u4"), ("align", "<u8"), ("entsize", "<u8")])
 MEMORY_TYPES = (SHT_GLOBAL, SHT_MANAGED, SHT_LOCAL)
 MAX_NAME = 256
+NAME_BLOCK = 1 << 16  # bytes of the section-name table read at once
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,7 @@ class CoreElf:
         self._fd: int | None = None
         self._rows: dict[int, list[dict[str, int]]] = {}
         self._sections: dict[int, Section] = {}
+        self._name_blocks: dict[int, bytes] = {}  # blocks of the section-name table read so far
         self._by_type: dict[int, np.ndarray] | None = None
         self.span = FileSpan(lambda: (path, 0), 0)
         try:
@@ -378,7 +380,14 @@ class CoreElf:
         at = int(self.table["name"][index])
         if at >= names_size:
             return f"section {index}"
-        data = self.read(names_at + at, min(MAX_NAME, names_size - at))
+        # names are read a block of the string table at a time (a core names its sections in order)
+        block = at // NAME_BLOCK
+        text = self._name_blocks.get(block)
+        if text is None:
+            start = block * NAME_BLOCK
+            text = self._name_blocks[block] = self.read(names_at + start, min(NAME_BLOCK + MAX_NAME, names_size - start))
+        offset = at - block * NAME_BLOCK
+        data = text[offset:offset + min(MAX_NAME, names_size - at)]
         end = data.find(b"\0")
         return data[:end].decode("latin-1") if end >= 0 else f"section {index}"
 

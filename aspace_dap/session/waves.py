@@ -86,6 +86,8 @@ class Waves(Part):
         return self.state.wave_table().dispatch_ranges()
 
     def _waves_with_active_lane_expr(self, heads) -> list[int]:
+        if not self.adapter.compiler_active_lanes:
+            return []
         waves, out = self.state.waves, []
         for dispatch, first, end in self.dispatch_slices():
             if first == end:
