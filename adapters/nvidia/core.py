@@ -48,6 +48,7 @@ from aspace_dap.state.model import (Aperture, CodeObjectRef, Dispatch, Fault, Fo
                                     WaveHeads, Workgroup, mask_to_lanes)
 from aspace_dap.state.private import PER_LANE, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
+from . import core_bulk
 from .core_elf import (EM_CUDA, ELF_MAGIC, ELFOSABI_CUDA, ET_CORE, EXCEPTION_NONE, EXCEPTION_UNKNOWN, EXCEPTIONS,
                        LEFT_OUT, SHT_BT, SHT_CB_TABLE, SHT_CBU_BAR, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE,
                        SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_MANAGED, SHT_META,
@@ -693,75 +694,10 @@ class _CoreReader:
                          lead=np.ones(n, bool))
 
     def read_lane_pcs(self, rows: np.ndarray) -> np.ndarray:
-        """Every lane's pc of the warps at `rows`, as _load_warp gives them: a valid lane's own row's
-        virtual PC, the warp's pc for the others."""
-        waves = self.state_waves
-        warp = np.array([self.warp_of_wave[waves[int(i)].id] for i in rows.tolist()], np.int64)
-        lanes = self.all_lanes
-        out = np.repeat(self.warp_pc[warp].astype(np.uint64)[:, None], self.lanes, axis=1)
-        starts, ends = lanes.start[warp], lanes.end[warp]
-        counts = ends - starts
-        owner = np.repeat(np.arange(len(warp)), counts)
-        at = np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        valid = lanes.valid_row[at]
-        out[owner[valid], lanes.ln[at][valid]] = lanes.rows["virtualPC"][at][valid]
-        return out
+        return core_bulk.lane_pcs(self, rows)
 
     def read_registers(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Registers of the waves at `rows`, as each warp's own register file holds them (_load_warp), read
-        for all of them at once: R and P registers from their lanes' sections in the mapped file, the pc
-        and exec from the tables read at open; any other register through the warps themselves."""
-        return [self._read_register(rows, name) for name in names]
-
-    def _read_register(self, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        waves = self.state_waves
-        warp = np.array([self.warp_of_wave[waves[int(i)].id] for i in rows.tolist()], np.int64)
-        kind = {"R": (SHT_REGS, 4), "P": (SHT_PRED, 1)}.get(name[:1]) if name[1:].isdigit() else None
-        n, lanes = len(rows), self.lanes
-        if name == "pc":
-            data = self.warp_pc[warp].astype("<u8").view(np.uint8).reshape(n, 8)
-            return data.copy(), np.ones((n, 8), bool)
-        if name == "exec":
-            width = (lanes + 7) // 8
-            data = self.warp_active[warp].astype("<u8").view(np.uint8).reshape(n, 8)[:, :width]
-            return data.copy(), np.ones((n, width), bool)
-        if kind is None:
-            out = [waves[int(i)].registers for i in rows.tolist()]
-            got = [r.raw(name) if r.has(name) else (np.zeros(0, np.uint8), np.zeros(0, bool)) for r in out]
-            width = max((len(d) for d, _ in got), default=0)
-            data, valid = np.zeros((n, width), np.uint8), np.zeros((n, width), bool)
-            for k, (d, v) in enumerate(got):
-                data[k, :len(d)], valid[k, :len(d)] = d, v
-            return data, valid
-        sh_type, size = kind
-        index = int(name[1:])
-        count = self.counts[sh_type][warp]
-        if sh_type == SHT_REGS:  # (a warp holds at most its device's registers: _warps)
-            per_device = np.array([d["numRegsPerLane"] for d in self.devices], np.int64)
-            count = np.minimum(count, per_device[self.warp_device[warp]])
-        else:
-            per_device = np.array([d["numPredicatesPrLane"] for d in self.devices], np.int64)
-            count = np.minimum(count, per_device[self.warp_device[warp]])
-        held = count > index
-        data = np.zeros((n, lanes * size), np.uint8)
-        valid = np.repeat(held, lanes * size).reshape(n, lanes * size)
-        all_lanes = self.all_lanes
-        starts, ends = all_lanes.start[warp], all_lanes.end[warp]
-        counts = ends - starts
-        owner = np.repeat(np.arange(n), counts)
-        # each warp's lane rows start..end, all in one array
-        lane_rows = np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        found = self.per_lane[sh_type].first(all_lanes.section[lane_rows], all_lanes.row_in_table[lane_rows])
-        table = self.elf.table
-        at = np.maximum(found, 0)
-        has = (found >= 0) & (table["size"][at] >= 4 * (index + 1)) & held[owner]
-        if has.any():
-            mapped = self.elf.span.array.view(np.ndarray)
-            offsets = table["offset"][at[has]].astype(np.int64) + 4 * index
-            words = mapped[offsets[:, None] + np.arange(size)]
-            column = all_lanes.ln[lane_rows[has]] * size
-            data[owner[has][:, None], column[:, None] + np.arange(size)] = words
-        return data, valid
+        return [core_bulk.register(self, rows, name) for name in names]
 
     def _focus(self, dispatches: list[Dispatch]) -> tuple[Focus | None, Stop | None]:
         waves = self.state_waves

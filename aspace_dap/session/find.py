@@ -55,7 +55,7 @@ class Find(Part):
         heads = state.wave_heads()
         places: list[Place] = []
         unplaced: list[Unplaced] = []
-        expr = set(self.waves._waves_with_active_lane_expr(heads)) if heads is not None else set()
+        expr = set(self.waves.active_lane_expr_waves(heads)) if heads is not None else set()
         for d, (_, first, end) in enumerate(self.waves.dispatch_slices()):
             if first == end:
                 continue

@@ -98,7 +98,7 @@ class Stacks:
             return [(stack, rows)]
         # in a called function: a wave whose dump records its call stack (CUDA backtraces) is unwound
         # with it, on its own; the others share what the same register bytes unwind to
-        recorded = np.array([_records_stack(waves[int(i)]) for i in rows.tolist()], bool)
+        recorded = np.array([waves[int(i)].records_stack for i in rows.tolist()], bool)
         out = [(stack, rows[:1])]
         for i in rows[1:][recorded[1:]].tolist():
             out.append((self.of_wave(waves[int(i)], lane), np.array([i])))
@@ -154,8 +154,3 @@ class Stacks:
             members = rows[inverse.ravel() == k]
             stack = first_stack if at == 0 else self.of_wave(waves[int(rows[at])], lane)
             yield stack, members
-
-
-def _records_stack(wave) -> bool:
-    """Whether the dump records the wave's call stack itself (unwinding then consults it)."""
-    return bool(wave._returns_pending) or wave._returns is not None

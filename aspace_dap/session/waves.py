@@ -73,7 +73,7 @@ class Waves(Part):
             return active, np.array([int(w.valid_lanes.sum()) for w in waves], dtype=np.int64)
         active, valid = popcount(heads.active), popcount(heads.valid)
         # waves whose compiler says which lanes are active (DW_AT_LLVM_active_lane) are asked one by one
-        for i in self._waves_with_active_lane_expr(heads):
+        for i in self.active_lane_expr_waves(heads):
             active[i] = int(self.focus.active_lanes(waves[i]).sum())
         for wave_id, lanes in list(self.focus.active_by_wave.items()):
             i = self.state.wave_index(wave_id)
@@ -85,7 +85,7 @@ class Waves(Part):
         """(dispatch, first, end): each dispatch's waves are state.waves[first:end]."""
         return self.state.wave_table().dispatch_ranges()
 
-    def _waves_with_active_lane_expr(self, heads) -> list[int]:
+    def active_lane_expr_waves(self, heads) -> list[int]:
         if not self.adapter.compiler_active_lanes:
             return []
         waves, out = self.state.waves, []
@@ -137,7 +137,7 @@ class Waves(Part):
             members.setdefault(key, []).append(np.asarray(rows, np.int64))
 
         one_by_one: list[int] = []
-        expr_waves = set(self._waves_with_active_lane_expr(heads)) if heads is not None else set()
+        expr_waves = set(self.active_lane_expr_waves(heads)) if heads is not None else set()
         for d, (_, first, end) in enumerate(self.dispatch_slices()):
             if first == end:
                 continue

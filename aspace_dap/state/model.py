@@ -164,6 +164,11 @@ class Wave:
     return_addresses = property(_get_returns, _set_returns)
 
     @property
+    def records_stack(self) -> bool:
+        """Whether the dump records the wave's call stack (return_addresses), known without building it."""
+        return self._returns_pending or self._returns is not None
+
+    @property
     def loaded(self) -> bool:
         """True once the registers and memories exist as objects (and so may carry writes)."""
         return self._parts is not None
