@@ -201,7 +201,7 @@ async function callStackRows(page) {
 
 /** Expands wave `wave`'s thread in the Call Stack and clicks its top frame. */
 async function selectTopFrame(page, wave) {
-  const name = `Wave 0:0:0:${wave} `;
+  const name = `Wave 0:?:0:${wave} `;
   const stack = page.locator('.debug-call-stack .monaco-list-row');
   await stack.filter({ hasText: name }).first().click();
   if ((await stack.filter({ hasText: name }).first().getAttribute('aria-expanded')) !== 'true') await page.keyboard.press('ArrowRight');
@@ -247,7 +247,7 @@ async function assertStopped(page, what, wave, lane) {
   try {
     await until(what, async () => {
       seen = await debugViews(page);
-      return seen.thread.includes(`Wave 0:0:0:${wave} `) && /transpose_tiles/.test(seen.frame) && seen.running.length === 0
+      return seen.thread.includes(`Wave 0:?:0:${wave} `) && /transpose_tiles/.test(seen.frame) && seen.running.length === 0
         && seen.toolbar.continue > 0 && seen.toolbar.pause === 0
         && seen.variables.tx === tx && seen.variables.ty === ty && seen.watch.ty === ty;
     }, 30);
@@ -271,7 +271,7 @@ async function bytesOwners(frame, address) {
 }
 
 /** The Call Stack's badge beside wave `wave`'s thread ("Breakpoint", "Exception", "Paused"). */
-async function threadBadge(page, wave, name = 'Wave 0:0:0:') {
+async function threadBadge(page, wave, name = 'Wave 0:?:0:') {
   const row = page.locator('.debug-call-stack .monaco-list-row[aria-level="1"]', { hasText: `${name}${wave} ` }).first();
   return ((await row.locator('.state').textContent()) ?? '').trim();
 }
@@ -370,7 +370,7 @@ async function main() {
       if (value !== '8') throw new Error(`ty printed "${value}"`);
       // the selected frame belongs to wave 2's thread: the nearest thread row above it
       await until('Call Stack selects a frame of wave 2', async () =>
-        /Wave 0:0:0:2/.test(
+        /Wave 0:\?:0:2/.test(
           await page.evaluate(() => {
             const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
             const at = rows.findIndex((r) => r.classList.contains('selected'));
@@ -379,7 +379,7 @@ async function main() {
           }),
         ));
       await until('GPU Lanes names wave 2', async () =>
-        /0:0:0:2/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
+        /0:\?:0:2/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
       await repl(page, 'info waves');
       await shot(page, 'vscode-wave-switch.png');
     });
@@ -411,7 +411,7 @@ async function main() {
       if ((await replLast(page)) !== '0') throw new Error(`ty printed "${await replLast(page)}"`);
       await repl(page, 'info waves');
       const text = await page.locator('.repl').textContent();
-      if (!/\* focus: AMDGPU Wave 0:?:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
+      if (!/\* focus: AMDGPU Wave 0:\?:0:0/.test(text.slice(text.lastIndexOf('info waves')))) throw new Error('info waves does not name wave 0 as the focus');
     });
     await check('a frame selected in another wave, then a lane clicked in GPU Lanes', async () => {
       await selectTopFrame(page, 3);
@@ -421,7 +421,7 @@ async function main() {
       for (const title of others) await setPaneExpanded(page, title, false);
       await setPaneExpanded(page, 'GPU Lanes', true);
       await until('GPU Lanes shows wave 3', async () =>
-        /0:0:0:3/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
+        /0:\?:0:3/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
       await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 5(?!\d)/ }).first().click();
       await setPaneExpanded(page, 'GPU Lanes', false);
       for (const title of others) await setPaneExpanded(page, title, true);
@@ -511,7 +511,7 @@ async function main() {
     });
     await stopDebugging(page);
     await check('F5 lists a folder of GPU cores and opens each, its path typed and Enter pressed', async () => {
-      for (const [core, thread] of [[CUDA_CORE, 'CUDA kernel '], ['gpucore.4242', 'Wave 0:1:0:']]) {
+      for (const [core, thread] of [[CUDA_CORE, 'sm 0 warp '], ['gpucore.4242', 'Wave 0:1:0:']]) {
         // F5 offers the debuggers only where no editor of another language is active
         await runCommand(page, 'View: Close All Editor Groups');
         await runCommand(page, 'Debug: Start Debugging');
@@ -538,7 +538,7 @@ async function main() {
         await until(`${core}: stopped on the exception in ${thread}0`, async () => /^exception$/i.test(seen = await threadBadge(page, 0, thread)), 40)
           .catch(() => { throw new Error(`${core}: ${thread}0 shows "${seen}"`); });
         if (core === CUDA_CORE) {
-          // wave 0 raised it alone ("Raised by 1 lane in 1 wave (wave 0)"): it keeps the badge
+          // wave 0 raised it alone ("Raised by 1 lane in 1 warp (warp 0)"): it keeps the badge
           await showDebugConsole(page);
           await repl(page, 'wave 1');
           await until('warp 0 keeps Exception, warp 1 is paused', async () => {
