@@ -19,6 +19,8 @@ from aspace_dap import limits
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import AspaceError, EvaluationError, StateError
 
+from .addressing import MemoryAccess
+
 
 @dataclass
 class RaisedException:
@@ -104,6 +106,9 @@ class TargetAdapter(ABC):
     def use_code_object(self, co) -> None:
         """Learn what a loaded code object says about the device (register sizes, SIMD width)."""
 
+    def use_dump(self, processor: str | None, registers=None) -> None:
+        """Learn the device from the dump, where its code objects do not name it (before any is loaded)."""
+
     @abstractmethod
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         """How a location sees DWARF register `regno` in a wave of `lanes` lanes, in this dialect."""
@@ -177,6 +182,16 @@ class TargetAdapter(ABC):
         return []
 
     # --- machine code -------------------------------------------------------------------
+
+    def memory_access(self, text: str) -> "MemoryAccess | None":
+        """The address operands of one instruction, from the vendor's decoder's text
+        (adapters/addressing.py); None when the instruction accesses no memory."""
+        return None
+
+    def registers_written(self, text: str) -> set[str] | None:
+        """The registers one instruction may write (a superset); None when it changes where the lanes
+        go next or the adapter cannot tell."""
+        return None
 
     def disassembler(self) -> "Disassembler | None":
         """The vendor's own decoder for this family's code objects, made once per adapter; None when

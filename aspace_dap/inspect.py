@@ -36,6 +36,18 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
             "lane_state": session.lane_state(wave, lane), "frames": frames}
 
 
+def fault_report(session: Session, wave_id: int) -> dict | None:
+    """The wave's exception as the exception widget shows it (the faulting instruction, each lane's
+    address at it); None when it raised none."""
+    from .dap.exceptions import exception_lines
+
+    detail = session.exception_detail(wave_id)
+    if detail is None:
+        return None
+    description, lines = exception_lines(detail)
+    return {"id": detail.raised.id, "description": description, "details": lines}
+
+
 def print_report(report: dict, out=None) -> None:
     out = sys.stdout if out is None else out  # looked up per call: stdout may be redirected after import
     print(f"{report['thread']}  lane {report['lane']} ({report['lane_state']})", file=out)
@@ -70,13 +82,18 @@ def main(args) -> int:
                     print(f"  {mark} lane {r['lane']:>2}: {r['value']}")
             return 0
         report = frame_report(session, wave_id, session.focus_lane)
+        fault = fault_report(session, wave_id)
         if args.json:
-            json.dump(report, sys.stdout, indent=2)
+            json.dump({**report, "exception": fault} if fault else report, sys.stdout, indent=2)
             print()
         else:
             for w in session.warnings:
                 print(f"warning: {w}", file=sys.stderr)
             print_report(report)
+            if fault:
+                print(f"{fault['id']}: {fault['description']}")
+                for line in fault["details"]:
+                    print(f"  {line}")
         return 0
     except AspaceError as e:
         print(f"aspace-dap inspect: {e}", file=sys.stderr)

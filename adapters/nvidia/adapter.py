@@ -358,6 +358,14 @@ class NvptxAdapter(TargetAdapter):
 
     # --- naming -----------------------------------------------------------------------
 
+    def memory_access(self, text: str):
+        from .addressing import memory_access
+        return memory_access(text)
+
+    def registers_written(self, text: str):
+        from .addressing import registers_written
+        return registers_written(text)
+
     def make_disassembler(self):
         from .disassembler import Nvdisasm
         return Nvdisasm()

@@ -23,6 +23,7 @@ from ..expressions import evaluate_expression
 from ..memref import format_memref
 from ..session import Frame, Session
 from . import machine
+from .exceptions import fault_text
 from .inputs import parsed
 from .memory import save_dump
 from .waves import coalesce_ranges, lane_rows
@@ -46,6 +47,9 @@ HELP = """aspace-dap REPL commands:
   wave N              focus wave N
   info lanes          every lane of the focused wave: state, work-item, position
   info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
+  info fault          the focused wave's exception: the faulting instruction, each lane's address at it
+                      (grouped: 32 lanes: 0x7f1000000000 + 0x400000·lane) and which lanes fall outside
+                      every region of memory the dump holds (the exception widget's text)
   x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
                       local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
   x/Ni ADDRESS        N instructions from ADDRESS: $pc (the selected frame's), $pc+16, a function
@@ -90,6 +94,8 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
     if text.strip() == "info waves":
         return _info_waves(s)
+    if text.strip() == "info fault":
+        return fault_text(s, s.focus_wave)
     m = _REPL_XI.match(text)
     if m:
         return machine.examine_instructions(s, frame(), _whole_number(m[1] or "1"), m[2])

@@ -14,6 +14,7 @@ and the adapter how to reach them in the dump.
     memory     memory references; reading, writing and laying out memory
     waves      the triage of all waves: lane counts, groups by call stack, names
     coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
+    lane_addresses  each lane's address at a memory instruction, from the vendor's decoder text and the dump
     exceptions   the stop's exception in the vendor's words, its instruction, the lanes and waves sharing it
     disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
 
@@ -42,13 +43,14 @@ from .exceptions import ExceptionDetail, Exceptions, disassemble_at
 from .disassembly import Disassembly, Function, Instruction, Invalid
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
+from .lane_addresses import AccessAddresses, LaneAddresses
 from .memory import Memory
 from .programs import Program, Programs
 from .sources import Sources
 from .variables import VariableRead, Variables
 from .waves import WaveGroup, Waves
 
-__all__ = ["MAX_FRAMES", "ExceptionDetail", "Frame", "Function", "Instruction", "Invalid", "LaneCoordinates",
+__all__ = ["MAX_FRAMES", "AccessAddresses", "ExceptionDetail", "Frame", "Function", "Instruction", "Invalid", "LaneCoordinates",
            "Program", "Session", "VariableRead", "WaveGroup"]
 
 
@@ -68,8 +70,10 @@ class Session:
         self._waves = Waves(self._programs, self._focus, self._frames)
         self._coordinates = Coordinates(self._programs)
         self._disassembly = Disassembly(self._programs, self._focus, self._sources)
+        self._lane_addresses = LaneAddresses(self._programs, self._frames,
+                                             lambda pc, count: self._disassembly.instructions(pc, count))
         self._exceptions = Exceptions(self._programs, self._focus, self._frames,
-                                      lambda pc: disassemble_at(self._disassembly, pc))
+                                      lambda pc: disassemble_at(self._disassembly, pc), self._lane_addresses.at)
 
     @classmethod
     def open(cls, state_path: str, **kw) -> "Session":

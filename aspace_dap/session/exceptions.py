@@ -9,7 +9,7 @@ exception of the same kind. A dump whose format records no exception detail, but
 exception, gets one from the stop's own description.
 
 The faulting instruction's text comes from `disassemble_at`, the one place this part asks for
-disassembly.
+disassembly; each lane's address at it from the lane addresses part (lane_addresses.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..adapters.base import RaisedException
 from ..errors import AspaceError
 from .focus import Focus
 from .frames import Frames
+from .lane_addresses import AccessAddresses
 from .programs import Part, Programs
 
 
@@ -64,14 +65,18 @@ class ExceptionDetail:
     same: Sharing                    # every lane and wave that raised this kind
     others: list[Sharing] = field(default_factory=list)  # the other kinds the dump records
     from_stop_only: bool = False     # the format records no detail: built from the stop's description
+    addresses: AccessAddresses | None = None  # each lane's address at the instruction, when it accesses memory
+    addresses_error: str | None = None        # why they could not be worked out
 
 
 class Exceptions(Part):
-    def __init__(self, programs: Programs, focus: Focus, frames: Frames, disassemble: Callable[[int], str | None]):
+    def __init__(self, programs: Programs, focus: Focus, frames: Frames, disassemble: Callable[[int], str | None],
+                 addresses: Callable[[object, int, str], AccessAddresses | None]):
         super().__init__(programs)
         self.focus = focus
         self.frames = frames
         self._disassemble = disassemble
+        self._addresses = addresses
         self._raised: list[RaisedException] | None = None
 
     def raised(self) -> list[RaisedException]:
@@ -110,9 +115,15 @@ class Exceptions(Part):
         sharing = {kind: Sharing(kind[0], kind[1], sorted(ids), lanes) for kind, (ids, lanes) in groups.items()}
         function, symbol, source = self._place(wave, pc)
         stopped = self._lane_pc(wave)
-        return ExceptionDetail(mine, pc, self._disassemble(pc) if pc is not None else None, symbol, source,
-                               function, stopped if stopped != pc else None, sharing[mine.kind],
-                               [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+        text = self._disassemble(pc) if pc is not None else None
+        detail = ExceptionDetail(mine, pc, text, symbol, source, function, stopped if stopped != pc else None,
+                                 sharing[mine.kind], [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+        if text is not None:
+            try:
+                detail.addresses = self._addresses(wave, pc, text)
+            except AspaceError as exc:  # the exception's own words stay whatever this says
+                detail.addresses_error = str(exc)
+        return detail
 
     def _lane_pc(self, wave) -> int | None:
         try:

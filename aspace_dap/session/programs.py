@@ -34,6 +34,7 @@ class Programs:
     def __init__(self, state, adapter, code_object: str | None):
         self.state = state
         self.adapter = adapter
+        adapter.use_dump(state.target.processor)  # the device, where no code object will name it
         self.warnings: list[str] = list(getattr(state, "warnings", []))  # what the user is told at launch
         self._programs: dict[tuple[int, str | None], Program] = {}
         self._extra: Program | None = None

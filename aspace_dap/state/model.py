@@ -383,6 +383,13 @@ class GpuState:
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
 
+    @property
+    def is_core(self) -> bool:
+        """Read from a vendor's GPU core file rather than a dump folder."""
+        from .corefiles import CoreFiles
+
+        return isinstance(self._files, CoreFiles)
+
     def wave_table(self) -> "WaveTable":
         """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""
         if self._table is None:
