@@ -88,7 +88,7 @@ def memory_access(text: str) -> MemoryAccess | None:
     """The address operands of one AMDGPU instruction; None when it addresses no memory."""
     opcode, _, rest = text.strip().partition(" ")
     family = opcode.split("_", 1)[0]
-    if family not in ("global", "flat", "scratch", "buffer", "ds", "s") or NOT_MEMORY.match(opcode):
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", opcode) or family not in ("global", "flat", "scratch", "buffer", "ds", "s") or NOT_MEMORY.match(opcode):
         return None
     if family == "s" and not re.match(r"s_(load|store|buffer_load|buffer_store|atomic|buffer_atomic)_", opcode):
         return None

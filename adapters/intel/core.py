@@ -43,7 +43,7 @@ from aspace_dap.state.memory import Region, SparseMemory
 from aspace_dap.state.model import (CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave, Workgroup,
                                     mask_to_lanes)
 from aspace_dap.state.registers import RegisterFile
-from .adapter import PCI_DEVICES
+from .adapter import PCI_DEVICES, device_for_processor
 from .tdesc import INTEL_VENDOR_ID, parse
 
 ELF_MAGIC = b"\x7fELF"
@@ -385,8 +385,13 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
         dispatches.append(Dispatch(len(dispatches), kernel, co_id, grid, wg_size, workgroups, {},
                                    f"threads of code object {co_id}"))
     focus, stop = _stop(core, waves)
+    # the device's PCI id names the processor, where the register description agrees on the GRF size
     device_id = core.device_id if core.device_id is not None else description.device_id
-    target = Target("intel", PCI_DEVICES.get(device_id, "intelgt"), lanes)
+    processor = PCI_DEVICES.get(device_id)
+    grf = dict(layout).get("r0")
+    if processor is not None and grf is not None and device_for_processor(processor).grf_bytes != grf:
+        processor = None
+    target = Target("intel", processor or "intelgt", lanes)
     manifest = {"format": "intel-gpu-core", "producer": "intel gpu core",
                 "register_layouts": {"core": [[n, s] for n, s in model_layout]}}
     state = GpuState(root=None, source=files.source, producer="intel gpu core", manifest=manifest, target=target,

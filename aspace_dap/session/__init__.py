@@ -238,6 +238,17 @@ class Session:
 
     def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         return self._exceptions.detail(wave_id)
+    def lane_addresses(self, wave_id: int | None = None, pc: int | None = None,
+                       text: str | None = None) -> AccessAddresses | None:
+        """Each lane's address at the instruction at `pc` (the wave's PC by default) of wave `wave_id` (the
+        focused one), whose text is `text` (the vendor's decoding by default); None when it accesses no
+        memory or cannot be decoded."""
+        wave = self.wave(wave_id)
+        pc = wave.pc if pc is None else pc
+        if text is None:
+            text = disassemble_at(self._disassembly, pc)
+        return self._lane_addresses.at(wave, pc, text) if text is not None else None
+
     # ------------------------------------------------------------------ disassembly
 
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
