@@ -34,8 +34,10 @@ SIZES = [("dwordx16", 64), ("dwordx8", 32), ("dwordx4", 16), ("dwordx3", 12), ("
          ("u64", 8), ("i64", 8), ("f64", 8), ("x2", 8), ("u32", 4), ("i32", 4), ("f32", 4), ("u16", 2),
          ("i16", 2), ("d16", 2), ("u8", 1), ("i8", 1)]
 # instructions in these families that address no memory
-NOT_MEMORY = re.compile(r"^(buffer_(wbinvl1|gl[01]_inv|inv|wbl2|wb)|ds_(swizzle|permute|bpermute|nop|gws|append|"
-                        r"consume|ordered_count|bvh_stack|(read|write|load|store)_addtid)|global_(wb|inv|wbinv)$|s_(dcache|icache|scratch)|s_load_i?ntrinsic)")
+NOT_MEMORY = re.compile(r"^(buffer_(wbinvl1|gl[01]_inv|inv|wbl2|wb)|global_(wb|inv|wbinv)$|s_(dcache|icache|scratch)|"
+                        r"ds_(swizzle|permute|bpermute|nop|gws|append|consume|ordered_count|bvh_stack|"
+                        r"(read|write|load|store)_addtid))")
+FAMILIES = ("global", "flat", "scratch", "buffer", "ds", "s")
 _VGPRS = re.compile(r"^v(\d+)$|^v\[(\d+):(\d+)\]$")
 _SGPRS = re.compile(r"^s(\d+)$|^s\[(\d+):(\d+)\]$|^ttmp(\d+)$|^ttmp\[(\d+):(\d+)\]$")
 
@@ -88,7 +90,7 @@ def memory_access(text: str) -> MemoryAccess | None:
     """The address operands of one AMDGPU instruction; None when it addresses no memory."""
     opcode, _, rest = text.strip().partition(" ")
     family = opcode.split("_", 1)[0]
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", opcode) or family not in ("global", "flat", "scratch", "buffer", "ds", "s") or NOT_MEMORY.match(opcode):
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", opcode) or family not in FAMILIES or NOT_MEMORY.match(opcode):
         return None
     if family == "s" and not re.match(r"s_(load|store|buffer_load|buffer_store|atomic|buffer_atomic)_", opcode):
         return None

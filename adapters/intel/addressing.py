@@ -31,7 +31,8 @@ from ..addressing import MemoryAccess, Operand, Term
 SLM_BTI, STATELESS_BTIS = 0xFE, (0xFF, 0xFD)
 
 _SEND = re.compile(r"^(?:\((?P<pred>[^)]*)\)\s+)?(?P<op>sends?c?)(?:\.(?P<sfid>\w+))?\s+"
-                   r"\((?P<exec>\d+)\|M(?P<chan>\d+)\)\s+(?P<operands>[^{/]*?)\s*(?:\{[^}]*\})?\s*(?://\s*(?P<note>.*))?$")
+                   r"\((?P<exec>\d+)\|M(?P<chan>\d+)\)\s+(?P<operands>[^{/]*?)\s*(?:\{[^}]*\})?\s*"
+                   r"(?://\s*(?P<note>.*))?$")
 _LDST = re.compile(r"^(?:\((?P<pred>[^)]*)\)\s+)?(?P<op>(?:load|store|atomic)\w*\.(?:ugm|ugml|slm|tgm)\S*)\s+"
                    r"\((?P<exec>\d+)\|M(?P<chan>\d+)\)\s+(?P<operands>[^{/]*?)\s*(?:\{[^}]*\})?\s*(?://.*)?$")
 _PAYLOAD = re.compile(r"wr:(\d+)(h?)\+")

@@ -32,11 +32,11 @@ SPACES = {
     "LDL": "local", "STL": "local",
 }
 SIZES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+SURFACE = "a surface access addresses texels by coordinates"
+TENSOR = "a tensor-memory copy takes its addresses from a tensor map"
 UNDECODED = {  # memory instructions whose addresses are not a bracketed sum of registers
-    "SULD": "a surface load addresses texels by coordinates", "SUST": "a surface store addresses texels by coordinates",
-    "SUATOM": "a surface atomic addresses texels by coordinates", "SURED": "a surface reduction addresses texels by coordinates",
-    "UTMALDG": "a tensor-memory copy takes its addresses from a tensor map", "UTMASTG":
-    "a tensor-memory copy takes its addresses from a tensor map", "UBLKCP": "a bulk copy's addresses are uniform registers",
+    "SULD": SURFACE, "SUST": SURFACE, "SUATOM": SURFACE, "SURED": SURFACE, "UTMALDG": TENSOR, "UTMASTG": TENSOR,
+    "UBLKCP": "a bulk copy's addresses are uniform registers",
 }
 # opcodes that change where a thread goes next: registers after them tell nothing about the fault
 CONTROL = {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BREAK", "KILL", "BPT", "RTT", "SYNC", "BRK", "CONT",
@@ -79,7 +79,8 @@ def memory_access(text: str) -> MemoryAccess | None:
     found = list(_BRACKETS.finditer(rest))
     access = MemoryAccess(opcode, predicate=predicate)
     if len(found) != len(spaces):
-        access.notes.append(f"{opcode}: {len(found)} bracketed addresses where {len(spaces)} were expected; not decoded")
+        access.notes.append(f"{opcode}: {len(found)} bracketed addresses where {len(spaces)} were expected; "
+                            "not decoded")
         return access
     for space, match in zip(spaces, found):
         operand = _operand(match.group(0), match.group(2), space, size, extended and space in ("global", "generic"))
