@@ -35,7 +35,7 @@ from aspace_dap.adapters.intel.addressing import memory_access as intel_access
 from aspace_dap.adapters.intel.core_writer import write_core as write_intel_core
 from aspace_dap.adapters.nvidia.addressing import memory_access as sass_access, registers_written
 from aspace_dap.adapters.nvidia.core_writer import write_core as write_cuda_core
-from aspace_dap.dap.lane_addresses import progressions
+from aspace_dap.dap.lane_addresses import group_lines, progressions
 from aspace_dap.session import Session
 from aspace_dap.state import load_state
 
@@ -360,8 +360,13 @@ def test_progressions():
     lanes = list(range(8))
     assert progressions(lanes, [0x1000 + 4 * lane for lane in lanes]) == [(lanes, 0x1000, 4)]
     assert progressions([0, 1, 2, 5], [8, 8, 8, 8]) == [([0, 1, 2, 5], 8, 0)]
-    # a run stops where the pattern does; what follows starts another
-    assert progressions([0, 1, 2, 3, 4], [0, 4, 8, 100, 50]) == [([0, 1, 2], 0, 4), ([3, 4], 100, -50)]
+    # a run stops where the pattern does; two lanes make no run
+    assert progressions([0, 1, 2, 3, 4], [0, 4, 8, 100, 50]) == [([0, 1, 2], 0, 4), ([3], 100, 0), ([4], 50, 0)]
+    # one lane apart from the others' progression: the progression is one run around it
+    addresses = [0x1000 + 4 * lane if lane != 7 else 0 for lane in range(32)]
+    assert progressions(list(range(32)), addresses) == [([*range(7), *range(8, 32)], 0x1000, 4), ([7], 0, 0)]
+    assert group_lines(list(range(32)), addresses, 64, list(range(32))) == [
+        "31 lanes (0-6, 8-31): 0x1000 + 4·lane", "lane 7: 0x0"]
 
 
 def test_help_names_info_fault():

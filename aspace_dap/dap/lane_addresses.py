@@ -14,13 +14,16 @@ from ..session import AccessAddresses
 from ..session.lane_addresses import OperandAddresses
 from .waves import coalesce_ranges
 
-MAX_GROUP_LINES = 6  # progressions shown; what is left is summed up in one line
+MAX_GROUP_LINES = 6  # progressions shown; what is left is listed lane by lane, or summed up in one line
+MAX_LINES = 10
 MIN_PROGRESSION = 3  # lanes a progression needs to be shown as one (any two lanes make one)
 
 
 def progressions(lanes: list[int], addresses: list[int], bits: int = 64) -> list[tuple[list[int], int, int]]:
     """(lanes, first address, step per lane) runs, lanes ascending: each run's addresses are
-    first + step * (lane - its first lane), modulo 2**bits."""
+    first + step * (lane - its first lane), modulo 2**bits. Runs of the same progression that other
+    lanes interrupt are one run (`31 lanes (0-6, 8-31)` with lane 7 apart); a lane that starts no run of
+    MIN_PROGRESSION lanes is a run of its own."""
     mask = (1 << bits) - 1
     runs: list[tuple[list[int], int, int]] = []
     i = 0
@@ -29,16 +32,26 @@ def progressions(lanes: list[int], addresses: list[int], bits: int = 64) -> list
         if j < len(lanes):
             delta = (addresses[j] - addresses[i]) & mask
             delta = delta - (1 << bits) if delta >> (bits - 1) else delta
-            span = lanes[j] - lanes[i]
-            if delta % span == 0:
-                step = delta // span
+            if delta % (lanes[j] - lanes[i]) == 0:
+                step = delta // (lanes[j] - lanes[i])
                 while j < len(lanes) and (addresses[i] + step * (lanes[j] - lanes[i])) & mask == addresses[j]:
                     j += 1
-            else:
-                j = i + 1
+        if j - i < MIN_PROGRESSION:
+            j, step = i + 1, 0
         runs.append((lanes[i:j], addresses[i], step))
         i = j
-    return runs
+    merged: dict[tuple[int, int], tuple[list[int], int, int]] = {}
+    out: list[tuple[list[int], int, int]] = []
+    for run, first, step in runs:
+        key = ((first - step * run[0]) & mask, step)
+        if len(run) >= MIN_PROGRESSION and key in merged:
+            merged[key][0].extend(run)
+            continue
+        entry = (list(run), first, step)
+        if len(run) >= MIN_PROGRESSION:
+            merged[key] = entry
+        out.append(entry)
+    return out
 
 
 def _step(step: int) -> str:
@@ -64,11 +77,10 @@ def group_lines(lanes: list[int], addresses: list[int], bits: int, executing: li
         if step == 0:
             lines.append(f"{_lanes(run, every)}: {first:#x}, the same address")
             continue
-        base = first - step * run[0]
-        formula = f"{base:#x} {_step(step)}lane" if 0 <= base < 1 << bits else \
-            f"{first:#x} {_step(step)}(lane - {run[0]})"
+        # from lane 0, or from the run's first lane: each line reads as the address of the lanes it names
+        formula = f"{first:#x} {_step(step)}lane" if run[0] == 0 else f"{first:#x} {_step(step)}(lane - {run[0]})"
         lines.append(f"{_lanes(run, every)}: {formula}")
-    if len(rest) <= 3 or not lines and len(rest) <= MAX_GROUP_LINES:
+    if len(lines) + len(rest) <= MAX_LINES:
         lines.extend(f"lane {lane}: {address:#x}" for lane, address in rest)
     elif rest:
         spread = sorted(a for _, a in rest)
@@ -78,10 +90,13 @@ def group_lines(lanes: list[int], addresses: list[int], bits: int, executing: li
 
 
 def operand_lines(report: AccessAddresses, op: OperandAddresses) -> list[str]:
-    operand = op.operand
-    size = f", {operand.size} byte{'s' if operand.size != 1 else ''} a lane" if operand.size else ""
-    where = f"an offset from {operand.base}" if operand.base else f"{op.space}"
-    who = "the wave" if report.access.uniform else _lanes(report.lanes, False) if report.lanes else "no lane"
+    operand, uniform = op.operand, report.access.uniform
+    size = f", {operand.size} byte{'s' if operand.size != 1 else ''}{'' if uniform else ' a lane'}" \
+        if operand.size else ""
+    where = "an offset" if operand.base else op.space
+    if not report.lanes:
+        return [f"Addresses of {operand.text} ({where}{size}): no lane accessed memory"]
+    who = "the wave" if uniform else _lanes(report.lanes, False)
     lines = [f"Addresses of {operand.text} ({where}{size}), {who}:"]
     known = sorted(op.addresses)
     if known:

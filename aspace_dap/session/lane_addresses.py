@@ -258,4 +258,5 @@ class LaneAddresses(Part):
             held = target.storage(space)
         except AspaceError as exc:
             return str(exc)
-        return None if held is not None else f"the {noun} holds no {label} memory here"
+        whose = {"workgroup": " of this work-group", "wave": " of this wave", "lane": " of this lane"}
+        return None if held is not None else f"the {noun} holds no {label} memory{whose.get(space.scope, '')}"
