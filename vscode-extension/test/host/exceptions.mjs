@@ -6,7 +6,8 @@
 // stopped line must show the exception in the vendor's debugger's words and the details:
 //
 //   CUDA core   Exception has occurred: CUDA_EXCEPTION_14   CUDA Exception: Warp Illegal Address ...
-//               triggered at PC 0x2b0 in scatter (fault.cu:9); Faulting instruction: 0x2b0 ...
+//               triggered at PC 0x2b0 in scatter (fault.cu:9); Faulting instruction: 0x2b0 ...;
+//               each lane's address: 32 lanes: 0x7f1000000000 + 0x400000·lane, lanes 1-31 outside the core
 //   ROCm core   Exception has occurred: SIGSEGV   Memory violation (MEMORY_VIOLATION) ...
 //               Raised by 128 lanes in 2 waves (waves 0-1)
 //
@@ -42,7 +43,10 @@ const CASES = [
     core: 'fault.cudacore',
     title: 'Exception has occurred: CUDA_EXCEPTION_14',
     texts: ['CUDA Exception: Warp Illegal Address', 'triggered at PC 0x2b0 in scatter (fault.cu:9)',
-      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)'],
+      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)',
+      // each lane's address at the faulting ST.E, from the core's R2:R3 (tests/test_lane_addresses.py)
+      'Addresses of desc[UR4][R2.64] (generic, 4 bytes a lane), 32 lanes (0-31):',
+      '32 lanes: 0x7f1000000000 + 0x400000·lane', 'Outside every region the core holds: 31 lanes (1-31)'],
     line: 10,
     shot: 'vscode-exception.png',
   },
@@ -50,7 +54,8 @@ const CASES = [
     name: 'ROCm fault core',
     core: 'gpucore.4242',
     title: 'Exception has occurred: SIGSEGV',
-    texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)'],
+    texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)',
+      '64 lanes: 0x7f0000100000 + 0x400000·lane'],
     line: 10,
   },
 ];
