@@ -198,8 +198,8 @@ class LaneAddresses(Part):
             for lane in list(totals):
                 stop, since = written[lane]
                 if since is None:
-                    reason = (f"the lanes stand at {stop:#x}: what ran there since the instruction is not known to "
-                              f"leave {term.text} alone" if stop is not None else "where the lanes stand is not known")
+                    reason = (f"the lanes stand at {stop:#x}, not straight after the instruction: {term.text} may "
+                              "not hold what it read" if stop is not None else "where the lanes stand is not known")
                 elif set(term.registers) & since:
                     reason = f"{term.text} may have been written after the instruction, before the lanes' PC {stop:#x}"
                 elif lane in values:
