@@ -247,7 +247,8 @@ def modules(ctx, args):
     for p in s.programs():
         co = p.code_object
         mods.append({"id": p.id, "name": os.path.basename(p.path), "path": p.path,
-                     "symbolStatus": "symbols loaded" if p.index is not None else "no DWARF",
+                     "symbolStatus": "no DWARF" if p.index is None else
+                     "symbols loaded" if p.index.has_units() else "line tables only",
                      "addressRange": f"0x{p.load_address:x}", "version": getattr(co, "processor", "")})
     start = not_negative(args, "startModule")
     count = not_negative(args, "moduleCount") or len(mods)

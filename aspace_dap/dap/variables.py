@@ -22,7 +22,7 @@ from .connection import followed_frame, frame_of, state_of
 from .dispatch import HandlerTable
 from .focus import change_focus
 from .inputs import not_negative, parsed
-from .refs import ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle
+from .refs import NoteHandle, ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle
 
 requests = HandlerTable()
 PAGE_LIMIT = 10_000  # elements per variables response; clients page with start/count
@@ -65,6 +65,10 @@ def scopes(ctx, args):
         if hint:
             item["presentationHint"] = hint
         out.append(item)
+    reason = s.no_variables_reason(f)
+    if reason is not None and not out:
+        out.append({"name": "Locals", "presentationHint": "locals", "variablesReference":
+                    st.handles.add(NoteHandle(reason)), "namedVariables": 1, "expensive": False})
     ref = st.handles.add(RegistersHandle(f.wave_id, f.lane))
     out.append({"name": "Registers", "presentationHint": "registers", "variablesReference": ref, "expensive": False})
     return {"scopes": out}
@@ -89,6 +93,9 @@ def _variables(ctx, args):
         return {"variables": [s.remembered(frame, ("variable", var, hex_),
                                            lambda var=var: _scope_variable(st, s, frame, var, hex_))
                               for var in handle.variables[start:start + count]]}
+    if isinstance(handle, NoteHandle):
+        return {"variables": [{"name": "(no variable information)", "value": handle.text,
+                               "variablesReference": 0}][start:start + count]}
     if isinstance(handle, ObjectHandle):
         return {"variables": _children(st, s, handle, start, count, hex_)}
     if isinstance(handle, RegistersHandle):

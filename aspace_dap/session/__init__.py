@@ -166,6 +166,9 @@ class Session:
     def globals(self, frame: Frame) -> list[VariableInfo]:
         return self._variables.globals(frame)
 
+    def no_variables_reason(self, frame: Frame) -> str | None:
+        return self._variables.no_variables_reason(frame)
+
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         return self._variables.read_variable(frame, var, lanes)
 

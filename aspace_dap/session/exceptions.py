@@ -141,7 +141,7 @@ class Exceptions(Part):
         except AspaceError:
             return None, None, None
         elf_pc = program.elf_pc(pc)
-        symbol = program.code_object.symbol_at(elf_pc) if program.code_object is not None else None
+        symbol = program.code_object.function_symbol_at(elf_pc) if program.code_object is not None else None
         at = f"{symbol.name}+{elf_pc - symbol.value:#x}" if symbol is not None else None
         index = program.index
         infos = index.frames_at(elf_pc) if index is not None else []
