@@ -149,6 +149,27 @@ def test_registers_written_after_the_fault_are_not_its_registers():
         "R2.64 may have been written after the instruction, before the lanes' PC 0x2c0": list(range(32))}
 
 
+@pytest.mark.parametrize("core, operand", [
+    ("fault/cores/sm_90.G.light.cudacore", "desc[UR4][R2.64] (generic"),
+    ("production/cores/scatter_rows.sm_90.light.cudacore", "desc[UR6][R6.64] (global"),  # -lineinfo -O3
+])
+def test_a_lightweight_core_is_not_checked_against_memory_it_skipped(core, operand):
+    """A lightweight core (the vLLM team's CUDA_COREDUMP_GENERATION_FLAGS) holds no global memory: the
+    lanes' addresses come from its registers, and none is called outside what it holds."""
+    _have("nvidia")
+    path = Path(REPO_ROOT) / "examples" / core
+    regs, regions = _cuda_registers(path)
+    assert regions == []  # no .cudbg.global section
+    pair = int(operand.split("[R")[1].split(".")[0])
+    addresses = [regs[lane][pair] | regs[lane][pair + 1] << 32 for lane in range(32)]
+    step = addresses[1] - addresses[0]
+    assert addresses == [addresses[0] + step * lane for lane in range(32)]
+    lines, _ = _exception_lines(path)
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"Addresses of {operand}"))
+    assert lines[at + 1:at + 3] == [f"  32 lanes: {addresses[0]:#x} {_step(step)}",
+                                    "  Not checked against memory: the core skipped global memory (skip_global_memory)"]
+
+
 # ---- ROCm: the ISA's rules, a uniform base with an offset ------------------------------------------------
 
 

@@ -158,8 +158,9 @@ def stack_trace(ctx, args):
             item["line"], item["column"] = 1, 1
         if f.file and f.note is None:
             item["source"] = {"name": os.path.basename(f.file), "path": f.file}
-        if f.info is not None and f.info.is_inlined:
-            item["presentationHint"] = "subtle"
+        # an inlined function's frame is a real source position, where the lanes stand: no "subtle" hint (VS
+        # Code folds such frames under "Show N More Stack Frames" and selects none of them on a stop, so
+        # neither the stopped line nor the exception widget would show)
         out.append(item)
     return {"stackFrames": out, "totalFrames": len(frames)}
 
