@@ -241,6 +241,10 @@ class Session:
 
     def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         return self._exceptions.detail(wave_id)
+
+    def stop_waves(self) -> list[int]:
+        return self._exceptions.stop_waves()
+
     def lane_addresses(self, wave_id: int | None = None, pc: int | None = None,
                        text: str | None = None) -> AccessAddresses | None:
         """Each lane's address at the instruction at `pc` (the wave's PC by default) of wave `wave_id` (the
