@@ -170,6 +170,21 @@ def test_a_lightweight_core_is_not_checked_against_memory_it_skipped(core, opera
                                     "  Not checked against memory: the core skipped global memory (skip_global_memory)"]
 
 
+def test_the_widget_lists_the_faulting_instructions_inline_chain():
+    """The faulting STG.E of the -lineinfo production build (0x1f0) sits six inline levels deep: the
+    levels' lines are the rows `nvdisasm -ndf -c -gi` prints above it (the committed listing), innermost
+    first, where the Call Stack shows the lanes' own PC (0x200)."""
+    listing = (Path(REPO_ROOT) / "examples" / "production" / "scatter_rows.sm_90.lineinfo.cubin.gi.txt").read_text()
+    rows = listing.split("/*01f0*/")[0].rsplit("*/", 1)[1]  # the //## rows between 0x1e0 and 0x1f0
+    expected = [f"{Path(f).name}:{n}" for f, n in re.findall(r'//## File "([^"]+)", line (\d+)', rows)]
+    assert len(expected) == 6
+    lines, _ = _exception_lines(Path(REPO_ROOT) / "examples" / "production" / "cores" / "scatter_rows.sm_90.cudacore")
+    at = lines.index("Inlined there, innermost first:")
+    shown = lines[at + 1:at + 7]
+    assert [line.rsplit("(", 1)[1].rstrip(")") for line in shown] == expected
+    assert all(line.startswith("  ") for line in shown) and not lines[at + 7].startswith("  ")
+
+
 # ---- ROCm: the ISA's rules, a uniform base with an offset ------------------------------------------------
 
 

@@ -261,8 +261,10 @@ def test_the_fault_examples_lightweight_core_names_what_was_skipped():
     finally:
         session.state.close()
     full = Session.open(str(EXAMPLES / "fault" / "dumps" / "sm_90.G"))
-    try:  # the dump itself holds no bytes there either, and gives no reason it does not know
-        assert format_obj(evaluate_expression(full, "*slot", frame=full.frames()[0])) == "<unavailable>"
+    try:  # the dump holds `out`'s 1 KiB and no bytes past it, and gives no reason it does not know
+        frame = full.frames()[0]
+        assert format_obj(evaluate_expression(full, "*slot", frame=frame, lanes=[0])) == "0"
+        assert format_obj(evaluate_expression(full, "*slot", frame=frame, lanes=[1])) == "<unavailable>"
     finally:
         full.state.close()
 

@@ -53,6 +53,9 @@ def exception_lines(d: ExceptionDetail) -> tuple[str, list[str]]:
     # the format names the faulting instruction, or the wave's PC stands for it (AMD and Intel report
     # faults late: their notes say so)
     lines = [f"{'Faulting instruction' if recorded else 'Instruction at the stop'}: {instruction_text(d)}"]
+    if d.chain:  # the whole inline chain, innermost first: what nvdisasm -gi prints above the instruction
+        lines.append("Inlined there, innermost first:")
+        lines.extend(f"  {function}" + (f" ({at})" if at else "") for function, at in d.chain)
     if d.stopped_pc is not None:
         lines.append(f"The lanes stand at {d.stopped_pc:#x}, past the faulting instruction")
     if r.address is not None:

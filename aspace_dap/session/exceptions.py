@@ -65,6 +65,9 @@ class ExceptionDetail:
     same: Sharing                    # every lane and wave that raised this kind
     others: list[Sharing] = field(default_factory=list)  # the other kinds the dump records
     from_stop_only: bool = False     # the format records no detail: built from the stop's description
+    # (function, `file:line`) of each level of the instruction's inline chain, innermost first, as `nvdisasm -gi`
+    # and `llvm-symbolizer --inlining` list them; empty when it is in no inlined code
+    chain: list[tuple[str, str | None]] = field(default_factory=list)
     addresses: AccessAddresses | None = None  # each lane's address at the instruction, when it accesses memory
     addresses_error: str | None = None        # why they could not be worked out
 
@@ -133,6 +136,7 @@ class Exceptions(Part):
         text = self._disassemble(pc) if pc is not None else None
         detail = ExceptionDetail(mine, pc, text, symbol, source, function, stopped if stopped != pc else None,
                                  sharing[mine.kind], [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+        detail.chain = self._chain(wave, pc, source)
         if text is not None:
             try:
                 detail.addresses = self._addresses(wave, pc, text)
@@ -146,6 +150,24 @@ class Exceptions(Part):
         except AspaceError:
             pc = None
         return wave.pc if pc is None else pc
+
+    def _chain(self, wave, pc: int | None, source: str | None) -> list[tuple[str, str | None]]:
+        """The inline chain at a runtime address: each level's function where the level inside it was
+        inlined (the innermost at the address's own line)."""
+        if pc is None:
+            return []
+        try:
+            program = self.programs.program_for(wave)
+        except AspaceError:
+            return []
+        infos = program.index.frames_at(program.elf_pc(pc)) if program.index is not None else []
+        if len(infos) < 2:
+            return []
+        chain, at = [], source
+        for info in infos:
+            chain.append((info.function, at))
+            at = f"{Path(info.call_file).name}:{info.call_line}" if info.call_file and info.call_line else None
+        return chain
 
     def _place(self, wave, pc: int | None) -> tuple[str | None, str | None, str | None]:
         """(function, `symbol+0xoffset`, `file:line`) of a runtime address in the wave's code."""
