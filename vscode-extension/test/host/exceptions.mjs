@@ -61,6 +61,9 @@ const CASES = [
     core: 'scatter_rows.sm_90.light.cudacore',
     title: 'Exception has occurred: CUDA_EXCEPTION_14',
     texts: ['Faulting instruction: 0x1f0', 'STG.E desc[UR6][R6.64], R3 (store.cuh:11)',
+      // the faulting instruction's six inline levels, as nvdisasm -gi lists them above it
+      'Inlined there, innermost first:', 'store_value', '(store.cuh:17)', '(scatter_rows.cu:15)',
+      '(scatter_rows.cu:23)', '(scatter_rows.cu:36)',
       'The lanes stand at 0x200, past the faulting instruction',
       'Addresses of desc[UR6][R6.64] (global, 4 bytes a lane), 32 lanes (0-31):',
       '32 lanes: 0x7f2100000000 + 4·lane',
