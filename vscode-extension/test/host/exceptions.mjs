@@ -72,6 +72,7 @@ const CASES = [
     // where the lanes stand (0x200), the whole inline chain: nvdisasm -gi's rows there
     stack: [/copy_row.*scatter_rows\.cu.*22/, /copy_tile.*scatter_rows\.cu.*30/, /scatter_rows.*scatter_rows\.cu.*36/],
     shot: 'vscode-production-crash.png',
+    hidePanel: true,
   },
   {
     name: 'ROCm fault core',
@@ -169,6 +170,7 @@ async function check(page, c) {
   console.log(`ok   ${c.name}: ${text.slice(0, 160)}…`);
   if (shots && c.shot) {
     mkdirSync(shots, { recursive: true });
+    if (c.hidePanel) await runCommand(page, 'View: Hide Panel'); // the whole widget in the picture
     await page.mouse.move(900, 700); // no hover over the toolbar in the picture
     await sleep(1000);
     await page.screenshot({ path: join(shots, c.shot) });
