@@ -277,6 +277,15 @@ class CodeObject:
                 return kernel
         return None
 
+    def kernel_at(self, address: int) -> KernelInfo | None:
+        """The kernel whose code starts at `address`: its descriptor's entry, or its code symbol."""
+        for kernel in self.kernels:
+            symbol = self.symbols.get(kernel.name)
+            if kernel.entry_address == address or (symbol is not None and symbol.type == "FUNC"
+                                                   and symbol.value == address):
+                return kernel
+        return None
+
     # DWARF
     def has_dwarf(self) -> bool:
         return ".debug_info" in self._sections

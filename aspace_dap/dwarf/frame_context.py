@@ -11,9 +11,15 @@ from .target import FrameContext
 
 
 def is_kernel(code_object, function: FrameInfo) -> bool:
-    """Whether the code object's metadata names this function as a kernel (by linkage or plain name)."""
+    """Whether the code object's metadata names this function as a kernel (by linkage or plain name), or
+    one of its kernels starts where this concrete function starts (DWARF without linkage names:
+    -gline-tables-only, whose subprograms carry plain names only)."""
     kernel = getattr(code_object, "kernel", None)
-    return bool(kernel and (kernel(function.linkage_name or "") or kernel(function.function)))
+    if kernel and (kernel(function.linkage_name or "") or kernel(function.function)):
+        return True
+    kernel_at = getattr(code_object, "kernel_at", None)
+    return bool(kernel_at and not function.is_inlined and function.low_pc is not None
+                and kernel_at(function.low_pc))
 
 
 def frame_context(index: DwarfIndex | None, code_object, adapter, info: FrameInfo | None, pc: int, *,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..errors import AspaceError, CodeObjectError
+from ..names import function_name, is_mangled
 from .dies import (AT_ABSTRACT_ORIGIN, AT_ADDRESS_CLASS, AT_ARTIFICIAL, AT_CALL_COLUMN, AT_CALL_FILE, AT_CALL_LINE,
                    AT_DECLARATION, AT_DECL_FILE, AT_DECL_LINE, AT_FRAME_BASE, AT_HIGH_PC, AT_LINKAGE_NAME,
                    AT_LLVM_ACTIVE_LANE, AT_LLVM_ADDRESS_SPACE, AT_LLVM_LANE_PC, AT_LLVM_MEMORY_SPACE, AT_LOCATION,
@@ -26,6 +27,7 @@ from .lines import LineInfo
 from .loclists import LocList
 from .ops import decode_cached
 from .reader import ByteReader
+from .scopes import qualified_name
 from .target import Dialect
 from .types import Type
 
@@ -112,8 +114,11 @@ class VariableInfo:
 class DwarfIndex(DieReader):
     """Queries by PC, name and file over the DIE reader: frames, variables, types, lines."""
 
-    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None):
+    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None, symbols=None):
+        """`symbols`: the code object (its `symbol_at`), which names functions whose DWARF has no
+        linkage name (-gline-tables-only) as llvm-symbolizer does."""
         super().__init__(elf, load_bias=load_bias, e_machine=e_machine)
+        self._symbols = symbols
         self._cu_ranges: list[tuple[int, int, int]] | None = None
         self._scans: dict[int, _UnitScan] = {}
         self._types = None
@@ -207,8 +212,19 @@ class DwarfIndex(DieReader):
         chain = [sub]
         self._descend(sub, pc, chain, 0)
         frames = [self._frame_for(d, pc, frame_base, sub) for d in chain]
+        frames[0] = self._named_by_symbol(frames[0])
         frames.reverse()
         return frames
+
+    def _named_by_symbol(self, frame: FrameInfo) -> FrameInfo:
+        """A concrete function without a linkage name (line tables only: no namespaces either) takes the
+        mangled name of the function symbol that starts where it starts, as llvm-symbolizer names it."""
+        if frame.linkage_name is not None or self._symbols is None or frame.low_pc is None:
+            return frame
+        sym = self._symbols.symbol_at(frame.low_pc)
+        if sym is None or sym.type != "FUNC" or sym.value != frame.low_pc or not is_mangled(sym.name):
+            return frame
+        return replace(frame, function=function_name(sym.name), linkage_name=sym.name)
 
     def scopes_at(self, pc: int) -> tuple[int, ...]:
         """Offsets of the subprogram at `pc` and of every lexical block and inlined subroutine under it
@@ -263,8 +279,12 @@ class DwarfIndex(DieReader):
                 if at in concrete.raw:
                     active = self._expr_at(concrete, at, pc)
         is_inlined = die.tag == TAG_INLINED_SUBROUTINE
+        # gdb's name: qualified by the enclosing namespaces and classes, else from the linkage name
+        qualified = qualified_name(self, chain) if name else None
+        if qualified is None and isinstance(linkage, str):
+            qualified = function_name(linkage)
         return FrameInfo(
-            function=name or linkage or f"<function at {die.offset:#x}>",
+            function=qualified or name or linkage or f"<function at {die.offset:#x}>",
             linkage_name=linkage,
             die_offset=die.offset,
             cu_offset=unit.offset,

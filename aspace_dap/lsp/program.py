@@ -72,7 +72,8 @@ class CodeObjectLens:
         self.path = path
         self._layout = None
         self._layout_done = False
-        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine)
+        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine,
+                                symbols=code_object)
         self.adapter = adapter_for(code_object.vendor)
         self.adapter.use_code_object(code_object)
         self.wave_lanes = _wave_lanes(code_object)

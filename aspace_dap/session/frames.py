@@ -16,6 +16,7 @@ from ..dwarf.frame_context import is_kernel
 from ..dwarf.index import FrameInfo
 from ..dwarf.target import Dialect
 from ..errors import AspaceError, StateError
+from ..names import demangle, function_name, short_name
 from .focus import Focus
 from .programs import Part, Program, Programs
 from .sources import Sources
@@ -42,13 +43,31 @@ class Frame:
     note: str | None = None  # a frame that stands for "position unknown": shown as its name, no variables
 
     @property
-    def name(self) -> str:
+    def function(self) -> str:
+        """The function's name as gdb prints it in `bt`: qualified, demangled, without its parameters."""
         if self.note is not None:
             return self.note
         if self.info is None:
-            sym = self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
-            return sym.name if sym else f"0x{self.runtime_pc:x}"
+            sym = self._symbol()
+            return function_name(sym.name) if sym else f"0x{self.runtime_pc:x}"
         return self.info.function
+
+    @property
+    def name(self) -> str:
+        """The Call Stack's name: the function's, its template arguments elided when it is long."""
+        return self.function if self.note is not None else short_name(self.function)
+
+    @property
+    def full_name(self) -> str:
+        """The whole signature where a mangled name gives one (`void ns::f<int>(int*)`), else the function."""
+        linkage = self.info.linkage_name if self.info is not None else None
+        if self.info is None and self.note is None:
+            sym = self._symbol()
+            linkage = sym.name if sym else None
+        return (demangle(linkage) if linkage else None) or self.function
+
+    def _symbol(self):
+        return self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
 
     @property
     def dialect(self) -> Dialect:

@@ -54,7 +54,7 @@ class Programs:
             if wanted and builds != ["?"]:
                 self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
-        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
+        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine, symbols=co) if co.has_dwarf() else None
         if index is None:
             self.warnings.append(f"{path}: no DWARF; frames show addresses only")
         return Program(co_id, str(path), co, index, load_address)
