@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ..errors import AspaceError
+from ..names import display_name
 from ..session import Session
 from .refs import thread_id
 
@@ -24,7 +25,8 @@ def group_body(s: Session, index: int, group, full: bool) -> dict:
         frames.append(item)
     dispatch = group.dispatch
     return {"id": index, "dispatch": dispatch.id if dispatch is not None else None,
-            "kernel": dispatch.kernel if dispatch is not None else None, "frames": frames,
+            "kernel": display_name(dispatch.kernel) if dispatch is not None and dispatch.kernel else None,
+            "frames": frames,
             "waveCount": len(group.wave_ids), "activeLanes": group.active_lanes, "lanes": group.valid_lanes,
             "waveIds": ids.tolist(), "threadIds": [thread_id(w) for w in ids.tolist()],
             "waveRanges": coalesce_ranges(group.wave_ids), "hasFocus": bool((group.wave_ids == s.focus_wave).any())}

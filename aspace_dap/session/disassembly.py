@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..adapters.base import DecodedInstruction, DisassemblerMissing
 from ..errors import AspaceError
+from ..names import display_name
 from .focus import Focus
 from .programs import Part, Program, Programs
 from .sources import Sources
@@ -53,6 +54,15 @@ class Instruction:
         if self.symbol is None:
             return None
         return f"{self.symbol}+0x{self.offset:x}" if self.offset else self.symbol
+
+    @property
+    def display_where(self) -> str | None:
+        """`where` with the symbol as people read it (`app::scatter_kernel<float, 4>+0x10`): the
+        Disassembly View's label; gdb's `x/i` keeps the mangled symbol (`print asm-demangle` is off)."""
+        if self.symbol is None:
+            return None
+        name = display_name(self.symbol)
+        return f"{name}+0x{self.offset:x}" if self.offset else name
 
 
 @dataclass(frozen=True)
