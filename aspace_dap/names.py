@@ -170,12 +170,12 @@ def _signature_name(full: str) -> str | None:
     # the parameter list: the last top-level (...) group, followed only by qualifiers
     params = None
     for i, c in enumerate(full):
-        if c == "(" and depths[i] == (0, 0) and i > 0:
+        if c == "(" and depths[i] == (0, 0) and i > 0 and not full.startswith("(.", i):  # `(.kd)`: a suffix
             close = _matching(full, depths, i)
             if close is None:
                 return None
             rest = full[close + 1:].split()
-            if all(word in _TRAILING_QUALIFIERS or word.startswith("[clone") or word.endswith("]")
+            if all(word in _TRAILING_QUALIFIERS or word.startswith(("[clone", "(.")) or word.endswith(("]", ")"))
                    for word in rest):
                 params = i
     if params is None:
