@@ -114,11 +114,11 @@ class VariableInfo:
 class DwarfIndex(DieReader):
     """Queries by PC, name and file over the DIE reader: frames, variables, types, lines."""
 
-    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None, symbols=None):
-        """`symbols`: the code object (its `symbol_at`), which names functions whose DWARF has no
-        linkage name (-gline-tables-only) as llvm-symbolizer does."""
+    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None, function_at=None):
         super().__init__(elf, load_bias=load_bias, e_machine=e_machine)
-        self._symbols = symbols
+        # code address -> the function symbol there: names a function whose DWARF has no linkage name
+        # (-gline-tables-only) as llvm-symbolizer does
+        self._function_at = function_at
         self._cu_ranges: list[tuple[int, int, int]] | None = None
         self._scans: dict[int, _UnitScan] = {}
         self._types = None
@@ -219,9 +219,9 @@ class DwarfIndex(DieReader):
     def _named_by_symbol(self, frame: FrameInfo) -> FrameInfo:
         """A concrete function without a linkage name (line tables only: no namespaces either) takes the
         mangled name of the function symbol that starts where it starts, as llvm-symbolizer names it."""
-        if frame.linkage_name is not None or self._symbols is None or frame.low_pc is None:
+        if frame.linkage_name is not None or self._function_at is None or frame.low_pc is None:
             return frame
-        sym = self._symbols.symbol_at(frame.low_pc)
+        sym = self._function_at(frame.low_pc)
         if sym is None or sym.type != "FUNC" or sym.value != frame.low_pc or not is_mangled(sym.name):
             return frame
         return replace(frame, function=function_name(sym.name), linkage_name=sym.name)

@@ -73,7 +73,7 @@ class CodeObjectLens:
         self._layout = None
         self._layout_done = False
         self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine,
-                                symbols=code_object)
+                                function_at=code_object.symbol_at)
         self.adapter = adapter_for(code_object.vendor)
         self.adapter.use_code_object(code_object)
         self.wave_lanes = _wave_lanes(code_object)

@@ -58,7 +58,8 @@ class Programs:
         missing = missing_demangler()
         if missing and missing not in self.warnings and any(is_mangled(name) for name in co.symbols):
             self.warnings.append(missing)
-        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine, symbols=co) if co.has_dwarf() else None
+        index = (DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine, function_at=co.symbol_at)
+                 if co.has_dwarf() else None)
         if index is None:
             self.warnings.append(f"{path}: no DWARF; frames show addresses only")
         return Program(co_id, str(path), co, index, load_address)
