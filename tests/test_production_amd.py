@@ -89,6 +89,7 @@ def test_every_pc_has_llvm_symbolizers_frames_and_ends_at_the_kernel(co):
         assert [(n, os.path.relpath(f, REPO_ROOT) if os.path.isabs(f) else f, ln, col) for n, f, ln, col in got] \
             == want, hex(pc)
         assert is_kernel(code_object, kernel) and not kernel.is_inlined, hex(pc)
+        assert all(f.no_variable_info for f in frames), hex(pc)  # the build declares no variable
         deepest = max(deepest, len(frames))
     assert deepest == 7  # store, scatter_one, Tile::write, apply, epilogue, run_row, the kernel
 

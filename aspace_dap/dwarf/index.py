@@ -59,6 +59,9 @@ class FrameInfo:
     dialect: Dialect = field(default_factory=Dialect)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     origin_offset: int | None = None  # the abstract subprogram DIE, for inlined/out-of-line instances
+    # the function's DIEs declare nothing (no decl_line, no variable, parameter or block): clang's
+    # -gline-tables-only, whose subprograms carry a name and code ranges only
+    no_variable_info: bool = False
 
 
 @dataclass(eq=False)
@@ -301,7 +304,17 @@ class DwarfIndex(DieReader):
             dialect=unit.dialect,
             ranges=ranges,
             origin_offset=chain[1].offset if len(chain) > 1 else None,
+            no_variable_info=self._declares_nothing(chain),
         )
+
+    def _declares_nothing(self, chain: list[Die]) -> bool:
+        """No DIE of a function's chain has a declaration line, a variable, a parameter or a block."""
+        for die in chain:
+            if AT_DECL_LINE in die.raw:
+                return False
+            if any(child.tag in (TAG_VARIABLE, TAG_FORMAL_PARAMETER, TAG_LEXICAL_BLOCK) for child in self.children(die)):
+                return False
+        return True
 
     # -- variables ------------------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ for arch in gfx942 gfx1100 gfx90a; do
     (cd .. && "$CLANG19" -x hip --offload-arch="$arch" -O3 -gline-tables-only -ffile-prefix-map="$PWD"=examples \
         -nogpuinc -nogpulib -Ihip_builtins -cuid=inline_chain --cuda-device-only --no-gpu-bundle-output \
         -c production/inline_chain.hip -o "production/$out")
-    "$OBJDUMP19" -d --line-numbers "$out" > "$out.s.txt"
+    # -z: the zero padding llvm-objdump would elide as "..." is listed too (every instruction start)
+    "$OBJDUMP19" -d -z --line-numbers "$out" > "$out.s.txt"
     "$DWARFDUMP19" --debug-info --debug-line "$out" > "$out.dwarf.txt"
 done
 
