@@ -5,6 +5,7 @@ Stack's short form of a long templated name."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -45,7 +46,8 @@ def test_every_example_symbol_demangles_as_the_vendors_tools(example_symbols, to
 def test_nvcc_internal_linkage_names_as_cuda_gdb_reads_them(tmp_path):
     """nvcc gives a `static` function of a namespace the namespace `_INTERNAL_<hash>_<file>_<hash>` and an
     anonymous namespace `_GLOBAL__N__<hash>`; cuda-gdb demangles with libiberty, what c++filt prints."""
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or next(
+        (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/nvcc"), reverse=True)), None)
     if nvcc is None:
         pytest.skip("nvcc not installed: the CUDA toolkit, or pip install nvidia-cuda-nvcc")
     (tmp_path / "k.cu").write_text(
