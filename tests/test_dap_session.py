@@ -45,7 +45,7 @@ def test_session_walkthrough(manifest):
         frames = c.request("stackTrace", {"threadId": tid})
         assert frames["totalFrames"] >= 1
         top = frames["stackFrames"][0]
-        # a source file, or the header an inlined function stands in (examples/production)
+        # a source file, or the header an inlined function stands in (examples/production_amd)
         assert top["line"] > 0 and top["source"]["path"].endswith((".hip", ".cu", ".cl", ".h", ".cuh"))
         assert top["instructionPointerReference"].startswith("0x")
         focus = c.request("setFocus", {"threadId": tid})
@@ -60,7 +60,7 @@ def test_session_walkthrough(manifest):
             return fid, merged
 
         fid, vars_a = locals_now()
-        if "/production/" in dump:  # -gline-tables-only: no variables (tests/test_production_amd.py)
+        if "/production_amd/" in dump:  # -gline-tables-only: no variables (tests/test_production_amd.py)
             assert not vars_a
             return
         assert vars_a, "no variables in the top frame"

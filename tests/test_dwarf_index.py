@@ -16,8 +16,8 @@ from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType, QualifiedTy
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 O2_OBJECTS = sorted(EXAMPLES.glob("*/*.O2.co"))
-# builds with variable information (examples/production is -gline-tables-only: tests/test_production_amd.py)
-ALL_OBJECTS = sorted(p for p in EXAMPLES.glob("*/*.co") if p.parent.name != "production")
+# builds with variable information (examples/production_amd is -gline-tables-only: tests/test_production_amd.py)
+ALL_OBJECTS = sorted(p for p in EXAMPLES.glob("*/*.co") if p.parent.name != "production_amd")
 
 
 # --- a small reader for llvm-dwarfdump's text, used as the oracle -------------------------------

@@ -1,4 +1,4 @@
-"""The AMD production example (examples/production/): clang-19 -O3 -gline-tables-only for gfx942, gfx1100 and
+"""The AMD production example (examples/production_amd/): clang-19 -O3 -gline-tables-only for gfx942, gfx1100 and
 gfx90a, a seven-level always_inline chain over two headers.
 
 Every frame at every instruction of the kernel is compared with `llvm-symbolizer-19 --inlining` (innermost
@@ -51,7 +51,7 @@ def kernel_pcs(co: Path) -> list[int]:
 
 def symbolized(co: Path, pcs: list[int]) -> list[list[tuple[str, str, int, int]]]:
     """llvm-symbolizer --inlining's frames per pc: (function, file, line, column), innermost first. Run from
-    the repository's root: the DWARF names its files examples/production/..."""
+    the repository's root: the DWARF names its files examples/production_amd/..."""
     out = subprocess.run([symbolizer(), "--inlining", f"--obj={co}", *(hex(pc) for pc in pcs)], cwd=REPO_ROOT,
                          capture_output=True, text=True, check=True).stdout
     stacks = []

@@ -8,8 +8,8 @@
 # (apt-get install clang-19 llvm-19 lld-19), with llvm-objdump-19's and llvm-dwarfdump-19's listings
 # beside them. The kernel needs no device library: every target is built against ../hip_builtins
 # (threadIdx and friends written with clang's AMDGPU builtins), as ../build.sh builds gfx942.
-# -ffile-prefix-map keeps the build folder out of the DWARF: it names examples/production/... wherever
-# this runs. The dumps come from ../dumpgen/production.py (`../make_dumps.py production`); CI only
+# -ffile-prefix-map keeps the build folder out of the DWARF: it names examples/production_amd/... wherever
+# this runs. The dumps come from ../dumpgen/production_amd.py (`../make_dumps.py production_amd`); CI only
 # uses the committed outputs.
 set -euo pipefail
 
@@ -27,7 +27,7 @@ for arch in gfx942 gfx1100 gfx90a; do
     # -cuid fixes the compilation-unit id clang-19 otherwise draws at random (a __hip_cuid_ symbol)
     (cd .. && "$CLANG19" -x hip --offload-arch="$arch" -O3 -gline-tables-only -ffile-prefix-map="$PWD"=examples \
         -nogpuinc -nogpulib -Ihip_builtins -cuid=inline_chain --cuda-device-only --no-gpu-bundle-output \
-        -c production/inline_chain.hip -o "production/$out")
+        -c production_amd/inline_chain.hip -o "production_amd/$out")
     # -z: the zero padding llvm-objdump would elide as "..." is listed too (every instruction start)
     "$OBJDUMP19" -d -z --line-numbers "$out" > "$out.s.txt"
     "$DWARFDUMP19" --debug-info --debug-line "$out" > "$out.dwarf.txt"

@@ -1,4 +1,4 @@
-"""Dumps of the production example (examples/production/): a -gline-tables-only -O3 gfx942 build, two crashes.
+"""Dumps of the production example (examples/production_amd/): a -gline-tables-only -O3 gfx942 build, two crashes.
 
 `app::scatter_kernel<float, 4>` stores `out[index[gid]]` seven inlined levels down. The dispatch has
 n = 128 work-items in 64-wide work-groups; each dump holds work-group 0's one wave (wave64), with the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .engine import DumpSpec, FrameSpec, WaveSpec, lane_u32, sgpr_pair, u32, u64
 
-HERE = Path(__file__).resolve().parent.parent / "production"
+HERE = Path(__file__).resolve().parent.parent / "production_amd"
 CODE_OBJECT = HERE / "inline_chain.clang19.gfx942.O3.co"
 KERNEL = "_ZN3app14scatter_kernelIfLi4EEEvPKiPKT_PS3_S6_i"
 N, GROUP, LANES = 128, 64, 64
