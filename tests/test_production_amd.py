@@ -28,7 +28,7 @@ from aspace_dap.dwarf.index import DwarfIndex
 from aspace_dap.names import demangle
 from aspace_dap.state import load_state
 
-EXAMPLE = Path(REPO_ROOT) / "examples" / "production"
+EXAMPLE = Path(REPO_ROOT) / "examples" / "production_amd"
 CODE_OBJECTS = [EXAMPLE / f"inline_chain.clang19.{arch}.O3.co" for arch in ("gfx942", "gfx1100", "gfx90a")]
 KERNEL = "_ZN3app14scatter_kernelIfLi4EEEvPKiPKT_PS3_S6_i"
 SYMBOLIZER = "llvm-symbolizer-19"
