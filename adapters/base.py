@@ -114,6 +114,12 @@ class TargetAdapter(ABC):
 
     # --- naming -----------------------------------------------------------------------
 
+    def function_symbol(self, code_object, address: int) -> tuple[str, int, int] | None:
+        """(name, start, size) of the function symbol holding a code address (the code object's function
+        symbols of the address's own code section), or None."""
+        sym = code_object.function_symbol_at(address)
+        return (sym.name, sym.value, sym.size) if sym is not None else None
+
     def unwind(self, code_object, target, function_low: int, pc: int, lane: int) -> "CallerState | None":
         """The caller's PC and registers when stopped at `pc` in a function starting at `function_low`."""
         return None

@@ -29,9 +29,15 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
                 value, where = f"<unavailable: {exc}>", "?"
             variables.append({"name": var.name, "kind": var.kind, "type": var.type_name("?"),
                               "value": value, "location": where})
-        frames.append({"index": frame.index, "function": frame.function, "file": frame.file, "line": frame.line,
-                       "pc": f"0x{frame.runtime_pc:x}", "inlined": bool(frame.info and frame.info.is_inlined),
-                       "variables": variables})
+        entry = {"index": frame.index, "function": frame.function, "file": frame.file, "line": frame.line,
+                 "pc": f"0x{frame.runtime_pc:x}", "inlined": bool(frame.info and frame.info.is_inlined),
+                 "variables": variables}
+        if frame.column:
+            entry["column"] = frame.column
+        reason = session.no_variables_reason(frame)
+        if reason is not None:
+            entry["no_variables"] = reason
+        frames.append(entry)
     return {"wave": wave.id, "thread": session.thread_name(wave), "lane": lane,
             "lane_state": session.lane_state(wave, lane), "frames": frames}
 
@@ -39,10 +45,14 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
 def print_report(report: dict, out=None) -> None:
     out = sys.stdout if out is None else out  # looked up per call: stdout may be redirected after import
     print(f"{report['thread']}  lane {report['lane']} ({report['lane_state']})", file=out)
+    told = False
     for f in report["frames"]:
         where = f"{f['file']}:{f['line']}" if f["file"] else "??"
         inl = " [inlined]" if f["inlined"] else ""
         print(f"#{f['index']}  {f['pc']} in {f['function']}{inl} at {where}", file=out)
+        if f.get("no_variables") and not told:  # the same for every frame of the build: said once
+            print(f"    (no variables: {f['no_variables']})", file=out)
+            told = True
         width = max((len(v["name"] or "?") for v in f["variables"]), default=0)
         for v in f["variables"]:
             print(f"    {(v['name'] or '?'):<{width}} = {v['value']}    [{v['kind']}, {v['type']}, {v['location']}]",

@@ -54,7 +54,7 @@ def test_code_object_v2_kernels_are_named_after_their_header(tmp_path):
     sym = co.symbols["scatter_v2"]
     assert (sym.value, sym.size, sym.type) == (header + 256, 12, "FUNC")
     for pc in (header + 256, header + 264):
-        assert co.symbol_at(pc).name == "scatter_v2"
+        assert co.symbol_at(pc).name == co.function_symbol_at(pc).name == "scatter_v2"
     assert co.symbol_at(header + 8) is None  # inside the header: no code
 
 

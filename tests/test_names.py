@@ -17,6 +17,7 @@ from dap_client import REPO_ROOT
 from names_tools import cxxfilt
 
 from aspace_dap import names
+from aspace_dap.adapters import adapter_for
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.index import DwarfIndex
 
@@ -75,7 +76,8 @@ def test_nvcc_internal_linkage_names_as_cuda_gdb_reads_them(tmp_path):
 def test_dwarf_names_are_the_demanglers_functions(co):
     """Where DWARF has a linkage name, the name qualified from its DIEs is the demangler's function name."""
     (code_object,) = load_code_objects(co)
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, function_at=code_object.symbol_at)
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+                       function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     functions = [s for s in code_object.symbols.values() if s.type == "FUNC" and names.is_mangled(s.name)]
     assert functions
     for sym, demangled in zip(functions, cxxfilt(*(s.name for s in functions))):

@@ -21,6 +21,7 @@ import pytest
 from dap_client import REPO_ROOT, launched
 from names_tools import cxxfilt
 
+from aspace_dap.adapters import adapter_for
 from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
 from aspace_dap.codeobj import load_code_objects
 from aspace_dap.dwarf.frame_context import is_kernel
@@ -69,7 +70,8 @@ def symbolized(co: Path, pcs: list[int]) -> list[list[tuple[str, str, int, int]]
 @pytest.mark.parametrize("co", CODE_OBJECTS, ids=lambda p: p.name.split(".")[2])
 def test_every_pc_has_llvm_symbolizers_frames_and_ends_at_the_kernel(co):
     (code_object,) = load_code_objects(co)
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, function_at=code_object.symbol_at)
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+                       function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     assert not any("linkage_name" in line for line in Path(str(co) + ".dwarf.txt").read_text().splitlines()), \
         "a -gline-tables-only build has no linkage names"
     pcs = kernel_pcs(co)
@@ -99,7 +101,8 @@ def test_the_kernel_name_is_the_demanglers():
     full = cxxfilt(KERNEL)[0]
     assert demangle(KERNEL) == full == "void app::scatter_kernel<float, 4>(int const*, float const*, float*, float*, int)"
     (code_object,) = load_code_objects(CODE_OBJECTS[0])
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, function_at=code_object.symbol_at)
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+                       function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     assert index.frames_at(STORE)[-1].function == full[len("void "):full.index("(")]
 
 
@@ -169,7 +172,7 @@ def test_assert_trap_core_names_the_s_trap(cores):
         assert f"The lanes stand at {AFTER_TRAP:#x}, past the faulting instruction" in lines
         assert "Raised by 1 lane in 1 wave (wave 0)" in lines
         assert c.stopped["text"].startswith("wave 0: assert trap; queue 1: wave abort; ")
-        assert f"wave abort: {where[0][0]} (inline_chain_store.h:20) · lane 3" in c.stopped["text"]
+        assert f"wave abort: {where[0][0]} (inline_chain_store.h:20)" in c.stopped["text"]
         assert c.stack[0]["instructionPointerReference"] == f"{AFTER_TRAP:#x}"
         assert c.stack[0]["name"] == where[0][0] and c.stack[-1]["name"] == "app::scatter_kernel<float, 4>"
     finally:

@@ -461,14 +461,20 @@ class _Images:
         if co is None or pc is None or found is None:
             return ""
         try:
-            if co.has_dwarf():
-                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine).frames_at(pc - found)
+            if co.has_dwarf() or co.has_line_tables():
+                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine,
+                                    function_at=lambda at: _function(co, at)).frames_at(pc - found)
                 if frames:
                     return frames[-1].function
-            symbol = co.symbol_at(pc - found)
+            symbol = co.function_symbol_at(pc - found)
         except AspaceError:
             return ""
         return symbol.name if symbol is not None else ""
+
+
+def _function(co, address: int) -> tuple[str, int, int] | None:
+    sym = co.function_symbol_at(address)
+    return (sym.name, sym.value, sym.size) if sym is not None else None
 
 
 def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles, base: int):

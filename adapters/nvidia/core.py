@@ -52,7 +52,7 @@ from .core_elf import (EM_CUDA, ELF_MAGIC, ELFOSABI_CUDA, ET_CORE, EXCEPTION_NON
                        LEFT_OUT, SHT_BT, SHT_CB_TABLE, SHT_CBU_BAR, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE,
                        SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_MANAGED, SHT_META,
                        SHT_MOD_TABLE, SHT_NOBITS, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED,
-                       SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, WINDOW_SIZE, CoreElf, Section)
+                       SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, SKIPPED_SPACES, WINDOW_SIZE, CoreElf, Section)
 
 BIG = np.int64(1 << 40)
 
@@ -208,6 +208,10 @@ class _CoreReader:
                          target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
                          focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads)
         state.not_kept = not_kept
+        meta = self._meta()
+        # what a value in these spaces reads as, when the core left their memory out (its generation flags)
+        state.missing_memory = {space: why for flag, (spaces, why) in SKIPPED_SPACES.items()
+                                if meta is not None and meta["flags"] & flag for space in spaces}
         return state
 
     def _faults(self, focus: Focus | None) -> list[Fault]:

@@ -63,7 +63,7 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
     machine = raw_machine(data, label)
     if machine == EM_CUDA:
-        return [CodeObject(_relocated_cubin(data, label), label)]
+        return [_cubin(data, label)]
     if machine in LEGACY_AMD_MACHINES:
         raise CodeObjectError(
             f"{label}: a legacy AMD OpenCL binary (e_machine {machine:#x}, {LEGACY_AMD_MACHINES[machine]}: AMD's "
@@ -87,12 +87,15 @@ def _device_object(data: bytes, label: str) -> CodeObject:
     return CodeObject(data, label)
 
 
-def _relocated_cubin(data: bytes, label: str) -> bytes:
+def _cubin(data: bytes, label: str) -> CodeObject:
     # nvcc leaves every function at address 0 and names them in DWARF only through
     # relocations: lay the code out as the driver does before anything reads DWARF
     from aspace_dap.adapters.nvidia.cubin import relocate_cubin
 
-    return relocate_cubin(data, label)
+    warnings: list[str] = []
+    co = CodeObject(relocate_cubin(data, label, warnings), label)
+    co.load_warnings = warnings
+    return co
 
 
 def _from_bundle(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
@@ -126,7 +129,7 @@ def _from_host_elf(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
 def _from_cuda_fatbin(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
     from .fatbin import cubins
 
-    objects = [CodeObject(_relocated_cubin(image, name), name) for name, image in cubins(data, label, budget)]
+    objects = [_cubin(image, name) for name, image in cubins(data, label, budget)]
     if not objects:
         raise CodeObjectError(f"{label}: the fat binary holds no cubin (PTX only)")
     return objects

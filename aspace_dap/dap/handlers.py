@@ -24,7 +24,7 @@ from . import disassembly, exceptions, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
-from .focus import change_focus, stopped
+from .focus import change_focus, stop_badges, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
 from .refs import thread_ids, wave_of_thread
@@ -106,7 +106,7 @@ def configuration_done(ctx, args):
     st = state_of(ctx)
     if st.session is None:
         return None
-    return Reply(None, events_after=[stopped(st, st.session)])
+    return Reply(None, events_after=[stopped(st, st.session), *stop_badges(ctx, st, st.session)])
 
 
 @requests.request("threads")
@@ -247,7 +247,8 @@ def modules(ctx, args):
     for p in s.programs():
         co = p.code_object
         mods.append({"id": p.id, "name": os.path.basename(p.path), "path": p.path,
-                     "symbolStatus": "symbols loaded" if p.index is not None else "no DWARF",
+                     "symbolStatus": "no DWARF" if p.index is None else
+                     "symbols loaded" if p.index.has_units() else "line tables only",
                      "addressRange": f"0x{p.load_address:x}", "version": getattr(co, "processor", "")})
     start = not_negative(args, "startModule")
     count = not_negative(args, "moduleCount") or len(mods)
@@ -290,7 +291,7 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
         if st.unseen_stop == tid:
             return Reply(body)
         st.reset_views()
-        return Reply(body, events_after=[stopped(st, s)])
+        return Reply(body, events_after=[stopped(st, s), *stop_badges(ctx, st, s)])
 
 
 handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,

@@ -24,6 +24,7 @@ from .dies import (AT_ABSTRACT_ORIGIN, AT_ADDRESS_CLASS, AT_ARTIFICIAL, AT_CALL_
                    TAG_INLINED_SUBROUTINE, TAG_LEXICAL_BLOCK, TAG_MODULE, TAG_NAMESPACE, TAG_SUBPROGRAM, TAG_VARIABLE,
                    _Unit)
 from .lines import LineInfo
+from .linequeries import LineQueries
 from .loclists import LocList
 from .ops import decode_cached
 from .reader import ByteReader
@@ -59,6 +60,9 @@ class FrameInfo:
     dialect: Dialect = field(default_factory=Dialect)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     origin_offset: int | None = None  # the abstract subprogram DIE, for inlined/out-of-line instances
+    # a frame known from the line table alone (a build with line tables only, or NVIDIA's inlining
+    # opcodes): no DIE stands behind it, so it has no variables
+    line_only: bool = False
     # the function's DIEs declare nothing (no decl_line, no variable, parameter or block): clang's
     # -gline-tables-only, whose subprograms carry a name and code ranges only
     no_variable_info: bool = False
@@ -114,14 +118,15 @@ class VariableInfo:
         return loc
 
 
-class DwarfIndex(DieReader):
+class DwarfIndex(LineQueries, DieReader):
     """Queries by PC, name and file over the DIE reader: frames, variables, types, lines."""
 
     def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None, function_at=None):
         super().__init__(elf, load_bias=load_bias, e_machine=e_machine)
-        # code address -> the function symbol there: names a function whose DWARF has no linkage name
-        # (-gline-tables-only) as llvm-symbolizer does
+        # code address -> the function symbol there (name, value, size): for frames a line table makes, and
+        # to name a function whose DWARF has no linkage name (-gline-tables-only) as llvm-symbolizer does
         self._function_at = function_at
+        self._orphan_tables = None  # LineQueries._orphans
         self._cu_ranges: list[tuple[int, int, int]] | None = None
         self._scans: dict[int, _UnitScan] = {}
         self._types = None
@@ -210,7 +215,7 @@ class DwarfIndex(DieReader):
         """Frames at a PC, innermost (deepest inlined) first; [] when no function covers it."""
         sub = self._subprogram_at(pc)
         if sub is None:
-            return []
+            return self._line_frames(pc)
         frame_base = self._expr_at(sub, AT_FRAME_BASE, pc)
         chain = [sub]
         self._descend(sub, pc, chain, 0)
@@ -224,10 +229,13 @@ class DwarfIndex(DieReader):
         mangled name of the function symbol that starts where it starts, as llvm-symbolizer names it."""
         if frame.linkage_name is not None or self._function_at is None or frame.low_pc is None:
             return frame
-        sym = self._function_at(frame.low_pc)
-        if sym is None or sym.type != "FUNC" or sym.value != frame.low_pc or not is_mangled(sym.name):
+        found = self._function_at(frame.low_pc)
+        if found is None:
             return frame
-        return replace(frame, function=function_name(sym.name), linkage_name=sym.name)
+        name, start, _size = found
+        if start != frame.low_pc or not is_mangled(name):
+            return frame
+        return replace(frame, function=function_name(name), linkage_name=name)
 
     def scopes_at(self, pc: int) -> tuple[int, ...]:
         """Offsets of the subprogram at `pc` and of every lexical block and inlined subroutine under it
@@ -325,6 +333,8 @@ class DwarfIndex(DieReader):
         the frame inside. An outer variable hidden by an inner one of the same name
         is kept and marked `shadowed`.
         """
+        if frame.line_only:
+            return []
         die = self.die(frame.die_offset)
         params: list[VariableInfo] = []
         locals_: list[VariableInfo] = []
@@ -424,6 +434,8 @@ class DwarfIndex(DieReader):
     def function_variables(self, frame: FrameInfo) -> list[VariableInfo]:
         """Every variable declared anywhere in a function (all its blocks and inlined callees),
         whatever the PC: what a whole-function analysis needs."""
+        if frame.line_only:
+            return []
         top = self.die(frame.die_offset)
         out: list[VariableInfo] = []
         stack = [top]
@@ -573,69 +585,6 @@ class DwarfIndex(DieReader):
         if not isinstance(size, int) or not isinstance(encoding, int):
             raise CodeObjectError(f"base type {die_offset:#x} lacks a size or an encoding")
         return size, encoding
-
-    # -- lines -----------------------------------------------------------------------------------------
-
-    def _line_units(self) -> list[_Unit]:
-        return [u for u in self._all_units() if u.unit_type in (1, 3, 4)]
-
-    def line_for_pc(self, pc: int) -> LineInfo | None:
-        units = self._cus_for_pc(pc) or self._line_units()
-        for unit in units:
-            table = self._line_table(unit)
-            if table is not None:
-                info = table.lookup(pc)
-                if info is not None:
-                    return info
-        return None
-
-    def stated_line_for_pc(self, pc: int) -> LineInfo | None:
-        """line_for_pc, except that code at line 0 belongs to the nearest line before it (in its sequence)."""
-        units = self._cus_for_pc(pc) or self._line_units()
-        for unit in units:
-            table = self._line_table(unit)
-            if table is not None:
-                info = table.lookup_stated(pc)
-                if info is not None:
-                    return info
-        return None
-
-    def pcs_for_line(self, file: str, line: int) -> list[int]:
-        out: set[int] = set()
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                out.update(table.pcs_for_line(file, line))
-        return sorted(out)
-
-    def line_rows(self, file: str) -> dict[int, list[int]]:
-        """{line: sorted row start addresses} for every line of `file` with code, over all line tables."""
-        merged: dict[int, set[int]] = {}
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                for line, pcs in table.line_rows(file).items():
-                    merged.setdefault(line, set()).update(pcs)
-        return {line: sorted(pcs) for line, pcs in merged.items()}
-
-    def source_files(self) -> list[str]:
-        files: set[str] = set()
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                files.update(table.file_names())
-        return sorted(files)
-
-    def source_text(self, file: str) -> str | None:
-        """Source embedded in the line table (DW_LNCT_LLVM_source), when the producer put it there."""
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is None:
-                continue
-            for number, path in table.files.items():
-                if table.matches_file(number, file) and path in table.sources:
-                    return table.sources[path]
-        return None
 
 
 class _UnitScan:

@@ -72,9 +72,9 @@ class CodeObjectLens:
         self.path = path
         self._layout = None
         self._layout_done = False
-        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine,
-                                function_at=code_object.symbol_at)
         self.adapter = adapter_for(code_object.vendor)
+        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine,
+                                function_at=lambda pc: self.adapter.function_symbol(code_object, pc))
         self.adapter.use_code_object(code_object)
         self.wave_lanes = _wave_lanes(code_object)
         self._rows: dict[str, dict[int, list[int]]] = {}
@@ -300,10 +300,10 @@ class CodeObjectLens:
 
 
 def load_lenses(path: str) -> list[CodeObjectLens]:
-    """Every device code object with DWARF in a file (a bundle may hold several)."""
+    """Every device code object with DWARF (or line tables only) in a file (a bundle may hold several)."""
     objs = load_code_objects(path)
     base = os.path.basename(path)
-    with_dwarf = [co for co in objs if co.has_dwarf()]
+    with_dwarf = [co for co in objs if co.has_dwarf() or co.has_line_tables()]
     return [CodeObjectLens(co, base if len(with_dwarf) == 1 else f"{base}:{co.processor}", path)
             for co in with_dwarf]
 

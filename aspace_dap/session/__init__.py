@@ -162,6 +162,9 @@ class Session:
     def globals(self, frame: Frame) -> list[VariableInfo]:
         return self._variables.globals(frame)
 
+    def no_variables_reason(self, frame: Frame) -> str | None:
+        return self._variables.no_variables_reason(frame)
+
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         return self._variables.read_variable(frame, var, lanes)
 
@@ -234,6 +237,9 @@ class Session:
 
     def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         return self._exceptions.detail(wave_id)
+
+    def stop_waves(self) -> list[int]:
+        return self._exceptions.stop_waves()
     # ------------------------------------------------------------------ disassembly
 
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:

@@ -142,7 +142,7 @@ class Disassembly(Part):
         if program is None:
             return None
         co = program.code_object
-        sym = co.symbol_at(elf)
+        sym = co.function_symbol_at(elf)
         infos = program.index.frames_at(elf) if program.index is not None else []
         name = infos[-1].function if infos else None
         if sym is not None and sym.type == "FUNC" and sym.size:
@@ -360,7 +360,7 @@ class Disassembly(Part):
 
     @staticmethod
     def _symbol(program: Program, elf: int) -> tuple[str | None, int]:
-        sym = program.code_object.symbol_at(elf)
+        sym = program.code_object.function_symbol_at(elf)
         if sym is not None and sym.type == "FUNC":
             return sym.name, sym.value
         infos = program.index.frames_at(elf) if program.index is not None else []

@@ -15,7 +15,7 @@ from ..dwarf.evaluator import evaluate
 from ..dwarf.frame_context import is_kernel
 from ..dwarf.index import FrameInfo
 from ..dwarf.target import Dialect
-from ..errors import AspaceError, StateError
+from ..errors import AspaceError, CallerUnavailable, StateError
 from ..names import demangle, function_name, short_name
 from .focus import Focus
 from .programs import Part, Program, Programs
@@ -67,7 +67,8 @@ class Frame:
         return (demangle(linkage) if linkage else None) or self.function
 
     def _symbol(self):
-        return self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
+        co = self.program.code_object
+        return co.function_symbol_at(self.pc) if co is not None else None
 
     @property
     def dialect(self) -> Dialect:
@@ -133,6 +134,9 @@ class Frames(Part):
         file, ln, _ = self._line(line)
         where = " ".join(p for p in (infos[0].function if infos else None,
                                      f"({Path(file).name}:{ln})" if file and ln else None) if p)
+        sites = [f"{Path(i.call_file).name}:{i.call_line}" for i in infos[:-1] if i.call_file and i.call_line]
+        if where and sites:  # an inlined function: the call sites out to the function the code is in
+            where += f", inlined from {', '.join(sites)} in {infos[-1].function}"
         return f"{text}: {where}" if where else text
 
     def frames(self, wave_id: int | None = None, lane: int | None = None) -> list[Frame]:
@@ -167,6 +171,11 @@ class Frames(Part):
             target = self.frame_target(out[-1], concrete.dialect)
             try:
                 state = self.adapter.unwind(program.code_object, target, concrete.low_pc, lookup_pc, lane)
+            except CallerUnavailable as e:
+                # what would name the caller is not in the dump: say so where the caller would stand
+                out.append(Frame(len(out), wave.id, lane, program, None, lookup_pc, runtime_pc,
+                                 note=f"<caller of {concrete.function} unavailable: {e}>"))
+                return out
             except AspaceError as e:
                 self.warnings.append(f"unwinding from {concrete.function}: {e}")
                 state = None
