@@ -76,7 +76,7 @@ def test_nvcc_internal_linkage_names_as_cuda_gdb_reads_them(tmp_path):
 def test_dwarf_names_are_the_demanglers_functions(co):
     """Where DWARF has a linkage name, the name qualified from its DIEs is the demangler's function name."""
     (code_object,) = load_code_objects(co)
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine,
                        function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     functions = [s for s in code_object.symbols.values() if s.type == "FUNC" and names.is_mangled(s.name)]
     assert functions

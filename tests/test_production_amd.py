@@ -70,7 +70,7 @@ def symbolized(co: Path, pcs: list[int]) -> list[list[tuple[str, str, int, int]]
 @pytest.mark.parametrize("co", CODE_OBJECTS, ids=lambda p: p.name.split(".")[2])
 def test_every_pc_has_llvm_symbolizers_frames_and_ends_at_the_kernel(co):
     (code_object,) = load_code_objects(co)
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine,
                        function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     assert not any("linkage_name" in line for line in Path(str(co) + ".dwarf.txt").read_text().splitlines()), \
         "a -gline-tables-only build has no linkage names"
@@ -101,7 +101,7 @@ def test_the_kernel_name_is_the_demanglers():
     full = cxxfilt(KERNEL)[0]
     assert demangle(KERNEL) == full == "void app::scatter_kernel<float, 4>(int const*, float const*, float*, float*, int)"
     (code_object,) = load_code_objects(CODE_OBJECTS[0])
-    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine, 
+    index = DwarfIndex(code_object.elf, e_machine=code_object.e_machine,
                        function_at=lambda pc: adapter_for(code_object.vendor).function_symbol(code_object, pc))
     assert index.frames_at(STORE)[-1].function == full[len("void "):full.index("(")]
 
