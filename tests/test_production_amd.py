@@ -139,6 +139,10 @@ def test_memory_violation_core_call_stack_ends_at_the_kernel(cores):
         assert names[-1] == full[len("void "):full.index("(")]  # short: 29 characters, whole
         assert [(f["line"], f["column"]) for f in c.stack] == [(ln, col) for _, _, ln, col in want]
         assert all(f["source"]["path"].endswith(w[1].split("/")[-1]) for f, w in zip(c.stack, want))
+        scopes = {sc["name"]: sc for sc in c.request("scopes", {"frameId": c.stack[0]["id"]})["scopes"]}
+        assert list(scopes) == ["Locals", "Registers"]  # the build has no variables: Locals say so
+        (note,) = c.request("variables", {"variablesReference": scopes["Locals"]["variablesReference"]})["variables"]
+        assert note["name"] == "(no variable information)" and "-gline-tables-only" in note["value"]
         info = c.request("exceptionInfo", {"threadId": c.thread})
         assert info["exceptionId"] == "SIGSEGV"
         assert info["description"].endswith(f"at PC {STORE:#x} in store<float> (inline_chain_store.h:12).")
