@@ -9,7 +9,7 @@ $_workitem_local_id). Everything comes from the dump's dispatch, work-group and 
 
 A work-group at the edge of a grid counted in work-items (AMD and Intel dispatches) may be partial;
 its work-items are numbered within the partial sizes, as the hardware launches them and as ROCgdb
-numbers them (`work_item_info::partial_work_group_sizes`). NVIDIA grids count whole blocks.
+numbers them (`work_item_info::partial_work_group_sizes`); gridDim is ceil(grid_size / workgroup_size).
 A lane that is no work-item of the dispatch (past a partial work-group, or not valid in the dump)
 has no coordinates: its values are unavailable, never invented.
 """
@@ -60,14 +60,11 @@ class Coordinates(Part):
         size = tuple(max(int(n), 1) for n in dispatch.workgroup_size) if dispatch is not None else (lanes, 1, 1)
         group = tuple(int(n) for n in workgroup.id) if workgroup is not None else (0, 0, 0)
         grid = tuple(max(int(n), 1) for n in dispatch.grid_size) if dispatch is not None else size
-        if self.adapter.grid_counts_workgroups:  # CUDA's gridDim: whole blocks
-            grid_groups = grid
-            grid_items = tuple(g * s for g, s in zip(grid, size))
-            partial = size
-        else:  # HSA's and OpenCL's global size: work-items, the last group of a dimension may be cut
-            grid_items = grid
-            grid_groups = tuple(-(-g // s) for g, s in zip(grid, size))
-            partial = tuple(max(min(s, g - i * s), 0) for g, s, i in zip(grid, size, group))
+        # grid_size counts work-items for every vendor; the last group of a dimension may be cut (HSA,
+        # OpenCL 2.0), never in a CUDA launch (`state validate` says where a dump has one)
+        grid_items = grid
+        grid_groups = tuple(-(-g // s) for g, s in zip(grid, size))
+        partial = tuple(max(min(s, g - i * s), 0) for g, s, i in zip(grid, size, group))
         flat = wave.index_in_workgroup * lanes + np.arange(lanes, dtype=np.int64)
         sx, sy, sz = (max(n, 1) for n in partial)
         local = np.stack([flat % sx, (flat // sx) % sy, flat // (sx * sy)], axis=1)
