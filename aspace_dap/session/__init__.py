@@ -239,6 +239,9 @@ class Session:
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
         return self._disassembly.instructions(address, count, offset)
 
+    def instruction_holding(self, address: int) -> Instruction | None:
+        return self._disassembly.holding(address)
+
     def instructions_around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
         return self._disassembly.around(address, before, after)
 
