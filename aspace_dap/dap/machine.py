@@ -213,8 +213,13 @@ def info_registers(s: Session, frame: Frame, m: re.Match) -> str:
         chosen = known
     active = s.active_lanes(wave)
     lines = []
-    if frame.index > 0:
-        lines.append(f"(the wave's registers as dumped, frame #0's; pc is frame #{frame.index}'s)")
+    if frame.caller_state is not None:  # a caller frame: its registers as unwound, GDB's <not saved> elsewhere
+        how = getattr(frame.caller_state, "how", "unwinding")
+        lines.append(f"(frame #{frame.index}'s registers, unwound by {how}; <not saved>: the callee may have "
+                     f"changed them)")
+        for name in chosen:
+            lines += _caller_register_lines(s, frame, wave, name, all_lanes, active)
+        return "\n".join(lines)
     for name in chosen:
         size = regs.size(name) or 0
         if size == 4 * wave.lanes and size > 8:  # a vector register: 32 bits per lane
@@ -239,6 +244,24 @@ def info_registers(s: Session, frame: Frame, m: re.Match) -> str:
             natural = f"{bin(value).count('1')} lanes"
         lines.append(_register_line(name, value, 0, None, natural))
     return "\n".join(lines)
+
+
+def _caller_register_lines(s: Session, frame: Frame, wave, name: str, all_lanes: bool, active) -> list[str]:
+    got = s.caller_register(frame, name)
+    if got.why is not None:
+        return [f"{name:<15}<not saved>"]
+    if got.per_lane:
+        if all_lanes:
+            return _all_lanes(name, got.data, got.valid, active, wave.lanes)
+        lane = frame.lane
+        value = int.from_bytes(bytes(got.data[lane]), "little") if got.valid[lane].all() else None
+        return [_register_line(name, value, 8, f"lane {lane}")]
+    value = int.from_bytes(bytes(got.data[0]), "little") if got.valid[0].all() else None
+    natural = None
+    if name == wave.pc_register and value is not None:
+        row = s.instruction_holding(value)
+        natural = f"0x{value:x}{_where(row) if row is not None and row.address == value else ''}"
+    return [_register_line(name, value, 0, None, natural)]
 
 
 def _register_line(name: str, value: int | None, digits: int, note: str | None, natural: str | None = None) -> str:

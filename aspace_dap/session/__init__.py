@@ -148,6 +148,9 @@ class Session:
     def frame_target(self, frame: Frame, dialect: Dialect):
         return self._frames.frame_target(frame, dialect)
 
+    def caller_register(self, frame: Frame, name: str):
+        return self._frames.caller_register(frame, name)
+
     # ------------------------------------------------------------------ variables
 
     def note_write(self) -> None:
