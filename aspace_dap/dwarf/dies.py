@@ -511,6 +511,10 @@ class DieReader:
         r = ByteReader(data, unit.addr_base + index * unit.address_size, ".debug_addr")
         return r.uint(unit.address_size)
 
+    def unit_offset_of(self, die_offset: int) -> int:
+        """The .debug_info offset of the unit holding a DIE (CodeObjectError outside every unit)."""
+        return self._unit_of(die_offset).offset
+
     def addr_index(self, cu_offset: int, index: int) -> int:
         """DW_OP_addrx / DW_OP_constx: entry `index` of the unit's .debug_addr table."""
         return self._addrx(self._unit_of(cu_offset), index)

@@ -93,6 +93,9 @@ class Evaluator:
         self.trace = trace
         self.generic = generic(target.address_size)
         self._final_op = None
+        # the unit whose DIE offsets the running expression names: a DW_OP_call_ref procedure runs in its own
+        # DIE's unit (its call2/call4, typed operations and addrx are relative to that unit)
+        self._unit = self.frame.unit_offset
         # when a list: (lanes, location, bits) of every register slice pulled onto the stack as a
         # value, and (lanes, location, None) of every memory read (see dwarf/footprint.py)
         self.pulls: list | None = None
@@ -305,7 +308,8 @@ class Evaluator:
     def op_addrx(self, op, grp, depth):
         if self.frame.addrx is None:
             raise UnavailableError(f"{op.name}: no .debug_addr for this expression")
-        addr = self.frame.addrx(op.operands[0])
+        index = op.operands[0]
+        addr = self.frame.addrx(index) if self._unit == self.frame.unit_offset else self.frame.addrx(index, self._unit)
         if op.name in ("DW_OP_addrx", "DW_OP_GNU_addr_index"):
             addr += self.frame.load_bias
         self._push_value(grp, addr & 0xFFFFFFFFFFFFFFFF)
@@ -769,7 +773,7 @@ class Evaluator:
             return self.generic
         if self.frame.base_type is None:
             raise EvaluationError(f"base type <0x{die_offset:x}> is unknown here")
-        size, encoding = self.frame.base_type(self.frame.unit_offset + die_offset)
+        size, encoding = self.frame.base_type(self._unit + die_offset)
         if size <= 0 or size > 16:
             raise EvaluationError(f"base type <0x{die_offset:x}> of {size} bytes cannot live on the stack")
         return BaseTypeRef(size, encoding, die_offset)
@@ -801,12 +805,21 @@ class Evaluator:
     def op_call(self, op, grp, depth):
         if self.frame.procedure is None:
             raise UnavailableError(f"{op.name}: DWARF procedures are not available here")
-        die = op.operands[0] if op.name == "DW_OP_call_ref" else self.frame.unit_offset + op.operands[0]
+        die = op.operands[0] if op.name == "DW_OP_call_ref" else self._unit + op.operands[0]
         expr = self.frame.procedure(die)
         if not expr:
             return None  # a DIE without DW_AT_location: no effect
         sub_ops = ops_mod.decode(bytes(expr), self.dialect)
-        results = list(self._run(sub_ops, grp.lanes, grp.stack, depth + 1))
+        caller_unit = self._unit
+        if op.name == "DW_OP_call_ref":  # another unit's procedure names DIEs of its own unit
+            unit_of = self.frame.unit_of
+            if unit_of is None:
+                raise UnavailableError("DW_OP_call_ref: the unit of the called DIE is not known here")
+            self._unit = unit_of(die)
+        try:
+            results = list(self._run(sub_ops, grp.lanes, grp.stack, depth + 1))
+        finally:
+            self._unit = caller_unit
         if len(results) != 1 or any(errs for _, _, errs in results):
             failed = {}
             for lanes, stack, errs in results:
