@@ -89,3 +89,13 @@ def test_a_frame_context_knows_each_dies_unit():
     assert int(_value(f"DW_OP_call_ref {CALLEE + 0x80:#x}", frame).bits[0]) == 7
     assert int(_value(f"DW_OP_call_ref {CALLEE + 0xA0:#x}", frame).bits[0]) == 0x2000
     assert int(_value("DW_OP_addrx 1", frame).bits[0]) == 0x1000
+
+
+def test_without_the_called_dies_unit_its_unit_offsets_are_not_guessed():
+    frame = _frame()
+    frame.unit_of = None
+    res = evaluate(assemble(f"DW_OP_call_ref {CALLEE + 0x80:#x}", AMD), FakeTarget(), AMD, np.array([5]),
+                   frame=frame, kind="value")
+    assert "the called DIE's unit is not known" in str(res.errors[5])
+    # a procedure that names no DIE by unit offset runs all the same
+    assert int(_value(f"DW_OP_call_ref {CALLEE + 0x40:#x}", frame).bits[0]) == 7

@@ -309,7 +309,8 @@ class Evaluator:
         if self.frame.addrx is None:
             raise UnavailableError(f"{op.name}: no .debug_addr for this expression")
         index = op.operands[0]
-        addr = self.frame.addrx(index) if self._unit == self.frame.unit_offset else self.frame.addrx(index, self._unit)
+        unit = self._unit_relative(op)
+        addr = self.frame.addrx(index) if unit == self.frame.unit_offset else self.frame.addrx(index, unit)
         if op.name in ("DW_OP_addrx", "DW_OP_GNU_addr_index"):
             addr += self.frame.load_bias
         self._push_value(grp, addr & 0xFFFFFFFFFFFFFFFF)
@@ -768,12 +769,19 @@ class Evaluator:
 
     # typed values -------------------------------------------------------------
 
+    def _unit_relative(self, op) -> int:
+        """The offset of the unit whose DIEs the running expression names by unit offset."""
+        if self._unit is None:
+            what = op.name if op is not None else "a typed operation"
+            raise UnavailableError(f"{what} inside a DW_OP_call_ref procedure: the called DIE's unit is not known here")
+        return self._unit
+
     def _base_type(self, die_offset) -> BaseTypeRef:
         if die_offset == 0:
             return self.generic
         if self.frame.base_type is None:
             raise EvaluationError(f"base type <0x{die_offset:x}> is unknown here")
-        size, encoding = self.frame.base_type(self._unit + die_offset)
+        size, encoding = self.frame.base_type(self._unit_relative(None) + die_offset)
         if size <= 0 or size > 16:
             raise EvaluationError(f"base type <0x{die_offset:x}> of {size} bytes cannot live on the stack")
         return BaseTypeRef(size, encoding, die_offset)
@@ -805,7 +813,7 @@ class Evaluator:
     def op_call(self, op, grp, depth):
         if self.frame.procedure is None:
             raise UnavailableError(f"{op.name}: DWARF procedures are not available here")
-        die = op.operands[0] if op.name == "DW_OP_call_ref" else self._unit + op.operands[0]
+        die = op.operands[0] if op.name == "DW_OP_call_ref" else self._unit_relative(op) + op.operands[0]
         expr = self.frame.procedure(die)
         if not expr:
             return None  # a DIE without DW_AT_location: no effect
@@ -813,9 +821,7 @@ class Evaluator:
         caller_unit = self._unit
         if op.name == "DW_OP_call_ref":  # another unit's procedure names DIEs of its own unit
             unit_of = self.frame.unit_of
-            if unit_of is None:
-                raise UnavailableError("DW_OP_call_ref: the unit of the called DIE is not known here")
-            self._unit = unit_of(die)
+            self._unit = unit_of(die) if unit_of is not None else None  # None: it may name none
         try:
             results = list(self._run(sub_ops, grp.lanes, grp.stack, depth + 1))
         finally:
