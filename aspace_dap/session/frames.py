@@ -96,6 +96,8 @@ class Frames(Part):
         fi = next((f for f in frames if f.lane_pc_expr), None)
         if fi is None:
             return None
+        if lane >= self.focus.lane_count(wave, fi):  # the vector has DW_AT_LLVM_lanes elements
+            return None
         target = self.programs.target_for(wave, fi.dialect)
         res = evaluate(fi.lane_pc_expr, target, fi.dialect, np.array([lane]),
                        frame=self.programs.frame_context(program, fi, pc))
