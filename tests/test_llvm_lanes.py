@@ -105,3 +105,4 @@ def test_zero_lanes_is_ill_formed_and_said():
     assert active.tolist() == [bool(n < 8 and wave.valid_lanes[n]) for n in range(64)]  # the wavefront's count
     assert any("DW_AT_LLVM_lanes 0 is ill-formed" in w for w in s.warnings)
     assert {r["state"] for r in lane_rows(s, wave.id)[8:]} <= {"inactive", "invalid"}
+

@@ -71,6 +71,7 @@ def launch(ctx, args):
         if pid:
             ctx.progress_update(pid, "indexing code objects")
         st.session.programs()
+        st.session.active_lanes(st.session.wave())  # what the stopped function's lane attributes say, told now
     finally:
         if pid:
             ctx.progress_end(pid)
