@@ -147,7 +147,7 @@ def _whole_number(digits: str) -> int:
 def _lane_line(s, row) -> str:
     mark = "*" if row["lane"] == s.focus_lane else " "
     where = f"{os.path.basename(row['source']['path'])}:{row['line']}" if row.get("source") else row["pc"]
-    wi = ",".join(str(x) for x in row["workItem"])
+    wi = ",".join(str(x) for x in row["workItem"]) if "workItem" in row else "?"  # absent: the dump does not hold it
     return f"{mark} lane {row['lane']:>2}  {row['state']:<8} work-item ({wi})  {where}"
 
 

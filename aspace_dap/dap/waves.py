@@ -48,11 +48,13 @@ def coalesce_ranges(ids, limit: int = 8) -> str:
 
 def lane_rows(s: Session, wave_id: int) -> list[dict]:
     wave = s.wave(wave_id)
-    work_items = s.coordinates(wave).global_.tolist()  # as get_global_id numbers them (partial groups too)
+    coords = s.coordinates(wave)
+    work_items = coords.global_.tolist()  # as get_global_id numbers them (partial groups too)
+    known = not (coords.sizes_unknown or coords.ids_unknown)  # else no workItem: the dump does not hold it
     rows = []
     for lane in range(wave.lanes):
         state = s.lane_state(wave, lane)
-        row = {"lane": lane, "state": state, "workItem": work_items[lane], "pc": "0x0"}
+        row = {"lane": lane, "state": state, "pc": "0x0"} | ({"workItem": work_items[lane]} if known else {})
         try:
             pc = s.lane_pc(wave, lane)
             if pc is None:

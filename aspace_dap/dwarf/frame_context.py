@@ -38,9 +38,10 @@ def frame_context(index: DwarfIndex | None, code_object, adapter, info: FrameInf
         pc=pc,
         load_bias=load_bias,
         frame_base_expr=frame_base,
-        addrx=(lambda i: index.addr_index(cu, i)) if index is not None else None,
+        addrx=(lambda i, unit=cu: index.addr_index(unit, i)) if index is not None else None,
         procedure=(lambda die: index.location_for_die(die, pc)) if index is not None else None,
         unit_offset=cu,
+        unit_of=index.unit_offset_of if index is not None else None,
         base_type=index.base_type if index is not None else None,
         cfa=cfa,
     )

@@ -18,8 +18,8 @@ from ..errors import AspaceError, CodeObjectError
 from ..names import function_name, is_mangled
 from .dies import (AT_ABSTRACT_ORIGIN, AT_ADDRESS_CLASS, AT_ARTIFICIAL, AT_CALL_COLUMN, AT_CALL_FILE, AT_CALL_LINE,
                    AT_DECLARATION, AT_DECL_FILE, AT_DECL_LINE, AT_FRAME_BASE, AT_HIGH_PC, AT_LINKAGE_NAME,
-                   AT_LLVM_ACTIVE_LANE, AT_LLVM_ADDRESS_SPACE, AT_LLVM_LANE_PC, AT_LLVM_MEMORY_SPACE, AT_LOCATION,
-                   AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SPECIFICATION, AT_TYPE, ConstValue, Die,
+                   AT_LLVM_ACTIVE_LANE, AT_LLVM_ADDRESS_SPACE, AT_LLVM_LANE_PC, AT_LLVM_LANES, AT_LLVM_MEMORY_SPACE,
+                   AT_LOCATION, AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SPECIFICATION, AT_TYPE, ConstValue, Die,
                    DieReader, Expr, LocationSpec, MAX_DEPTH, NAMED_TYPE_TAGS, TAG_BASE_TYPE, TAG_FORMAL_PARAMETER,
                    TAG_INLINED_SUBROUTINE, TAG_LEXICAL_BLOCK, TAG_MODULE, TAG_NAMESPACE, TAG_SUBPROGRAM, TAG_VARIABLE,
                    _Unit)
@@ -57,6 +57,9 @@ class FrameInfo:
     decl_line: int | None = None
     lane_pc_expr: bytes | None = None
     active_lane_expr: bytes | None = None
+    # DW_AT_LLVM_lanes of the DIE giving lane_pc / active_lane: the static lane count their vectors have
+    # (None: not given; any other value than a positive integer is ill-formed, and users say so)
+    lanes: object = None
     dialect: Dialect = field(default_factory=Dialect)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     origin_offset: int | None = None  # the abstract subprogram DIE, for inlined/out-of-line instances
@@ -281,7 +284,7 @@ class DwarfIndex(LineQueries, DieReader):
         linkage = self._inherited(chain, AT_LINKAGE_NAME) or self._inherited(chain, AT_MIPS_LINKAGE_NAME)
         ranges = self._ranges(die)
         hetero = unit.dialect.heterogeneous
-        lane_pc = active = None
+        lane_pc = active = lanes = None
         if hetero:
             for at in AT_LLVM_LANE_PC:
                 if at in concrete.raw:
@@ -289,6 +292,11 @@ class DwarfIndex(LineQueries, DieReader):
             for at in AT_LLVM_ACTIVE_LANE:
                 if at in concrete.raw:
                     active = self._expr_at(concrete, at, pc)
+            concrete_chain = self._origin_chain(concrete)
+            for at in AT_LLVM_LANES:
+                found = self._inherited(concrete_chain, at)
+                if found is not None:
+                    lanes = found
         is_inlined = die.tag == TAG_INLINED_SUBROUTINE
         # gdb's name: qualified by the enclosing namespaces and classes, else from the linkage name
         qualified = qualified_name(self, chain) if name else None
@@ -309,6 +317,7 @@ class DwarfIndex(LineQueries, DieReader):
             decl_line=self._inherited(chain, AT_DECL_LINE),
             lane_pc_expr=lane_pc,
             active_lane_expr=active,
+            lanes=lanes,
             dialect=unit.dialect,
             ranges=ranges,
             origin_offset=chain[1].offset if len(chain) > 1 else None,
