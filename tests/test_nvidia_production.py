@@ -366,7 +366,7 @@ def nested_cores(tmp_path_factory):
     regs[ra.high] = struct.pack("<I", into_outer >> 32) * lanes
     writer = StateWriter("nvidia", "sm_90", lanes, apertures={"local": (0x7F0001000000, 0x1000000)})
     code = writer.add_code_object(image, 0, name="nest.cubin")
-    dispatch = writer.add_dispatch("_Z4nestPi", code, (1, 1, 1), (32, 1, 1))
+    dispatch = writer.add_dispatch("_Z4nestPi", code, (32, 1, 1), (32, 1, 1))  # one block of 32 work-items
     wg = dispatch.add_workgroup((0, 0, 0))
     import numpy as np
 
