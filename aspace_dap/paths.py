@@ -188,7 +188,6 @@ class PathPolicy:
         self.client_is_user = client_is_user
         self._roots: set[str] = set()
         self._named_roots: set[str] = set()
-        self._files: set[str] = set()
         self._lock = threading.Lock()
 
     def _add_root(self, roots: set[str], folder: str | os.PathLike) -> None:
@@ -205,10 +204,6 @@ class PathPolicy:
         """Below `folder`, files the debug info names may be read (`allows(..., named=True)`)."""
         self._add_root(self._named_roots, folder)
 
-    def allow_read_file(self, path: str | os.PathLike) -> None:
-        with self._lock:
-            self._files.add(os.path.realpath(path))
-
     def allows(self, path: str | os.PathLike, named: bool = False) -> bool:
         """Whether `path` may be read; `named`: the debug info names it (the named roots count too)."""
         try:
@@ -221,7 +216,7 @@ class PathPolicy:
             return True
         with self._lock:
             roots = self._roots | self._named_roots if named else self._roots
-            return real in self._files or any(_within(real, root) for root in roots)
+            return any(_within(real, root) for root in roots)
 
     def may_look(self, path: str | os.PathLike, named: bool = False) -> bool:
         """Whether a lookup may consider `path` at all, from its name alone (nothing on disk is asked, so
@@ -233,7 +228,7 @@ class PathPolicy:
             return True
         with self._lock:
             roots = self._roots | self._named_roots if named else self._roots
-            return text in self._files or any(_within(text, root) for root in roots)
+            return any(_within(text, root) for root in roots)
 
     def check_read(self, path: str | os.PathLike, what: str = "file", named: bool = False) -> str:
         """The resolved path if the policy allows reading it; the uniform refusal otherwise."""

@@ -168,7 +168,8 @@ def test_a_folder_map_reads_only_what_was_opened(connect_not_user, tmp_path):
     response = client.request_raw("source", {"source": {"path": str(tmp_path / "secret.txt")}}, timeout=TIMEOUT)
     assert_refused(response, "not for clients")
     other = connect()
-    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)})["success"]
+    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)},
+                  workspaceFolder=str(outside))["success"]  # nor does a workspace folder the client names
     response = other.request_raw("source", {"source": {"path": str(outside / "exception_ptr.h")}}, timeout=TIMEOUT)
     assert_refused(response, "not opened")
 

@@ -128,18 +128,27 @@ def out_of_tree(apart):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_inspect_finds_an_out_of_tree_source(apart, out_of_tree):
-    dump, source = out_of_tree
-    result = subprocess.run([sys.executable, "-m", "aspace_dap", "inspect", str(dump), "--json"], cwd=apart / "run",
-                            capture_output=True, text=True, timeout=TIMEOUT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+def inspect(dump: Path, cwd: Path, *options: str) -> tuple[dict, str]:
+    result = subprocess.run([sys.executable, "-m", "aspace_dap", "inspect", str(dump), "--json", *options], cwd=cwd,
+                            capture_output=True, text=True, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr
     (frame,) = json.loads(result.stdout)["frames"]
+    return frame, result.stderr
+
+
+def test_inspect_finds_an_out_of_tree_source(apart, out_of_tree):
+    dump, source = out_of_tree
+    frame, said = inspect(dump, apart / "run")
     assert frame["file"] == str(source) and frame["line"] == 38
     values = {v["name"]: v["value"] for v in frame["variables"]}
     want = true_lds()
     assert {name: values[name] for name in want} == want
-    assert "not found" not in result.stderr
+    assert "not found" not in said
+    # a relative path, and the source in a folder of its own: --source-map says where, as the sourceMap does
+    frame, said = inspect(apart / "crash" / "clang19.gfx90a.O0", apart / "run",
+                          "--source-map", f"examples={apart / 'checkout'}")
+    assert frame["file"] == str(apart / "checkout" / "lds_tiles" / "lds_tiles.hip")
+    assert {v["name"]: v["value"] for v in frame["variables"] if v["name"] in want} == want
 
 
 def example_dumps() -> list[str]:
