@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-extension test-host setup bench clean
+.PHONY: demo test test-python test-extension test-host setup bench clean vsix
 
 setup: $(STAMP)
 
@@ -31,6 +31,10 @@ test-extension: $(STAMP)
 # when there is no Chromium, a failure then with REQUIRE_HOST_TESTS=1 (see vscode-extension/Makefile).
 test-host: test-extension
 	$(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
+
+# the VS Code extension as vscode-extension/aspace-gpu.vsix (needs node and npm; see the README's "VS Code")
+vsix:
+	$(MAKE) -C vscode-extension vsix
 
 bench: $(STAMP)
 	$(PY) -m compileall -q aspace_dap adapters  # byte-code caches, as an installed package has them

@@ -24,7 +24,7 @@ from . import disassembly, exceptions, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
-from .focus import change_focus, stopped
+from .focus import change_focus, stop_badges, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
 from .refs import thread_ids, wave_of_thread
@@ -114,7 +114,7 @@ def configuration_done(ctx, args):
     st = state_of(ctx)
     if st.session is None:
         return None
-    return Reply(None, events_after=[stopped(st, st.session)])
+    return Reply(None, events_after=[stopped(st, st.session), *stop_badges(ctx, st, st.session)])
 
 
 @requests.request("threads")
@@ -322,7 +322,7 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
         if st.unseen_stop == tid:
             return Reply(body)
         st.reset_views()
-        return Reply(body, events_after=[stopped(st, s)])
+        return Reply(body, events_after=[stopped(st, s), *stop_badges(ctx, st, s)])
 
 
 handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,

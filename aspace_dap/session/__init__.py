@@ -246,6 +246,9 @@ class Session:
 
     def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         return self._exceptions.detail(wave_id)
+
+    def stop_waves(self) -> list[int]:
+        return self._exceptions.stop_waves()
     # ------------------------------------------------------------------ disassembly
 
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:

@@ -84,6 +84,23 @@ class Exceptions(Part):
                 self._raised = []
         return self._raised
 
+    def stop_wave(self) -> int:
+        """The wave the dump stopped in: the dump's own focus, else its first wave."""
+        return self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
+
+    def stop_waves(self) -> list[int]:
+        """The waves the dump's stop belongs to: for an exception, every wave that raised the stop's
+        own exception (the kind the format records first), else the wave the dump stopped in."""
+        first = self.stop_wave()
+        stop = self.state.stop
+        if stop is None or stop.reason != "exception":
+            return [first]
+        raised = self.raised()
+        if not raised:
+            return [first]
+        kind = raised[0].kind
+        return sorted({r.wave for r in raised if r.kind == kind})
+
     def detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         """The exception wave `wave_id` (the focused wave by default) raised; None when it raised none."""
         wave = self.focus.wave(wave_id)
@@ -93,9 +110,7 @@ class Exceptions(Part):
         from_stop = False
         if mine is None:
             stop = self.state.stop
-            # the stop's wave: the dump's own focus, else its first wave
-            first = self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
-            if stop is None or stop.reason != "exception" or raised or wave.id != first:
+            if stop is None or stop.reason != "exception" or raised or wave.id != self.stop_wave():
                 return None
             mine = RaisedException("GPU exception", stop.description or "exception", wave.id,
                                    self.focus.active_lanes(wave).copy(), pc=stop.pc)

@@ -78,7 +78,7 @@ export function validateConfiguration(config: Record<string, unknown>, baseDir?:
     return fail(`"request" must be "launch" or "attach", not ${JSON.stringify(config.request)}.`);
   }
   if (typeof config.state !== 'string' || config.state.trim() === '') {
-    return fail('"state" must name a GPU state dump (a folder with manifest.json, or its .zip).');
+    return fail('"state" must name a GPU state dump (a folder with manifest.json, or its .zip) or a GPU core file.');
   }
   const resolved: AspaceConfiguration = {
     ...config,
