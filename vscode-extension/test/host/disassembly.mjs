@@ -208,7 +208,9 @@ async function checkMissingSource(page) {
     return { ok: [...c.said, ...places].every((t) => text.includes(t)), value: text.slice(-600) || '(empty)' };
   });
   await runCommand(page, 'View: Toggle Maximized Panel').catch(() => {});
-  // the Disassembly View from the frame: the faulting instruction marked
+  // the Disassembly View from the frame, once chosen: its instruction marked
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^scatter/ }).first().click();
+  await sleep(1000);
   await openFromCallStack(page, 'scatter');
   await until(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
     const rows = await disassemblyRows(page);
