@@ -47,9 +47,10 @@ class TargetAdapter(ABC):
     # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
     # can claim one register byte for two lanes or two variables: the session checks every frame.
     checks_storage_collisions = False
-    # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
-    # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
-    grid_counts_workgroups = False
+    # The vendor's launches hold only whole work-groups: a grid_size (work-items, docs/STATE_FORMAT.md)
+    # that is not a multiple of workgroup_size cannot come from it (`state validate` says so). HSA's
+    # AQL packets and OpenCL 2.0's non-uniform work-groups allow a partial group at the grid's edge.
+    uniform_workgroups = False
 
     # --- address spaces -------------------------------------------------------------
 

@@ -29,7 +29,7 @@ def frame_report(session: Session, wave_id: int, lane: int) -> dict:
                 value, where = f"<unavailable: {exc}>", "?"
             variables.append({"name": var.name, "kind": var.kind, "type": var.type_name("?"),
                               "value": value, "location": where})
-        entry = {"index": frame.index, "function": frame.name, "file": frame.file, "line": frame.line,
+        entry = {"index": frame.index, "function": frame.function, "file": frame.file, "line": frame.line,
                  "pc": f"0x{frame.runtime_pc:x}", "inlined": bool(frame.info and frame.info.is_inlined),
                  "variables": variables}
         if frame.column:

@@ -68,7 +68,7 @@ class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
-    grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
+    uniform_workgroups = True  # a CUDA launch is gridDim blocks of blockDim threads
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}

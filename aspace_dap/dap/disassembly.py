@@ -39,7 +39,7 @@ def instruction_body(row, resolve_symbols: bool = True, openable=lambda path: Tr
     if row.data is not None:
         body["instructionBytes"] = " ".join(f"{b:02x}" for b in row.data)
     if resolve_symbols and row.where is not None:
-        body["symbol"] = row.where
+        body["symbol"] = row.display_where
     if row.file and row.line and openable(row.file):
         body["location"] = {"name": os.path.basename(row.file), "path": row.file}
         body["line"] = row.line

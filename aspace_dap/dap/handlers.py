@@ -78,6 +78,7 @@ def launch(ctx, args):
         if pid:
             ctx.progress_update(pid, "indexing code objects")
         st.session.programs()
+        st.session.active_lanes(st.session.wave())  # what the stopped function's lane attributes say, told now
     finally:
         if pid:
             ctx.progress_end(pid)
@@ -138,6 +139,16 @@ def wave_groups(ctx, args):
             "totalWaves": len(s.state.waves)}
 
 
+def _instruction_at(s, frame) -> int:
+    """The address of the instruction at the frame's PC: the one whose bytes hold it, as the Disassembly
+    View, `x/i $pc` and `info registers pc` name it (a dump's PC can lie inside an instruction)."""
+    try:
+        row = s.instruction_holding(frame.runtime_pc)
+    except AspaceError:
+        row = None
+    return frame.runtime_pc if row is None else row.address
+
+
 @requests.request("stackTrace", required={"threadId": int}, optional={"startFrame": int, "levels": int})
 def stack_trace(ctx, args):
     st = state_of(ctx)
@@ -156,7 +167,7 @@ def stack_trace(ctx, args):
         st.frame_generation[fid] = st.focus_generation
         item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0}
         if f.note is None:
-            item["instructionPointerReference"] = f"0x{f.runtime_pc:x}"
+            item["instructionPointerReference"] = f"0x{_instruction_at(s, f):x}"
         else:
             # "position unknown": its source is a short document saying so, which lets clients
             # select the frame on a stop (VS Code and nvim-dap take the first frame with a source)

@@ -157,6 +157,9 @@ class Session:
     def frame_target(self, frame: Frame, dialect: Dialect):
         return self._frames.frame_target(frame, dialect)
 
+    def caller_register(self, frame: Frame, name: str):
+        return self._frames.caller_register(frame, name)
+
     # ------------------------------------------------------------------ variables
 
     def note_write(self) -> None:
@@ -253,6 +256,9 @@ class Session:
 
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
         return self._disassembly.instructions(address, count, offset)
+
+    def instruction_holding(self, address: int) -> Instruction | None:
+        return self._disassembly.holding(address)
 
     def instructions_around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
         return self._disassembly.around(address, before, after)

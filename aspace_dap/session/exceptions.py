@@ -22,6 +22,7 @@ import numpy as np
 
 from ..adapters.base import RaisedException
 from ..errors import AspaceError
+from ..names import function_name
 from .focus import Focus
 from .frames import Frames
 from .programs import Part, Programs
@@ -146,9 +147,9 @@ class Exceptions(Part):
             return None, None, None
         elf_pc = program.elf_pc(pc)
         symbol = program.code_object.function_symbol_at(elf_pc) if program.code_object is not None else None
-        at = f"{symbol.name}+{elf_pc - symbol.value:#x}" if symbol is not None else None
+        at = f"{function_name(symbol.name)}+{elf_pc - symbol.value:#x}" if symbol is not None else None
         index = program.index
         infos = index.frames_at(elf_pc) if index is not None else []
         line = index.line_for_pc(elf_pc) if index is not None else None
         source = f"{Path(line.file).name}:{line.line}" if line is not None and line.file and line.line else None
-        return (infos[0].function if infos else symbol.name if symbol is not None else None), at, source
+        return (infos[0].function if infos else function_name(symbol.name) if symbol is not None else None), at, source

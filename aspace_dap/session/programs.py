@@ -14,6 +14,7 @@ from ..dwarf.frame_context import frame_context
 from ..dwarf.index import DwarfIndex, FrameInfo
 from ..dwarf.target import Dialect, FrameContext
 from ..errors import AspaceError
+from ..names import is_mangled, missing_demangler
 
 
 @dataclass
@@ -55,6 +56,9 @@ class Programs:
             if wanted and builds != ["?"]:
                 self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
+        missing = missing_demangler()
+        if missing and missing not in self.warnings and any(is_mangled(name) for name in co.symbols):
+            self.warnings.append(missing)
         self.warnings.extend(w for w in co.load_warnings if w not in self.warnings)
         index = None
         if co.has_dwarf() or co.has_line_tables():
