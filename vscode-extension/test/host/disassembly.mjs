@@ -208,10 +208,21 @@ async function checkMissingSource(page) {
     return { ok: [...c.said, ...places].every((t) => text.includes(t)), value: text.slice(-600) || '(empty)' };
   });
   await runCommand(page, 'View: Toggle Maximized Panel').catch(() => {});
-  // the Disassembly View from the frame, once chosen: its instruction marked
-  await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^scatter/ }).first().click();
-  await sleep(1000);
-  await openFromCallStack(page, 'scatter');
+  // the Disassembly View of the frame, once chosen: its instruction marked. VS Code enables "Open
+  // Disassembly View" for the focused frame; the other warp's stop (its badge) can take the focus
+  // while the Call Stack still shows this frame selected, so the frame is chosen again until it opens.
+  for (let attempt = 0; ; attempt++) {
+    await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^CUDA warp 1/ }).first().click().catch(() => {});
+    await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^scatter/ }).first().click();
+    await sleep(1000);
+    await runCommand(page, 'Open Disassembly View').catch(() => {});
+    try {
+      await page.locator('.disassembly-view').first().waitFor({ timeout: 5000 });
+      break;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
   await until(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
     const rows = await disassemblyRows(page);
     const row = rows.find((r) => at(r, c.pc));
