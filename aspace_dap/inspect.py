@@ -76,9 +76,22 @@ def lane_table(session: Session, wave_id: int, expression: str) -> list[dict]:
     return lane_values(session, expression, wave_id=wave_id, frame_index=0)
 
 
+def _source_map(entries: list[str]) -> dict[str, str]:
+    out = {}
+    for entry in entries:
+        src, sep, dst = entry.partition("=")
+        if not sep or not src or not dst:
+            raise AspaceError(f"--source-map {entry}: give FROM=TO (a folder as the debug info names it, "
+                              "and the folder that holds those files here)")
+        out[src] = dst
+    return out
+
+
 def main(args) -> int:
     try:
-        session = Session.open(args.state, code_object=args.code_object, wave=args.wave, lane=args.lane)
+        # inspect is the user at a shell: it reads every source the user can (sources from anywhere)
+        session = Session.open(args.state, code_object=args.code_object, wave=args.wave, lane=args.lane,
+                               source_map=_source_map(getattr(args, "source_map", None) or []))
         wave_id = session.focus_wave
         if args.all_lanes:
             rows = lane_table(session, wave_id, args.all_lanes)
@@ -104,6 +117,8 @@ def main(args) -> int:
                 print(f"{fault['id']}: {fault['description']}")
                 for line in fault["details"]:
                     print(f"  {line}")
+        for note in session.notes:  # a source found elsewhere or not found: where it was looked for
+            print(f"note: {note}", file=sys.stderr)
         return 0
     except AspaceError as e:
         print(f"aspace-dap inspect: {e}", file=sys.stderr)

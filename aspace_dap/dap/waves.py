@@ -20,8 +20,10 @@ def group_body(s: Session, index: int, group, full: bool) -> dict:
     frames = []
     for f in group.frames:
         item = {"name": f["name"], "line": f["line"] or 0, "column": f["column"] or 0}
-        if f["file"]:
-            item["source"] = {"name": os.path.basename(f["file"]), "path": f["file"]}
+        if f["file"]:  # a file not found here has no path to give (see handlers._frame_source)
+            item["source"] = {"name": os.path.basename(f["file"])}
+            if s.openable(f["file"]):
+                item["source"]["path"] = f["file"]
         frames.append(item)
     dispatch = group.dispatch
     return {"id": index, "dispatch": dispatch.id if dispatch is not None else None,
@@ -65,7 +67,9 @@ def lane_rows(s: Session, wave_id: int) -> list[dict]:
             if program.index is not None:
                 li = program.index.line_for_pc(program.elf_pc(pc))
                 if li is not None:
-                    row["source"] = {"path": s.map_source(li.file), "name": os.path.basename(li.file)}
+                    path = s.map_source(li.file)
+                    if s.openable(path):  # a file not found here has no path to give (see handlers._frame_source)
+                        row["source"] = {"path": path, "name": os.path.basename(li.file)}
                     row["line"] = li.line
         except AspaceError:
             pass

@@ -27,7 +27,6 @@ to the part that fills it (waves counts lanes from focus's active lanes); the wr
 from __future__ import annotations
 
 from operator import attrgetter
-from pathlib import Path
 
 import numpy as np
 
@@ -58,11 +57,14 @@ class Session:
     """Everything a front end asks about one dump, answered by the part that owns it."""
 
     def __init__(self, state: GpuState, *, code_object: str | None = None, wave: int | None = None,
-                 lane: int | None = None, source_map: dict[str, str] | None = None):
+                 lane: int | None = None, source_map: dict[str, str] | None = None, workspace: str | None = None,
+                 client_is_user: bool = True):
         adapter = adapter_for(state.target.vendor)
         state.use_register_names(adapter.pc_register, adapter.exec_register)
         self._programs = Programs(state, adapter, code_object)
-        self._sources = Sources(self._programs, source_map, code_object)
+        # client_is_user: the front end serves the user (stdio, the owner-only socket, TCP with the secret,
+        # inspect, the language server), who may read any source; False for a client without a secret
+        self._sources = Sources(self._programs, source_map, code_object, workspace, client_is_user)
         self._focus = Focus(self._programs, wave, lane)
         self._frames = Frames(self._programs, self._focus, self._sources)
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
@@ -123,14 +125,21 @@ class Session:
 
     # ------------------------------------------------------------------ sources
 
-    def map_source(self, path: str | None) -> str | None:
-        return self._sources.map_source(path)
+    def map_source(self, path: str | None, tell: bool = False) -> str | None:
+        return self._sources.map_source(path, tell)
 
-    def source_roots(self) -> list[Path]:
-        return self._sources.source_roots()
+    def openable(self, path: str | None) -> bool:
+        return self._sources.openable(path)
 
-    def find_source(self, path: str) -> str:
-        return self._sources.find_source(path)
+    def lookup_source(self, path: str):
+        return self._sources.lookup(path)
+
+    def missing_source_text(self, path: str) -> str:
+        return self._sources.missing_text(path)
+
+    def set_note_sink(self, sink) -> None:
+        """From now on a note is handed to `sink` as it comes (the Debug Console), not kept in `notes`."""
+        self._sources.note_sink = sink
 
     def read_source_file(self, dwarf_name: str, max_bytes: int, limit_name: str) -> str:
         return self._sources.read_source_file(dwarf_name, max_bytes, limit_name)

@@ -177,7 +177,7 @@ class Frames(Part):
                 out.append(Frame(len(out), wave.id, lane, program, info, lookup_pc, runtime_pc, file, ln, col,
                                  caller_state))
                 # the next (outer) frame stands where this inlined one was called from
-                file, ln, col = self.sources.map_source(info.call_file), info.call_line, info.call_column or 0
+                file, ln, col = self.sources.map_source(info.call_file, tell=True), info.call_line, info.call_column or 0
             concrete = infos[-1]
             if len(out) >= MAX_FRAMES or is_kernel(program.code_object, concrete):
                 return out
@@ -242,4 +242,4 @@ class Frames(Part):
     def _line(self, line):
         if line is None:
             return None, None, None
-        return self.sources.map_source(line.file), line.line, line.column
+        return self.sources.map_source(line.file, tell=True), line.line, line.column
