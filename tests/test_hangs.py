@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from gen_hangs import code_object, site_pcs, write_hang_core, write_hang_dump  # noqa: E402
 
+from aspace_dap.names import missing_demangler  # noqa: E402
 from aspace_dap.session import Session  # noqa: E402
 from aspace_dap.state import load_state  # noqa: E402
 
@@ -65,7 +66,8 @@ def test_three_hang_sites_without_line_information_are_three_groups(cores, vendo
     seen = set()
     for g in groups:
         [frame] = g.frames
-        assert frame["name"] == "_Z4hangPViPiii" and frame["line"] is None
+        # the kernel's symbol as c++filt demangles it, without its parameters (mangled with no demangler)
+        assert frame["name"] == ("_Z4hangPViPiii" if missing_demangler() else "hang") and frame["line"] is None
         site = pcs.index(frame["pc"])  # one of the listing's three sites
         seen.add(site)
         assert g.wave_ids.tolist() == expected[(0, site)]

@@ -110,16 +110,18 @@ def test_every_frame_of_every_inline_chain_equals_nvdisasm_gi(sm, tmp_path):
     assert len(deep) >= 7 and max(len(c) for c in expected.values()) == 6
 
 
-def test_inlined_frames_carry_the_functions_raw_names(tmp_path):
+def test_inlined_frames_carry_the_functions_names(tmp_path):
     co = load_code_objects(CUBINS["sm_90"])[0]
     store = next(pc for pc, chain in laid_out_chains(co, tmp_path).items() if chain[0] == ("store.cuh", 11))
     frames = index_of(co).frames_at(store)
     assert [f.is_inlined for f in frames] == [True] * 5 + [False]
-    assert all(f.linkage_name == f.function and f.function.startswith("_Z") for f in frames)
-    shown = [name.split("(")[0] for name in demangle([f.function for f in frames])]
+    assert all(f.linkage_name.startswith("_Z") for f in frames)  # the line table's raw names
+    shown = [name.split("(")[0] for name in demangle([f.linkage_name for f in frames])]
     assert shown == ["void prod::epilogue::store_value<float>", "void prod::epilogue::store_scaled<float>",
                      "void prod::scatter_one<float, 64>", "void prod::copy_row<float, 64>",
                      "void prod::copy_tile<float, 64>", "void prod::scatter_rows<float, 64>"]
+    # each frame is named as gdb names a function: the demangler's, without return type and parameters
+    assert [f.function for f in frames] == [name.split(" ", 1)[1] for name in shown]
 
 
 # --------------------------------------------------------------------------------- a fresh nvcc build
@@ -189,7 +191,7 @@ def test_frames_are_named_by_the_function_symbols_of_the_pcs_own_section(fresh_b
             want = innermost.name.rsplit("$", 1)[-1]  # ptxas's `$kernel$function` local symbol: the function
             frames = index.frames_at(pc)
             if frames:
-                assert frames[-1].function == want, f"{pc:#x}"
+                assert frames[-1].linkage_name == want, f"{pc:#x}"  # named by that symbol (demangled)
                 named += 1
             if pc < 4096:
                 assert co.symbol_at(pc) is not None
@@ -261,8 +263,10 @@ def test_the_fault_examples_lightweight_core_names_what_was_skipped():
     finally:
         session.state.close()
     full = Session.open(str(EXAMPLES / "fault" / "dumps" / "sm_90.G"))
-    try:  # the dump itself holds no bytes there either, and gives no reason it does not know
-        assert format_obj(evaluate_expression(full, "*slot", frame=full.frames()[0])) == "<unavailable>"
+    try:  # the dump holds `out`'s 1 KiB and no bytes past it, and gives no reason it does not know
+        frame = full.frames()[0]
+        assert format_obj(evaluate_expression(full, "*slot", frame=frame, lanes=[0])) == "0"
+        assert format_obj(evaluate_expression(full, "*slot", frame=frame, lanes=[1])) == "<unavailable>"
     finally:
         full.state.close()
 
@@ -364,7 +368,7 @@ def nested_cores(tmp_path_factory):
     regs[ra.high] = struct.pack("<I", into_outer >> 32) * lanes
     writer = StateWriter("nvidia", "sm_90", lanes, apertures={"local": (0x7F0001000000, 0x1000000)})
     code = writer.add_code_object(image, 0, name="nest.cubin")
-    dispatch = writer.add_dispatch("_Z4nestPi", code, (1, 1, 1), (32, 1, 1))
+    dispatch = writer.add_dispatch("_Z4nestPi", code, (32, 1, 1), (32, 1, 1))  # one block of 32 work-items
     wg = dispatch.add_workgroup((0, 0, 0))
     import numpy as np
 

@@ -130,7 +130,8 @@ def test_a_session_names_its_threads_without_making_the_waves(tmp_path):
     session = Session(state)
     names = session.thread_names()
     made = [w.id for _, w in state.made_waves()]
-    assert made == [100, 42, 300]  # each dispatch's first (its code object) and the focus
+    # the focus only: no code object is asked (CUDA compilers say no active lanes apart from the mask)
+    assert made == [42]
     # exec and valid lanes as written
     assert [name.rsplit("[", 1)[1] for name in names] == \
         [f"{bin(_exec(w.id)).count('1')}/{LANES} active]" for w in state.waves]

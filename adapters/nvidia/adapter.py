@@ -69,7 +69,7 @@ class NvptxAdapter(TargetAdapter):
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
     wave_word = "warp"
-    grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
+    uniform_workgroups = True  # a CUDA launch is gridDim blocks of blockDim threads
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
@@ -372,6 +372,14 @@ class NvptxAdapter(TargetAdapter):
         if found is not None and found[0].startswith("$") and found[0].count("$") >= 2:
             return (found[0].rsplit("$", 1)[1] or found[0],) + found[1:]
         return found
+
+    def memory_access(self, text: str):
+        from .addressing import memory_access
+        return memory_access(text)
+
+    def registers_written(self, text: str):
+        from .addressing import registers_written
+        return registers_written(text)
 
     def make_disassembler(self):
         from .disassembler import Nvdisasm

@@ -421,8 +421,8 @@ class _CoreReader:
             where = f"device {key[0]} grid {key[1]}" if len(self.devices) > 1 else f"grid {key[1]}"
             dispatch = Dispatch(
                 len(dispatches), self._kernel_name(grid, module), None if module is None else module[0],
-                (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
-                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
+                _grid_items(grid), (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key],
+                memory, where)
             dispatch.cluster_size = _cluster_size(grid)
             windows = self.windows.get((key[0], grid["contextId"]))
             if windows is not None and windows != target_windows:
@@ -750,3 +750,9 @@ def _cluster_size(grid: dict[str, int]) -> tuple[int, int, int] | None:
     (every dimension 1, or 0 in rows that predate the field)."""
     size = (grid["clusterDimX"], grid["clusterDimY"], grid["clusterDimZ"])
     return None if all(n <= 1 for n in size) else size
+
+
+def _grid_items(grid: dict[str, int]) -> tuple[int, int, int]:
+    """A grid row's size in work-items (docs/STATE_FORMAT.md, "dispatch"): the core records gridDim in
+    blocks of blockDim threads."""
+    return tuple(int(grid[f"gridDim{a}"]) * int(grid[f"blockDim{a}"]) for a in "XYZ")  # type: ignore[return-value]

@@ -298,7 +298,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                 moduleHandle=handles.get(d.code_object, 0),
                 paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
                 kernelType=1, numRegs=device_rows[dev]["numRegsPerLane"],
-                gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
+                **dict(zip(("gridDimX", "gridDimY", "gridDimZ"), _grid_blocks(d))),
                 blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2],
                 **dict(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))))
         grid_tbl = out.table(f".cudbg.gridtbl.dev{dev}", SHT_GRID_TABLE, grid_rows, link=dev_tbl, info=dev,
@@ -445,3 +445,16 @@ def _offset_in_caller(layout, address: int) -> int:
     """returnAddress: the return address as an offset from the start of the function it returns into."""
     function = layout.function_at(address) if layout is not None else None
     return address - function.start if function is not None else address
+
+
+def _grid_blocks(d) -> tuple[int, int, int]:
+    """gridDim, as a core records it: the dispatch's grid_size counts work-items (docs/STATE_FORMAT.md),
+    and a CUDA grid is a whole number of blocks."""
+    blocks = []
+    for axis, items, size in zip("xyz", d.grid_size, d.workgroup_size):
+        if size <= 0 or items % size:
+            raise StateError(f"grid_size {list(d.grid_size)} is not a whole number of blocks of "
+                             f"{list(d.workgroup_size)} in {axis}: a CUDA core dump records gridDim in blocks",
+                             f"{d.path}.grid_size")
+        blocks.append(items // size)
+    return tuple(blocks)  # type: ignore[return-value]

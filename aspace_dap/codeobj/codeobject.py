@@ -34,6 +34,8 @@ from .metadata import (
 ELF_PARSE_ERRORS = (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError,
                     UnicodeDecodeError, OverflowError, TypeError)
 
+STT_AMDGPU_HSA_KERNEL = 10  # code object v2's kernel symbols
+AMD_KERNEL_CODE_T_SIZE = 256  # the v2 kernel header before the code
 SHT_NOBITS = "SHT_NOBITS"
 SHT_NOTE = "SHT_NOTE"
 SHF_ALLOC = 0x2
@@ -178,6 +180,8 @@ class CodeObject:
             self._sections = {s.name: s for s in self.elf.iter_sections() if s.name}
             self._loaded = self._loaded_sections()
             self.symbols: dict[str, Symbol] = self._read_symbols()
+            if self.e_machine == EM_AMDGPU:
+                self._v2_kernel_symbols()
             self.metadata: dict[str, Any] = self._read_metadata()
         except ELF_PARSE_ERRORS as exc:
             raise CodeObjectError(f"{name}: malformed ELF: {exc}") from exc
@@ -313,6 +317,15 @@ class CodeObject:
                 return kernel
         return None
 
+    def kernel_at(self, address: int) -> KernelInfo | None:
+        """The kernel whose code starts at `address`: its descriptor's entry, or its code symbol."""
+        for kernel in self.kernels:
+            symbol = self.symbols.get(kernel.name)
+            if kernel.entry_address == address or (symbol is not None and symbol.type == "FUNC"
+                                                   and symbol.value == address):
+                return kernel
+        return None
+
     # DWARF
     def has_dwarf(self) -> bool:
         return ".debug_info" in self._sections
@@ -404,6 +417,22 @@ class CodeObject:
                 if name and name not in rows:  # .dynsym repeats .symtab entries
                     rows[name] = row
         return _SymbolTable(rows)
+
+    def _v2_kernel_symbols(self) -> None:
+        """Code object v2 kernels are STT_AMDGPU_HSA_KERNEL (10) symbols at their 256-byte amd_kernel_code_t,
+        whose kernel_code_entry_byte_offset (an i64 at byte 16) says where the code starts: each becomes a
+        function symbol over its code, so frames and disassembly name it."""
+        for name in [n for n in self.symbols if self.symbols[n].type in (str(STT_AMDGPU_HSA_KERNEL), "LOOS")]:
+            sym = self.symbols[name]
+            header = self.read_memory(sym.value, AMD_KERNEL_CODE_T_SIZE)
+            entry = struct.unpack_from("<q", header, 16)[0] if header is not None else AMD_KERNEL_CODE_T_SIZE
+            if not 0 < entry < (sym.size or entry + 1):
+                entry = AMD_KERNEL_CODE_T_SIZE
+            fixed = Symbol(name, sym.value + entry, max(sym.size - entry, 0), "FUNC", sym.binding, sym.section)
+            if isinstance(self.symbols, _SymbolTable):
+                self.symbols._made[name] = fixed
+            else:
+                self.symbols[name] = fixed
 
     def _read_metadata(self) -> dict[str, Any]:
         if self.e_machine != EM_AMDGPU:

@@ -18,6 +18,10 @@ DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT, EM_INTEL182})
 OCLOC_DEBUG_MAGIC = b"CTNI"
 # how every file load_code_objects accepts begins (ELF, offload bundles, ocloc's debug file)
 CODE_OBJECT_MAGICS = (b"\x7fELF", BUNDLE_MAGIC, COMPRESSED_MAGIC, OCLOC_DEBUG_MAGIC)
+# AMD's pre-ROCm OpenCL runtime (the APP SDK / Catalyst era) wrote its binaries with machines of its own
+# (ROCclr's elf definitions): no GCN code object a debugger of today reads
+LEGACY_AMD_MACHINES = {0xAF5A: "EM_HSAIL, HSAIL", 0xAF5B: "EM_HSAIL_64, 64-bit HSAIL", 0x4154: "EM_AMDIL, AMD IL",
+                       0x4155: "EM_AMDIL_64, 64-bit AMD IL"}
 HIP_FATBIN_SECTION = ".hip_fatbin"
 CUDA_FATBIN_SECTION = ".nv_fatbin"
 
@@ -60,6 +64,11 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
     machine = raw_machine(data, label)
     if machine == EM_CUDA:
         return [_cubin(data, label)]
+    if machine in LEGACY_AMD_MACHINES:
+        raise CodeObjectError(
+            f"{label}: a legacy AMD OpenCL binary (e_machine {machine:#x}, {LEGACY_AMD_MACHINES[machine]}: AMD's "
+            f"pre-ROCm OpenCL runtime), not a code object this debugger reads; rebuild for ROCm (an EM_AMDGPU "
+            f"code object, code object v2 or later)")
     if machine in DEVICE_MACHINES:
         co = _device_object(data, label)
         co.container_header = container_header  # the adapter reads the device from it

@@ -11,6 +11,7 @@ stops at a `cancel` of the request or of its progress.
 from __future__ import annotations
 
 from ..find_lanes import DEFAULT_LIMIT, LanesFound, Throttle, find_lanes
+from ..names import display_name
 from ..session import Session
 from .connection import state_of
 from .dispatch import HandlerTable
@@ -72,7 +73,7 @@ def find_text(s: Session, text: str, limit: int = DEFAULT_LIMIT) -> str:
     if found.groups:
         lines.append(f"  {plural(word, 2).capitalize():>7}  {'Lanes':>9}  Dispatch  Where")
         for g in found.groups:
-            dispatch = f"{g.group.dispatch.id} {g.group.dispatch.kernel}" if g.group.dispatch is not None else "-"
+            dispatch = f"{g.group.dispatch.id} {display_name(g.group.dispatch.kernel)}" if g.group.dispatch is not None else "-"
             mark = "*" if (g.group.wave_ids == s.focus_wave).any() else " "
             lines.append(f"{mark} {len(g.wave_ids):>7}  {g.lanes:>9}  {dispatch}  {where_text(g.group.frames)}")
             lines.append(f"  {'':>7}  {plural(word, 2)} {coalesce_ranges(g.wave_ids)}")

@@ -4,6 +4,7 @@ alone gives (NVIDIA's inline chain, or the one function of a line-tables-only bu
 
 from __future__ import annotations
 
+from ..names import function_name
 from .dies import AT_STMT_LIST, _Unit
 from .lines import InlinedAt, LineInfo, LineTable, line_program_offsets, parse_line_table
 
@@ -84,12 +85,13 @@ class LineQueries:
         for level, here in enumerate(chain[:-1]):
             at = chain[level + 1]
             frames.append(FrameInfo(
-                function=here.function or "<inlined function>", linkage_name=here.function, die_offset=-1,
+                function=function_name(here.function) if here.function else "<inlined function>",
+                linkage_name=here.function, die_offset=-1,
                 cu_offset=-1, is_inlined=True, low_pc=None, frame_base_expr=None, call_file=at.file,
                 call_line=at.line, call_column=at.column or None, line_only=True))
         name, low, size = symbol if symbol is not None else (None, None, 0)
         frames.append(FrameInfo(
-            function=name or f"<no function symbol at {pc:#x}>", linkage_name=name, die_offset=-1, cu_offset=-1,
+            function=function_name(name) if name else f"<no function symbol at {pc:#x}>", linkage_name=name, die_offset=-1, cu_offset=-1,
             is_inlined=False, low_pc=low, frame_base_expr=None, ranges=[(low, low + size)] if name and size else [],
             line_only=True))
         return frames

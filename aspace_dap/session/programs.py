@@ -14,6 +14,7 @@ from ..dwarf.frame_context import frame_context
 from ..dwarf.index import DwarfIndex, FrameInfo
 from ..dwarf.target import Dialect, FrameContext
 from ..errors import AspaceError
+from ..names import is_mangled, missing_demangler
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Programs:
     def __init__(self, state, adapter, code_object: str | None):
         self.state = state
         self.adapter = adapter
+        adapter.use_dump(state.target.processor)  # the device, where no code object will name it
         self.warnings: list[str] = list(getattr(state, "warnings", []))  # what the user is told at launch
         self._programs: dict[tuple[int, str | None], Program] = {}
         self._failures: dict[tuple[int, str | None], str] = {}  # why a dispatch's code object could not be read
@@ -55,6 +57,9 @@ class Programs:
             if wanted and builds != ["?"]:
                 self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
+        missing = missing_demangler()
+        if missing and missing not in self.warnings and any(is_mangled(name) for name in co.symbols):
+            self.warnings.append(missing)
         self.warnings.extend(w for w in co.load_warnings if w not in self.warnings)
         index = None
         if co.has_dwarf() or co.has_line_tables():

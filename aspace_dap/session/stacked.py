@@ -521,15 +521,16 @@ class PlaceLeaves:
         lanes = self.rep.lanes
         d = int(table.dispatch[w[0]])
         dispatch = table.dispatches[d] if d >= 0 else None
+        if dispatch is not None and (dispatch.grid_size is None or dispatch.workgroup_size is None
+                                     or dispatch.local_ids):
+            raise NotVectorized("work-item ids the dispatch does not number from its sizes")
         size = np.array([max(int(n), 1) for n in dispatch.workgroup_size] if dispatch is not None else [lanes, 1, 1])
         grid = np.array([max(int(n), 1) for n in dispatch.grid_size] if dispatch is not None else size)
         group = np.where(table.has_workgroup[w][:, None], table.workgroup_ids[w].astype(np.int64), 0)
         n = self.rows
-        if self.adapter.grid_counts_workgroups:
-            grid_groups, grid_items, partial = grid, grid * size, np.tile(size, (n, 1))
-        else:
-            grid_items, grid_groups = grid, -(-grid // size)
-            partial = np.maximum(np.minimum(size, grid - group * size), 0)
+        # grid_size counts work-items for every vendor; the last group of a dimension may be cut
+        grid_items, grid_groups = grid, -(-grid // size)
+        partial = np.maximum(np.minimum(size, grid - group * size), 0)
         flat = table.index_in_workgroup[w].astype(np.int64) * lanes + self.rows_lane
         sx, sy, sz = (np.maximum(partial[:, k], 1) for k in range(3))
         local = np.stack([flat % sx, (flat // sx) % sy, flat // (sx * sy)], axis=1)

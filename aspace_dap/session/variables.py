@@ -86,7 +86,7 @@ class Variables(Part):
     @staticmethod
     def no_variables_reason(frame: Frame) -> str | None:
         """Why a frame has no variables at all, when its build says so (a line-tables-only build)."""
-        if frame.info is not None and frame.info.line_only:
+        if frame.info is not None and (frame.info.line_only or frame.info.no_variable_info):
             return ("the build has line tables only (nvcc -lineinfo, clang -gline-tables-only, Triton): "
                     "no variable information; the registers hold the machine state")
         return None

@@ -13,9 +13,10 @@ users are told to write (`skip_nonrelocated_elf_images,skip_global_memory,skip_s
 skip_local_memory,skip_constbank_memory`: the tables, registers, PCs and the relocated cubin stay, the
 flags are recorded in `.cudbg.meta`).
 
-The grid table of a core holds CUDA's gridDim (blocks), as the driver writes it; `write_core` takes it
-from the state's `grid_size` as given here, and `_check_grid` refuses a core whose grid table says
-otherwise.
+The grid table of a core holds CUDA's gridDim (blocks), as the driver writes it; the state's `grid_size`
+counts work-items (gridDim * blockDim, as the dump format counts them for every vendor), `write_core`
+divides it by the block, and `_check_grid` refuses a core whose grid table does not say the blocks
+launched.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def scatter_rows_state(folder: Path):
     writer.add_memory("global", IN, inputs.tobytes())
     writer.add_memory("global", ROW_TABLE, np.array(row_table(), "<i4").tobytes())
     # the output's bytes depend on how far the other blocks got: the state holds none of them
-    dispatch = writer.add_dispatch(KERNEL, co, (GRID, 1, 1), (WIDTH, 1, 1))
+    dispatch = writer.add_dispatch(KERNEL, co, (GRID * WIDTH, 1, 1), (WIDTH, 1, 1))
     dispatch.add_memory("param", params.offset, struct.pack("<QQQif", OUT, IN, ROW_TABLE, ROWS, SCALE))
     wg = dispatch.add_workgroup((FAULT_BLOCK, 0, 0))
     dest = row_table()[FAULT_ROW]
@@ -213,7 +214,7 @@ def triton_state(folder: Path):
     rows[TRITON_FAULT_ROW] = STALE
     writer.add_memory("global", IN, inputs.tobytes())
     writer.add_memory("global", ROW_TABLE, np.array(rows, "<i4").tobytes())
-    dispatch = writer.add_dispatch(TRITON_KERNEL, co, (TRITON_PROGRAMS, 1, 1), (WIDTH, 1, 1))
+    dispatch = writer.add_dispatch(TRITON_KERNEL, co, (TRITON_PROGRAMS * WIDTH, 1, 1), (WIDTH, 1, 1))
     # out, in, rows, n_cols, scale, then Triton's global and profile scratch pointers (none: 0)
     dispatch.add_memory("param", params.offset, struct.pack("<QQQifQQ", OUT, IN, ROW_TABLE, WIDTH, SCALE, 0, 0))
     wg = dispatch.add_workgroup((TRITON_FAULT_ROW, 0, 0))
