@@ -455,14 +455,20 @@ class GpuState:
                 getattr(heads, name)[built] = getattr(live, name)
         return heads
 
+    def _built_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Which of `rows` are waves built with their registers loaded (their files may have been written)."""
+        if getattr(self.waves, "made", None) is None:  # every wave exists: ask only those at `rows`
+            return np.fromiter((self.waves[i].loaded for i in rows.tolist()), bool, len(rows))
+        built = np.array([i for i, wave in self.made_waves() if wave.loaded], np.int64)
+        return np.isin(rows, built) if len(built) else np.zeros(len(rows), bool)
+
     def register_bytes(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each register of `names` of the waves at `rows` (indices into `waves`): its bytes and which of
         them the dump holds, (len(rows), size) each, size the largest the waves' layouts give it (a wave
         whose layout lacks it, or gives it fewer bytes, holds none or fewer). Waves already built answer
         from their register files, so writes are seen; the others are read in bulk where the source can."""
         rows = np.asarray(rows, np.int64)
-        built = np.array([i for i, wave in self.made_waves() if wave.loaded], np.int64)
-        warm = np.isin(rows, built) if len(built) else np.zeros(len(rows), bool)
+        warm = self._built_rows(rows)
         if self._read_registers is None:
             warm[:] = True
         files = [wave.registers for wave in map(self.waves.__getitem__, rows[warm].tolist())]
