@@ -161,8 +161,9 @@ def compare_value(cuda_gdb: str | None, ours: str | None, plain_pointers: bool =
 class _Server:
     """One DAP session on the core, with the lookups the comparison needs."""
 
-    def __init__(self, core: Path):
-        self.client, self.stopped = launched(core)
+    def __init__(self, core: Path, sources: Path | None = None):
+        # the sources' folder as the user's workspace: cuda-gdb ran there (a core of our own may lie elsewhere)
+        self.client, self.stopped = launched(core, {"workspaceFolder": str(sources)} if sources else None)
         self.threads = self.client.request("threads")["threads"]
         self._lanes: dict[int, list[dict]] = {}
         # the focus the server opened the core with (setFocus without arguments changes nothing)
@@ -461,11 +462,13 @@ def load_known(path: Path) -> list[dict]:
     return json.loads(path.read_text())
 
 
-def compare(core: Path, transcript: Transcript, known: list[dict] | None = None, name: str | None = None) -> Report:
-    """Open `core` in aspace-dap and compare every thread the transcript asked about."""
+def compare(core: Path, transcript: Transcript, known: list[dict] | None = None, name: str | None = None,
+            sources: Path | None = None) -> Report:
+    """Open `core` in aspace-dap (with `sources` as the workspace folder) and compare every thread the
+    transcript asked about."""
     report = Report(name or (transcript.path.name if transcript.path else str(core)))
     mine = [k for k in (known or []) if k.get("core") in (None, report.name, core.name)]
-    server = _Server(core)
+    server = _Server(core, sources)
     try:
         comparison = _Comparison(report, server, mine, transcript)
         comparison.stop(transcript)

@@ -324,16 +324,18 @@ def start_server_subprocess(args: list[str], launcher: list[str] | tuple = (), p
     return client
 
 
-def launched(state_path, **initialize_arguments) -> tuple[DapTestClient, dict[str, Any]]:
+def launched(state_path, launch_arguments: dict | None = None,
+             **initialize_arguments) -> tuple[DapTestClient, dict[str, Any]]:
     """`python -m aspace_dap` launched on a dump in VS Code's order; (client, stopped event body).
 
-    The initialize response's capabilities are kept as `client.capabilities`.
+    The initialize response's capabilities are kept as `client.capabilities`; `launch_arguments` go with
+    the state (a workspaceFolder, a sourceMap).
     """
     c = start_server_subprocess(["-m", "aspace_dap"])
     c.capabilities = c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True,
                                               "columnsStartAt1": True, **initialize_arguments})
     c.wait_event("initialized")
-    seq = c.send("launch", {"state": str(state_path)})
+    seq = c.send("launch", {"state": str(state_path), **(launch_arguments or {})})
     c.request("configurationDone")
     launch = c.wait_response(seq)
     assert launch["success"], launch

@@ -145,7 +145,7 @@ def test_values_compare_by_what_they_say():
 @pytest.mark.parametrize("path", HANDWRITTEN, ids=lambda p: p.name.split(".HANDWRITTEN")[0])
 def test_aspace_dap_answers_as_the_handwritten_transcript_says(path, tmp_path):
     t = read(path)
-    report = compare(_core_from_header(t, tmp_path), t)
+    report = compare(_core_from_header(t, tmp_path), t, sources=DUMPS.parent)
     _show(report)
     assert not report.of("wrong"), report.text()
     assert report.compared >= 80, report.text()  # frames, variables, memory and registers were compared
@@ -180,7 +180,7 @@ def test_a_transcript_that_disagrees_fails_the_comparison(path, old, new, item, 
     text = path.read_text()
     assert old in text, old
     t = parse(text.replace(old, new, 1), path)
-    report = compare(_core_from_header(t, tmp_path), t)
+    report = compare(_core_from_header(t, tmp_path), t, sources=DUMPS.parent)
     wrong = [d.item for d in report.of("wrong")]
     assert wrong == ([item] if item else []), report.text()
 
@@ -197,7 +197,7 @@ def test_a_builtin_with_a_wrong_value_fails_once_aspace_dap_evaluates_it(tmp_pat
         return original(self, "lane" if text == "threadIdx" else text, frame_id, hex_)
 
     monkeypatch.setattr(cuda_gdb_compare._Server, "evaluate", evaluate)
-    report = compare(_core_from_header(t, tmp_path), t)
+    report = compare(_core_from_header(t, tmp_path), t, sources=DUMPS.parent)
     assert [d.item for d in report.of("wrong")] == ["print threadIdx"] * 3, report.text()
 
 
@@ -250,6 +250,8 @@ def test_a_folder_of_cores_is_checked_with_its_known_differences(tmp_path):
     core = _core_from_header(t, tmp_path)
     (tmp_path / "divergent_call.sm_90.G.cudacore.gz").write_bytes(gzip.compress(core.read_bytes()))
     core.unlink()
+    # in the repository the kernels' sources lie in the folders above cores/, where the server looks too
+    (tmp_path / "divergent_call.cu").write_bytes((DUMPS.parent / "divergent_call.cu").read_bytes())
     path = tmp_path / "divergent_call.sm_90.G.cuda-gdb.txt"
     with pytest.raises(AssertionError, match=r"\[wrong\].*print acc"):
         check_real_transcript(path)
