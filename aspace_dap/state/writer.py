@@ -89,6 +89,40 @@ def _apertures(apertures) -> dict:
     return {name: {"base": hex_number(base), "size": hex_number(size)} for name, (base, size) in pairs.items()}
 
 
+class _Encoded(str):
+    """An entry of the manifest already encoded as JSON (a streaming writer's finished workgroup: its text
+    is a fifth of what its dicts would hold until the manifest is written)."""
+
+
+_LINE_DEPTH = 4  # the depth of a workgroup (manifest, dispatches, a dispatch, workgroups): one line each
+
+
+def _manifest_text(value, depth: int = 0) -> Iterator[str]:
+    """The manifest as JSON in pieces: nested one item a line down to the workgroups, each of which is
+    one line that the C encoder makes (as is a list of plain values) (fast and streamed: no piece holds more than one workgroup)."""
+    if isinstance(value, _Encoded):
+        yield value
+        return
+    pad = " " * (depth + 1)
+    if depth >= _LINE_DEPTH or not isinstance(value, (dict, list)) or not value or \
+            (isinstance(value, list) and not any(isinstance(item, (dict, list)) for item in value)):
+        yield json.dumps(value)
+    elif isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield f"{',' if i else ''}\n{pad}{json.dumps(key)}: "
+            yield from _manifest_text(item, depth + 1)
+        yield f"\n{pad[:-1]}}}"
+    else:
+        yield "["
+        for i, item in enumerate(value):
+            yield f"{',' if i else ''}\n{pad}"
+            yield from _manifest_text(item, depth + 1)
+        yield f"\n{pad[:-1]}]"
+    if depth == 0:
+        yield "\n"
+
+
 def _write_sparse(f, chunk: bytes) -> None:
     """Write `chunk`, seeking over each whole _ZERO_SKIP block of zeros (a file hole)."""
     if len(chunk) < _ZERO_SKIP:
@@ -207,6 +241,10 @@ class DispatchBuilder:
 
     def add_workgroup(self, id: tuple[int, int, int], lds: "bytes | np.ndarray | Blob | None" = None,
                       lds_size: int | None = None, cluster: tuple[int, int, int] | None = None) -> WorkgroupBuilder:
+        workgroups = self.entry["workgroups"]
+        if self._writer.folder is not None and workgroups and not isinstance(workgroups[-1], _Encoded):
+            # a streaming writer's workgroup is finished once the next one is added: keep its text
+            workgroups[-1] = _Encoded(json.dumps(workgroups[-1]))
         entry: dict = {"id": [int(x) for x in id], "waves": []}
         if cluster is not None:
             entry["cluster"] = [int(x) for x in cluster]
@@ -362,7 +400,7 @@ class StateWriter:
         return manifest
 
     def _manifest_bytes(self) -> bytes:
-        return (json.dumps(self.manifest(), indent=1) + "\n").encode()
+        return "".join(_manifest_text(self.manifest())).encode()
 
     def write(self, path: "str | os.PathLike") -> Path:
         """Write the dump as a folder (created if needed). Long runs of zeros become file holes.
@@ -371,16 +409,34 @@ class StateWriter:
         root.mkdir(parents=True, exist_ok=True)
         for rel, blob in self.files.items():
             _write_file(root / rel, blob)
-        manifest = self._manifest_bytes()
+        self._write_manifest(root / "manifest.json")
+        return root
+
+    def _write_manifest(self, target: Path) -> None:
+        """The manifest, written as it is encoded (a dump of 200,000 waves never holds its text whole)."""
         from .. import limits
 
-        if len(manifest) > limits.MAX_MANIFEST_BYTES:  # it could not be opened again
-            raise StateError(f"the manifest would have {len(manifest)} bytes, over the limit of "
+        written, pending, size = 0, [], 0
+        with writing():
+            f = open(target, "w", encoding="utf-8")
+        with f:
+            for piece in _manifest_text(self.manifest()):
+                pending.append(piece)
+                size += len(piece)  # (all ASCII: json.dumps escapes the rest)
+                if size >= 1 << 20:
+                    check_time()
+                    with writing():
+                        f.write("".join(pending))
+                    written, pending, size = written + size, [], 0
+            with writing():
+                f.write("".join(pending))
+            written += size
+        if written > limits.MAX_MANIFEST_BYTES:  # it could not be opened again
+            with writing():
+                target.unlink()
+            raise StateError(f"the manifest would have {written} bytes, over the limit of "
                              f"{limits.MAX_MANIFEST_BYTES} for reading it " + limits.limit_hint("MAX_MANIFEST_BYTES"),
                              "manifest.json")
-        with writing():
-            (root / "manifest.json").write_bytes(manifest)
-        return root
 
     def write_zip(self, path: "str | os.PathLike", compression: int = zipfile.ZIP_STORED) -> Path:
         """Write the dump as a zip; stored (the default) members can be mapped in place."""
