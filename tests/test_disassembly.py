@@ -237,3 +237,24 @@ def test_bad_memory_reference_is_a_clear_error():
     finally:
         c.request("disconnect")
         c.close()
+
+
+def test_one_request_runs_the_tool_at_most_twice_per_section_it_reaches():
+    """Rows across every function of a code object (lds_tiles -O0 has 35 units between its function
+    symbols; each ran llvm-objdump once): the unit of the address, then the rest of the range in one
+    run; none when asked again."""
+    session = Session.open(str(EXAMPLES / "lds_tiles/dumps/gfx90a.O0"))
+    tool_or_skip(session.adapter.disassembler())
+    program = session.program_for(session.wave())
+    code = session.disassembly._code(program.code_object)
+    start = program.load_address + code.units[0][0]
+    assert len(code.units) > 30 and len(code.sections) == 1
+    rows = session.instructions(start, 20_000)
+    assert session.disassembly.decoder_runs == 2
+    expected = listing(session, program)
+    shown = [r for r in rows if isinstance(r, Instruction)]
+    assert [r.address - program.load_address for r in shown] == sorted(expected)
+    assert all(r.text == expected[r.address - program.load_address] for r in shown)
+    session.instructions(program.load_address + code.units[-1][0], 200, -100)
+    session.function_instructions(start)
+    assert session.disassembly.decoder_runs == 2

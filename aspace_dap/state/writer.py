@@ -90,35 +90,30 @@ def _apertures(apertures) -> dict:
 
 
 class _Encoded(str):
-    """An entry of the manifest already encoded as JSON (a streaming writer's finished workgroup: its text
-    is a fifth of what its dicts would hold until the manifest is written)."""
+    """An entry of the manifest already encoded as compact JSON (a streaming writer's finished workgroup:
+    its text is a fifth of what its dicts would hold until the manifest is written)."""
 
 
-_LINE_DEPTH = 4  # the depth of a workgroup (manifest, dispatches, a dispatch, workgroups): one line each
+_LINE_DEPTH = 4  # the depth of a workgroup (manifest, dispatches, a dispatch, workgroups)
 
 
 def _manifest_text(value, depth: int = 0) -> Iterator[str]:
-    """The manifest as JSON in pieces: nested one item a line down to the workgroups, each of which is
-    one line that the C encoder makes (as is a list of plain values) (fast and streamed: no piece holds more than one workgroup)."""
+    """json.dumps(value, indent=1) + a newline, in pieces of at most one workgroup each: the manifest of
+    a dump of 200,000 waves is never held whole as text."""
     if isinstance(value, _Encoded):
-        yield value
-        return
-    pad = " " * (depth + 1)
-    if depth >= _LINE_DEPTH or not isinstance(value, (dict, list)) or not value or \
-            (isinstance(value, list) and not any(isinstance(item, (dict, list)) for item in value)):
-        yield json.dumps(value)
-    elif isinstance(value, dict):
-        yield "{"
-        for i, (key, item) in enumerate(value.items()):
-            yield f"{',' if i else ''}\n{pad}{json.dumps(key)}: "
-            yield from _manifest_text(item, depth + 1)
-        yield f"\n{pad[:-1]}}}"
+        value = json.loads(value)
+    if depth >= _LINE_DEPTH or not isinstance(value, (dict, list)) or not value:
+        text = json.dumps(value, indent=1)
+        yield text.replace("\n", "\n" + " " * depth) if depth and "\n" in text else text
     else:
-        yield "["
-        for i, item in enumerate(value):
-            yield f"{',' if i else ''}\n{pad}"
+        pad = "\n" + " " * (depth + 1)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        yield "{" if isinstance(value, dict) else "["
+        for i, (key, item) in enumerate(items):
+            yield f"{',' if i else ''}{pad}{json.dumps(key)}: " if isinstance(value, dict) else \
+                f"{',' if i else ''}{pad}"
             yield from _manifest_text(item, depth + 1)
-        yield f"\n{pad[:-1]}]"
+        yield pad[:-1] + ("}" if isinstance(value, dict) else "]")
     if depth == 0:
         yield "\n"
 
