@@ -258,3 +258,29 @@ def test_one_request_runs_the_tool_at_most_twice_per_section_it_reaches():
     session.instructions(program.load_address + code.units[-1][0], 200, -100)
     session.function_instructions(start)
     assert session.disassembly.decoder_runs == 2
+
+
+def test_the_disassembly_view_host_check_skips_what_needs_a_missing_tool(tmp_path):
+    """vscode-extension/test/host/disassembly.mjs without the vendors' tools: each case says SKIPPED with what
+    provides the tool, as the tests here skip, and nothing is started; with REQUIRE_HOST_TESTS it fails."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (apt-get install nodejs): the host checks cannot run")
+    script = Path(REPO_ROOT) / "vscode-extension" / "test" / "host" / "disassembly.mjs"
+    env = {**os.environ, "PYTHON": sys.executable, "ASPACE_LLVM_OBJDUMP": str(tmp_path / "no-llvm-objdump"),
+           "ASPACE_NVDISASM": str(tmp_path / "no-nvdisasm"), "TMPDIR": str(tmp_path)}
+    env.pop("REQUIRE_HOST_TESTS", None)
+    done = subprocess.run([node, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED: ")]
+    assert len(skipped) == 2, done.stdout
+    assert "AMD divergent_call did not run: llvm-objdump missing" in skipped[0] and "llvm-19" in skipped[0]
+    assert "CUDA divergent_call did not run: nvdisasm missing" in skipped[1] and "provides it" in skipped[1]
+    required = subprocess.run([node, str(script)], capture_output=True, text=True,
+                              env={**env, "REQUIRE_HOST_TESTS": "1"}, timeout=120)
+    assert required.returncode == 1 and "FAILED: REQUIRE_HOST_TESTS is set but" in required.stderr, required.stderr
