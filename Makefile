@@ -16,15 +16,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m aspace_dap demo
 
-# The Python tests run beside the extension's build, tests and host checks (two jobs), each line of
-# output whole; the tests themselves on every core (pytest-xdist; PYTEST_JOBS=1 runs them in one process).
+# The Python tests run beside the extension's build, tests and host checks (their lines interleave);
+# the tests themselves on every core (pytest-xdist, an idle worker takes tests queued for another;
+# PYTEST_JOBS=1 runs them in one process).
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j4 --output-sync=line test-python test-host
+	@$(MAKE) --no-print-directory -j4 test-python test-host
 
 PYTEST_JOBS ?= auto
 
 test-python: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_JOBS)
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal
 
 EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
 
