@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-extension test-host host-deps setup bench clean
+.PHONY: demo test test-python test-extension test-host host-deps setup bench clean vsix
 
 setup: $(STAMP)
 
@@ -42,6 +42,10 @@ host-deps:
 # when there is no Chromium, a failure then with REQUIRE_HOST_TESTS=1 (see vscode-extension/Makefile).
 test-host: test-extension host-deps
 	$(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
+
+# the VS Code extension as vscode-extension/aspace-gpu.vsix (needs node and npm; see the README's "VS Code")
+vsix:
+	$(MAKE) -C vscode-extension vsix
 
 bench: $(STAMP)
 	$(PY) -m compileall -q aspace_dap adapters  # byte-code caches, as an installed package has them

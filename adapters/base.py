@@ -19,6 +19,8 @@ from aspace_dap import limits
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import AspaceError, EvaluationError, StateError
 
+from .addressing import MemoryAccess
+
 
 @dataclass
 class RaisedException:
@@ -47,9 +49,10 @@ class TargetAdapter(ABC):
     # The lanes of a wave read their values out of the same registers (Intel's GRFs), so locations
     # can claim one register byte for two lanes or two variables: the session checks every frame.
     checks_storage_collisions = False
-    # A dispatch's grid_size counts work-groups (CUDA's gridDim) rather than work-items (HSA's and
-    # OpenCL's global size): docs/STATE_FORMAT.md, "dispatch".
-    grid_counts_workgroups = False
+    # The vendor's launches hold only whole work-groups: a grid_size (work-items, docs/STATE_FORMAT.md)
+    # that is not a multiple of workgroup_size cannot come from it (`state validate` says so). HSA's
+    # AQL packets and OpenCL 2.0's non-uniform work-groups allow a partial group at the grid's edge.
+    uniform_workgroups = False
 
     # --- address spaces -------------------------------------------------------------
 
@@ -104,6 +107,9 @@ class TargetAdapter(ABC):
     def use_code_object(self, co) -> None:
         """Learn what a loaded code object says about the device (register sizes, SIMD width)."""
 
+    def use_dump(self, processor: str | None, registers=None) -> None:
+        """Learn the device from the dump, where its code objects do not name it (before any is loaded)."""
+
     @abstractmethod
     def register_info(self, regno: int, lanes: int, dialect: Dialect) -> RegisterInfo:
         """How a location sees DWARF register `regno` in a wave of `lanes` lanes, in this dialect."""
@@ -113,6 +119,12 @@ class TargetAdapter(ABC):
         """DWARF number of a register written by name (`s5`, `v3`, `exec`), None if unknown."""
 
     # --- naming -----------------------------------------------------------------------
+
+    def function_symbol(self, code_object, address: int) -> tuple[str, int, int] | None:
+        """(name, start, size) of the function symbol holding a code address (the code object's function
+        symbols of the address's own code section), or None."""
+        sym = code_object.function_symbol_at(address)
+        return (sym.name, sym.value, sym.size) if sym is not None else None
 
     def unwind(self, code_object, target, function_low: int, pc: int, lane: int) -> "CallerState | None":
         """The caller's PC and registers when stopped at `pc` in a function starting at `function_low`."""
@@ -177,6 +189,16 @@ class TargetAdapter(ABC):
         return []
 
     # --- machine code -------------------------------------------------------------------
+
+    def memory_access(self, text: str) -> "MemoryAccess | None":
+        """The address operands of one instruction, from the vendor's decoder's text
+        (adapters/addressing.py); None when the instruction accesses no memory."""
+        return None
+
+    def registers_written(self, text: str) -> set[str] | None:
+        """The registers one instruction may write (a superset); None when it changes where the lanes
+        go next or the adapter cannot tell."""
+        return None
 
     def disassembler(self) -> "Disassembler | None":
         """The vendor's own decoder for this family's code objects, made once per adapter; None when

@@ -67,6 +67,26 @@ def _known(scope, coords) -> np.ndarray:
     return _rows(scope, coords.valid)
 
 
+# what needs the lanes' work-item ids, and what needs only the dispatch's sizes
+_NEEDS_IDS = frozenset(["threadIdx", "get_local_id", "get_global_id", "_workitem_local_id", "_workitem_global_id",
+                        "_lane_workgroup_pos"])
+_NEEDS_SIZES = frozenset(["blockDim", "gridDim", "get_local_size", "get_global_size", "get_num_groups"])
+
+
+def _unknown(coords, name: str) -> str | None:
+    """Why `name` cannot be told for this wave (the source does not hold the sizes or the ids), or None."""
+    if name in _NEEDS_IDS or name in _NEEDS_SIZES:
+        if coords.sizes_unknown:
+            return coords.sizes_unknown
+        if name in _NEEDS_IDS:
+            return coords.ids_unknown
+    return None
+
+
+def _failed(scope, t: Type, why: str) -> Obj:
+    return Obj.failed(t, f"<unavailable: {why}>", np.asarray(scope.lanes, np.int64))
+
+
 def variable(scope, name: str, member: str | None = None) -> Obj:
     """threadIdx, blockIdx, blockDim, gridDim (whole, or one `member` of them) or warpSize."""
     coords = _coordinates(scope)
@@ -74,6 +94,10 @@ def variable(scope, name: str, member: str | None = None) -> Obj:
     known = _known(scope, coords)
     if name == "warpSize":
         return _object(scope, _INT, np.full(n, coords.lanes, "<i4"), np.ones(n, bool))
+    why = _unknown(coords, name)
+    if why:
+        obj = _failed(scope, _STRUCTS[name], why)
+        return obj if member is None else _failed(scope, _UINT, why)
     if name == "threadIdx":
         table = _rows(scope, coords.local)
     else:  # the wave's work-group and the dispatch's sizes: the same for every lane
@@ -94,6 +118,9 @@ def call(scope, name: str, args: list[Obj]) -> Obj:
         raise EvaluationError(f"{name} takes one argument (the dimension), not {len(args)}")
     dims = _numbers(args[0])
     coords = _coordinates(scope)
+    why = _unknown(coords, name)
+    if why:
+        return _failed(scope, _SIZE_T, why)
     n = len(scope.lanes)
     per_lane = {"get_local_id": _rows(scope, coords.local), "get_global_id": _rows(scope, coords.global_)}
     fixed = {"get_group_id": coords.group, "get_local_size": coords.local_size, "get_global_size": coords.grid_items,
@@ -125,6 +152,10 @@ def convenience(scope, name: str) -> Obj:
         return _object(scope, _INT, lanes.astype("<i4"), np.ones(n, bool))
     if name == "_thread_workgroup_pos":
         return _object(scope, _INT, np.full(n, coords.wave_in_group, "<i4"), np.ones(n, bool))
+    why = _unknown(coords, name)
+    if why:
+        return _failed(scope, ArrayType(None, 12, element=_UINT, dims=[3]) if name != "_lane_workgroup_pos"
+                       else ArrayType(None, 1, element=_CHAR, dims=[1]), why)
     if name in ("_workitem_local_id", "_workitem_global_id", "_thread_workgroup"):
         if name == "_thread_workgroup":
             table, known = np.tile(np.array(coords.group, np.int64), (n, 1)), np.ones(n, bool)

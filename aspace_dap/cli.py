@@ -65,6 +65,9 @@ def _main(argv: list[str]) -> int:
         p.add_argument("--lane", type=int, help="lane (default: the dump's focus)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--all-lanes", dest="all_lanes", metavar="EXPR", help="print EXPR for every lane")
+        p.add_argument("--source-map", dest="source_map", metavar="FROM=TO", action="append", default=[],
+                       help="look for the sources the debug info names below FROM in the folder TO (as the "
+                            "launch configuration's sourceMap); may be given more than once")
         from .inspect import main as inspect_main
         return inspect_main(p.parse_args(argv[1:]))
     if argv[:2] == ["state", "validate"]:

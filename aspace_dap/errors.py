@@ -29,6 +29,10 @@ class UnavailableError(EvaluationError):
     """Something the expression needs is not in the dump (register, memory, caller state)."""
 
 
+class CallerUnavailable(UnavailableError):
+    """What names a frame's caller (its saved return address) is not in the dump: the stack shows why."""
+
+
 class StateError(AspaceError):
     """The GPU state dump is malformed; `path` is the JSON path of the offending field."""
 

@@ -516,6 +516,12 @@ def _register(scope: Scope, name: str) -> Obj:
     if name == "lane":
         return _per_lane(scope, [int(x) for x in scope.lanes], INT)
     wave = session.wave(scope.frame.wave_id if scope.frame is not None else None)
+    caller = scope.frame is not None and scope.frame.caller_state is not None
+    if caller and name in ("pc", "exec", wave.pc_register, wave.exec_register):  # as the frame was unwound
+        got = session.caller_register(scope.frame, {"pc": wave.pc_register, "exec": wave.exec_register}.get(name, name))
+        if got.why is not None:
+            raise AspaceError(f"${name} is not saved in frame #{scope.frame.index}: {got.why}")
+        return _const(scope, int.from_bytes(bytes(got.data[0]), "little"), ULONG)
     if name in ("pc", "exec", wave.pc_register, wave.exec_register):
         # $pc / $exec name the wave's PC and execution mask whatever the vendor calls them
         name = {"pc": wave.pc_register, "exec": wave.exec_register}.get(name, name)
@@ -528,7 +534,8 @@ def _register(scope: Scope, name: str) -> Obj:
         raise AspaceError(f"unknown register ${name}")
     from .dwarf.target import Dialect
     dialect = Dialect(vendor_ops=session.adapter.vendor)  # per-lane view of vector registers
-    target = session.target_for(wave, dialect)
+    # a caller frame reads its registers as unwound (unavailable where the callee may have changed them)
+    target = session.frame_target(scope.frame, dialect) if caller else session.target_for(wave, dialect)
     info = target.register_info(regno)
     loc = Location((RegisterLocation(info, np.zeros(len(scope.lanes), np.int64), scope.lanes),))
     return Obj.from_location(UINT, loc, target, scope.lanes)

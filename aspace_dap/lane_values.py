@@ -56,7 +56,7 @@ def _lane_values(session, text: str, wave_id: int | None, frame_index: int) -> l
         lane_frame = _same_frame(own, frames, frame)
         if lane_frame is None:
             rows.update((lane, _row(session, wave, lane, f"<unavailable: lane {lane} is at 0x{pc:x} ({where}), "
-                                                         f"outside {frame.name}>")) for lane in lanes)
+                                                         f"outside {frame.function}>")) for lane in lanes)
             continue
         try:
             rows.update((r["lane"], r) for r in _rows_at(session, wave, text, lane_frame, np.array(lanes)))
@@ -87,7 +87,7 @@ def _same_frame(own: list, frames: list, frame):
     if depth >= len(own):
         return None
     mine = own[len(own) - 1 - depth]
-    return mine if mine.name == frame.name else None
+    return mine if mine.function == frame.function else None
 
 
 def _row(session, wave, lane: int, value: str, tname: str = "") -> dict:

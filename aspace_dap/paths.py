@@ -8,10 +8,12 @@ resolved once and then:
   look regular and may block or be consumed by a read): FIFOs, devices and
   sockets are refused before anything opens them (a stat first, then an
   O_NONBLOCK open whose descriptor is checked again), and never past a size limit;
-- for source files, read only under what the user opened: the dump, the code
-  object named at launch, and (for files the debug info names) the working
-  directory; a name in the debug info or a sourceMap entry opens nothing
-  (`PathPolicy`);
+- for source files (`PathPolicy`): for a client that is the user (stdio, the
+  owner-only socket, TCP with the secret) and for `inspect`, any file the user
+  can read, as gdb reads what the debug info names; for a client that is not
+  (`--insecure-tcp`), only under what the user opened: the dump, the code object
+  named at launch, and (for files the debug info names) the working directory,
+  so that a name in the debug info or a sourceMap entry opens nothing else;
 - written only inside a save folder the caller chose, through a temporary
   sibling renamed into place (`writing_folder`); the names inside are made by
   the writer, never taken from input.
@@ -175,16 +177,17 @@ def check_client_file(path: str, what: str, magics: tuple[bytes, ...]) -> str:
 class PathPolicy:
     """The folders and files one session may read source text from.
 
-    Read roots: every file below may be read (the dump, the code object the user named). Named roots:
-    only files the debug info names may be read below (the working directory); the caller says which
-    kind of read it is. Roots are compared after resolving symlinks, so a link inside an allowed
-    folder cannot lead out of it.
+    A client that is the user (`client_is_user`) may read every regular file outside /proc, /sys and
+    /dev. Any other client only what the roots allow. Read roots: every file below may be read (the
+    dump, the code object the user named). Named roots: only files the debug info names may be read
+    below (the working directory); the caller says which kind of read it is. Roots are compared after
+    resolving symlinks, so a link inside an allowed folder cannot lead out of it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, client_is_user: bool = False) -> None:
+        self.client_is_user = client_is_user
         self._roots: set[str] = set()
         self._named_roots: set[str] = set()
-        self._files: set[str] = set()
         self._lock = threading.Lock()
 
     def _add_root(self, roots: set[str], folder: str | os.PathLike) -> None:
@@ -201,10 +204,6 @@ class PathPolicy:
         """Below `folder`, files the debug info names may be read (`allows(..., named=True)`)."""
         self._add_root(self._named_roots, folder)
 
-    def allow_read_file(self, path: str | os.PathLike) -> None:
-        with self._lock:
-            self._files.add(os.path.realpath(path))
-
     def allows(self, path: str | os.PathLike, named: bool = False) -> bool:
         """Whether `path` may be read; `named`: the debug info names it (the named roots count too)."""
         try:
@@ -213,9 +212,23 @@ class PathPolicy:
             return False
         if is_pseudo_file_system(real):
             return False
+        if self.client_is_user:
+            return True
         with self._lock:
             roots = self._roots | self._named_roots if named else self._roots
-            return real in self._files or any(_within(real, root) for root in roots)
+            return any(_within(real, root) for root in roots)
+
+    def may_look(self, path: str | os.PathLike, named: bool = False) -> bool:
+        """Whether a lookup may consider `path` at all, from its name alone (nothing on disk is asked, so
+        the places a lookup lists say nothing about which files exist); `allows` decides the read."""
+        text = os.path.abspath(path)
+        if any(_within(text, root) for root in PSEUDO_FILE_SYSTEMS):
+            return False
+        if self.client_is_user:
+            return True
+        with self._lock:
+            roots = self._roots | self._named_roots if named else self._roots
+            return any(_within(text, root) for root in roots)
 
     def check_read(self, path: str | os.PathLike, what: str = "file", named: bool = False) -> str:
         """The resolved path if the policy allows reading it; the uniform refusal otherwise."""

@@ -97,6 +97,14 @@ def make_temp_dir(prefix: str) -> str:
     return path
 
 
+def made_here(path: str | os.PathLike) -> bool:
+    """Whether `path` lies in a temporary folder this process made (a code object copied out of a core):
+    the folders above it say nothing about where the user's files are."""
+    text = os.path.abspath(path)
+    with _lock:
+        return any(text == folder or text.startswith(folder.rstrip("/") + "/") for folder in _locks)
+
+
 def remove_temp_dir(path: str) -> None:
     with _lock:
         _exit_paths.discard(path)

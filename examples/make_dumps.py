@@ -22,11 +22,11 @@ EXAMPLES = Path(__file__).resolve().parent
 sys.path.insert(0, str(EXAMPLES.parent))
 sys.path.insert(0, str(EXAMPLES))
 
-from dumpgen import divergent_call, lds_tiles, scratch_struct, shared_callee  # noqa: E402
+from dumpgen import divergent_call, lds_tiles, production_amd, scratch_struct, shared_callee  # noqa: E402
 from dumpgen.engine import build  # noqa: E402
 
 BUILDERS = {"lds_tiles": lds_tiles, "scratch_struct": scratch_struct, "divergent_call": divergent_call,
-            "shared_callee": shared_callee}
+            "shared_callee": shared_callee, "production_amd": production_amd}
 
 
 def _tree(root: Path) -> dict[str, Path]:

@@ -298,12 +298,13 @@ def server_copy(launcher: list[str] | tuple, folder: str) -> tuple[str, dict[str
 
 
 def start_server_subprocess(args: list[str], launcher: list[str] | tuple = (), python: str = sys.executable,
-                            env: dict[str, str] | None = None) -> DapTestClient:
+                            env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None) -> DapTestClient:
     """Run `python *args` as a stdio DAP server and talk to it through its pipes (`launcher` goes before
-    python, e.g. setpriv to run it as another user; `env` replaces this checkout's, see server_copy)."""
+    python, e.g. setpriv to run it as another user; `env` replaces this checkout's, see server_copy;
+    `cwd`: the folder it runs in, by default this checkout)."""
     process = subprocess.Popen(
         [*launcher, python, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, cwd="/" if env is not None else REPO_ROOT, env=env or _server_env(),
+        stderr=subprocess.PIPE, cwd=cwd or ("/" if env is not None else REPO_ROOT), env=env or _server_env(),
     )
     stderr = _StderrCollector(process.stderr)
     stream = JsonIOStream.from_process(process, name="server")

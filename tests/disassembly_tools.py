@@ -100,3 +100,38 @@ def file_bytes(path, address: int, size: int) -> bytes:
         if section["sh_flags"] & 0x4 and lo <= address and address + size <= lo + section["sh_size"]:
             return section.data()[address - lo:address - lo + size]
     raise AssertionError(f"no code section holds 0x{address:x}")
+
+
+def nvdisasm_inline_chains(tool: str, path) -> dict[int, list[tuple[str, int]]]:
+    """`nvdisasm -ndf -c -gi FILE`: each instruction's inline chain, innermost first, as the block of
+    `//## File "F", line L [inlined at "G", line M]` lines above it prints it (each level's file and line;
+    a block holds until the next one, within a function). Files are normalised (`./a.cu` -> `a.cu`)."""
+    import posixpath
+
+    out = subprocess.run([tool, "-ndf", "-c", "-gi", str(path)], capture_output=True, text=True, check=True).stdout
+    chains: dict[int, list[tuple[str, int]]] = {}
+    block: list[tuple[str, int]] = []
+    called_from = None  # the call site the last level named: the next level's own file and line
+    current = None
+    fresh = False
+    for line in out.splitlines():
+        m = re.match(r'^\s*//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?', line)
+        if m:
+            here = (posixpath.normpath(m[1]), int(m[2]))
+            if not fresh or called_from is None:
+                block, fresh = [], True
+            else:
+                assert here == called_from, f"nvdisasm's chain breaks at {line!r}"
+            block.append(here)
+            called_from = (posixpath.normpath(m[3]), int(m[4])) if m[3] else None
+            continue
+        insn = re.match(r"^\s+/\*([0-9a-f]{4,})\*/", line)
+        if insn:
+            if fresh:
+                assert called_from is None, f"nvdisasm's chain ends inside a call at {insn[1]}"
+                current, fresh = list(block), False
+            if current is not None:
+                chains[int(insn[1], 16)] = current
+        elif line.startswith("//-----"):
+            current, fresh, called_from = None, False, None
+    return chains

@@ -30,6 +30,11 @@ the messages that matter here:
   variables are not loaded yet asks for them itself and the next scope is rendered once they are
   in. In 0.10.0 an empty answer never calls back (its countdown starts at zero), so the rendering
   stops at the first scope without variables; 0.6.0 goes on. An error ends it in both.
+- Variables the views fetch themselves (the sidebar, `.scopes`) are sorted by entity.lua's
+  comparison: all-digit names (`[3]`) by number, others as strings (byte by byte in the C locale).
+  Those the session fetched after a stop are drawn as answered in 0.10.0; 0.6.0 keeps them in a
+  Lua table keyed by name (utils.to_dict), drawn in the table's own order, which no adapter sets:
+  modelled here as an order of the names' digests. A sidebar opened after a stop draws those.
 
 Messages are handled one at a time in the order they arrive, as nvim-dap schedules them on Neovim's
 main loop; a handler's requests are answered later, through callbacks.
@@ -37,11 +42,35 @@ main loop; a handler's requests are answered later, through callbacks.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 
 from dap_client import start_server_subprocess
 
 VERSIONS = ("0.6.0", "0.10.0")
+
+
+def sorted_like_nvim_dap(variables: list[dict]) -> list[dict]:
+    """entity.lua's order for fetched variables: by number when both names are all digits, else by name."""
+    import functools
+
+    def number(name):
+        m = re.fullmatch(r"\[?(\d+)\]?", name)
+        return int(m.group(1)) if m else None
+
+    def compare(a, b):
+        na, nb = number(a["name"]), number(b["name"])
+        if na is not None and nb is not None:
+            return (na > nb) - (na < nb)
+        ka, kb = a["name"].encode(), b["name"].encode()
+        return (ka > kb) - (ka < kb)
+    return sorted(variables, key=functools.cmp_to_key(compare))
+
+
+def lua_table_order(variables: list[dict]) -> list[dict]:
+    """A Lua table keyed by name, walked with pairs(): an order of the keys' hashes, not the answer's."""
+    return sorted(variables, key=lambda v: hashlib.sha1(v["name"].encode()).digest())
 
 
 class NvimDapReplay:
@@ -59,6 +88,7 @@ class NvimDapReplay:
         self.notifications: list[str] = []
         self.sent: list[tuple[str, dict]] = []
         self.sidebar_rendered: list[list] = []  # [scope name, {variable: value} or None] as shown
+        self.sidebar_open = True  # the scopes sidebar is open: it redraws after every `scopes` answer
         self.source_text: str | None = None
         self.capabilities = {}
         self.request("initialize", {"clientId": "neovim", "clientname": "neovim", "adapterID": "nvim-dap",
@@ -230,9 +260,13 @@ class NvimDapReplay:
                 if not scope.get("expensive"):
                     def got_variables(err, vbody, scope=scope):
                         if vbody is not None:
-                            scope["variables"] = {v["name"]: v for v in vbody["variables"]}
+                            listed = vbody["variables"]
+                            if self.version == "0.6.0":
+                                listed = lua_table_order(listed)
+                            scope["variables"] = {v["name"]: v for v in listed}
                     self.request("variables", {"variablesReference": scope["variablesReference"]}, got_variables)
-            self._render_sidebar()  # dap.listeners.after.scopes: the scopes widget refreshes
+            if self.sidebar_open:
+                self._render_sidebar()  # dap.listeners.after.scopes: the scopes widget refreshes
         self.request("scopes", {"frameId": frame["id"]}, got_scopes)
 
     def event_thread(self, body):
@@ -293,13 +327,23 @@ class NvimDapReplay:
                 if err is not None:
                     self.notifications.append(f"Error fetching variables: {err}")
                     return
-                variables = {v["name"]: v for v in body["variables"]}
+                variables = {v["name"]: v for v in sorted_like_nvim_dap(body["variables"])}
                 if self.version != "0.6.0" and not variables:
                     return  # entity.lua's countdown never reaches zero: no callback, nothing more drawn
                 scope["variables"] = variables
                 show(variables)
             self.request("variables", {"variablesReference": scope["variablesReference"]}, got)
         render(0)
+
+    def close_sidebar(self) -> None:
+        self.sidebar_open = False
+
+    def open_sidebar(self) -> dict[str, dict[str, str] | None]:
+        """The sidebar opened now (sidebar.open()): drawn from what the session holds."""
+        self.settle()
+        self.sidebar_open = True
+        self._render_sidebar()
+        return self.sidebar()
 
     def sidebar(self) -> dict[str, dict[str, str] | None]:
         """What the scopes sidebar shows once its rendering is done: each scope drawn, with its
@@ -315,7 +359,7 @@ class NvimDapReplay:
                     if err is not None:
                         self.notifications.append(f"Error fetching variables: {err}")
                     else:
-                        scope["variables"] = {v["name"]: v for v in body["variables"]}
+                        scope["variables"] = {v["name"]: v for v in sorted_like_nvim_dap(body["variables"])}
                 self.request("variables", {"variablesReference": scope["variablesReference"]}, got)
                 self.settle()
             out[scope["name"]] = {n: v["value"] for n, v in (scope.get("variables") or {}).items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -145,10 +146,13 @@ def test_solved_layouts_tile_the_group_segment(co_path):
     assert spans[0][0] == 0 and spans[-1][1] == group  # O0/O2 clang 15 and 19 pack them without holes
 
 
-def test_without_the_source_two_arrays_of_one_function_stay_unresolved():
+def test_without_the_source_two_arrays_of_one_function_stay_unresolved(tmp_path, monkeypatch):
     # tile and row_sums are both in scope at every access; only the source line says which one a
     # constant belongs to. Without it, two layouts fit: nothing is proven, nothing is guessed.
-    session = Session.open(str(EXAMPLES / "lds_tiles/dumps/gfx90a.O0"), source_map={"examples/": "/nonexistent/"})
+    # (the dump alone in a folder, opened from there: its source is nowhere to be found)
+    shutil.copytree(EXAMPLES / "lds_tiles/dumps/gfx90a.O0", tmp_path / "dump")
+    monkeypatch.chdir(tmp_path)
+    session = Session.open(str(tmp_path / "dump"))
     frame = session.frames()[0]
     variables = {v.name: v for v in session.variables(frame)}
     for name in ("tile", "row_sums"):
@@ -156,7 +160,8 @@ def test_without_the_source_two_arrays_of_one_function_stay_unresolved():
         assert obj.error.startswith("<unavailable: the code object gives") and "does not pin" in obj.error
         assert session.location_text(obj) == "local#? (LDS, offset unresolved)"
     # what the source does not decide, the call graph can: shared_callee needs no source
-    callee = Session.open(str(EXAMPLES / "shared_callee/dumps/gfx90a.O0"), source_map={"examples/": "/nonexistent/"})
+    shutil.copytree(EXAMPLES / "shared_callee/dumps/gfx90a.O0", tmp_path / "callee")
+    callee = Session.open(str(tmp_path / "callee"))
     f0 = callee.frames()[0]
     hbuf = next(v for v in callee.variables(f0) if v.name == "hbuf")
     assert callee.location_text(callee.read_variable(f0, hbuf).obj_for(f0.lane)) == "local#0x0 (LDS)"

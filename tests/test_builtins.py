@@ -3,8 +3,8 @@
 The expectations are computed here from manifest.json alone, by the rules of docs/STATE_FORMAT.md
 ("Work-item ids": lane L of a wave is flat work-item `index_in_workgroup * lanes + L` of its
 work-group, x fastest) and of the languages: CUDA's threadIdx / blockIdx / blockDim / gridDim
-(gridDim counts blocks; an NVIDIA dump's grid_size is in blocks, an AMD or Intel dump's in
-work-items, the HSA and OpenCL global size), OpenCL's get_local_id / get_group_id / get_global_id /
+(gridDim counts blocks: ceil(grid_size / workgroup_size), grid_size counting work-items for every
+vendor, the HSA and OpenCL global size), OpenCL's get_local_id / get_group_id / get_global_id /
 get_local_size / get_global_size / get_num_groups, and ROCgdb's and gdb-oneapi's convenience
 variables as their sources print them ($_dispatch_pos "(x,y,z)/w", $_lane_workgroup_pos "[x,y,z]",
 $_workitem_local_id {x, y, z}).
@@ -33,13 +33,12 @@ def _number(v) -> int:
 
 def _geometry(manifest: dict):
     """Per wave id: {lane: expected values}, from the manifest alone."""
-    vendor, lanes = manifest["target"]["vendor"], int(manifest["target"]["lanes"])
+    lanes = int(manifest["target"]["lanes"])
     out = {}
     for dispatch in manifest["dispatches"]:
         size = [int(n) for n in dispatch["workgroup_size"]]
         grid = [int(n) for n in dispatch["grid_size"]]
-        groups = grid if vendor == "nvidia" else [-(-g // s) for g, s in zip(grid, size)]
-        items = [g * s for g, s in zip(grid, size)] if vendor == "nvidia" else grid
+        groups, items = [-(-g // s) for g, s in zip(grid, size)], grid
         for workgroup in dispatch["workgroups"]:
             gid = [int(n) for n in workgroup["id"]]
             # the work-group's own size: a group at the grid's edge holds what is left of the grid

@@ -102,8 +102,30 @@ def test_the_committed_command_lists_are_plan_py_s():
         # the source: a kernel of its own committed here, or an example that plan.py makes stop
         assert (REAL / f"{program.kernel}.cu").exists() != (program.kernel in plan.STOPS), program.kernel
         assert (REAL.parent / f"{program.kernel}.cu").exists() == (program.kernel in plan.STOPS), program.kernel
-    # four -G programs (three examples and the illegal-address store) and two -lineinfo builds
-    assert sorted(n.rsplit(".", 1)[1] for n in names) == ["G"] * 4 + ["lineinfo"] * 2
+    # four -G programs (three examples and the illegal-address store) and four -lineinfo builds (two
+    # examples, the seven-level inline chain and the hang)
+    assert sorted(n.rsplit(".", 1)[1] for n in names) == ["G"] * 4 + ["lineinfo"] * 4
+    assert [p.name for p in plan.PROGRAMS if p.trigger == "user"] == ["hang.sm_90.lineinfo"]
+    for program in plan.PROGRAMS:
+        for header in program.headers:
+            assert (REAL / header).exists(), header
+        # capture.sh tells the hang from the gdb file alone (it runs without python3 too)
+        assert ("# core: user-triggered" in plan.command_file(program)) == (program.trigger == "user")
+
+
+def test_the_production_programs_ask_what_the_vllm_workflow_asks():
+    plan = _plan()
+    chain = next(p for p in plan.PROGRAMS if p.kernel == "inline_chain")
+    assert plan.commands(chain)[:4] == ["info cuda kernels", "info line *$errorpc", "info symbol $errorpc",
+                                        "x/4i $errorpc"]
+    hang = next(p for p in plan.PROGRAMS if p.kernel == "hang")
+    assert plan.commands(hang)[:2] == ["info cuda kernels", "info cuda warps"]
+    # a warp at each of the three places, in two blocks (warps 0-1 spin, 2-5 wait at the barrier, 6-7 loop)
+    warps = sorted(int(t.strip("()").split(",")[0]) // 32 for _label, _block, t in hang.threads)
+    assert warps == [0, 1, 3, 4, 6, 7]
+    assert plan.LIGHTWEIGHT_FLAGS == ("skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,"
+                                      "skip_local_memory,skip_constbank_memory")
+    assert f'LIGHT="{plan.LIGHTWEIGHT_FLAGS}"' in CAPTURE.read_text()
 
 
 def test_every_core_is_asked_about_six_threads_and_the_stop():
@@ -160,7 +182,19 @@ if [ $cubin = 1 ]; then printf '\177ELF cubin' > "$out"; exit 0; fi
 cat > "$out" <<'EOF'
 #!/usr/bin/env bash
 echo "program $(basename "$0"): flags=$CUDA_COREDUMP_GENERATION_FLAGS on=$CUDA_ENABLE_COREDUMP_ON_EXCEPTION"
-head -c "${STAND_IN_CORE_BYTES:-4096}" /dev/urandom > "$CUDA_COREDUMP_FILE"
+bytes=${STAND_IN_CORE_BYTES:-4096}
+case "$CUDA_COREDUMP_GENERATION_FLAGS" in *skip_shared_memory*) bytes=$((bytes / 16)) ;; esac  # lightweight
+if [ "$CUDA_ENABLE_USER_TRIGGERED_COREDUMP" = 1 ]; then
+  # a hang: the driver opens the pipe, the core is written once something is written to it
+  pipe=${CUDA_COREDUMP_PIPE//%p/$$}
+  mkfifo "$pipe"
+  echo "program: launched"
+  cat "$pipe" > /dev/null
+  head -c "$bytes" /dev/urandom > "$CUDA_COREDUMP_FILE"
+  echo "coredump: All done (took 00s)"
+  sleep 600
+fi
+head -c "$bytes" /dev/urandom > "$CUDA_COREDUMP_FILE"
 echo "program: synchronize cudaErrorLaunchFailure"
 EOF
 chmod +x "$out"
@@ -217,12 +251,23 @@ def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
     files = _unpack(out)
     cores = "examples/cuda/real/cores/"
     plan = _plan()
+    faulting = [p.name for p in plan.PROGRAMS if p.trigger == "exception"]
     for program in plan.PROGRAMS:
         name = program.name
         assert cores + f"{name}.cubin" in files, name
         assert files[cores + f"{name}.cudacore.gz"][:2] == b"\x1f\x8b", name  # gzip'd here
         run = files[cores + f"{name}.run.txt"].decode()
-        assert "flags=skip_abort,skip_global_memory on=1" in run, run
+        if program.trigger == "user":
+            # the hang: lightweight flags, the core triggered through the pipe, then the program killed
+            assert f"flags={plan.LIGHTWEIGHT_FLAGS} on=1" in run, run
+            assert "trigger: dd if=/dev/zero bs=1M count=1 > hang.sm_90.lineinfo.pipe." in run, run
+            assert "killed after" in run, run
+        else:
+            assert "flags=skip_abort,skip_global_memory on=1" in run, run
+            # and the same fault once more as a lightweight core, with its own transcript
+            light = files[cores + f"{name}.light.run.txt"].decode()
+            assert f"flags={plan.LIGHTWEIGHT_FLAGS} on=1" in light, light
+            assert f"target cudacore {name}.light.cudacore" in files[cores + f"{name}.light.cuda-gdb.txt"].decode()
         transcript = files[cores + f"{name}.cuda-gdb.txt"].decode()
         assert f"(cuda-gdb) target cudacore {name}.cudacore\nOpening GPU coredump: {name}.cudacore\n" in transcript
         assert transcript.count("(cuda-gdb) cuda block ") == 6
@@ -235,7 +280,7 @@ def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
     if shutil.which("cuobjdump") is None:
         assert "MISSING cuobjdump" in log  # then the cubins come from nvcc -cubin
     transcripts = (out / "transcripts.txt").read_text()
-    assert transcripts.count("==== ") == len(plan.PROGRAMS) + 1
+    assert transcripts.count("==== ") == len(plan.PROGRAMS) + len(faulting) + 1
     # builds ran inside the sources' folder with -include fault.cuh, for sm_90
     calls = (tmp_path / "stand-ins.log").read_text()
     assert "-G -arch=sm_90 -include fault.cuh" in calls and "-lineinfo -O3 -arch=sm_90" in calls
@@ -250,8 +295,9 @@ def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
 
 def test_capture_leaves_out_the_biggest_cores_when_the_archive_is_too_big(tmp_path):
     env = _stand_ins(tmp_path)
-    # incompressible: 7 cores of 12 MiB would not fit in the 56 MiB of the trip; scaled down 8 times (the
-    # packing is the same, gzip has an eighth of the bytes to compress)
+    # incompressible: 9 cores of 12 MiB would not fit in the 56 MiB of the trip (the 8 lightweight cores, the
+    # hang's too, are 16 times smaller, as their memories are left out); all scaled down 8 times (the packing
+    # is the same, gzip has an eighth of the bytes to compress)
     env["STAND_IN_CORE_BYTES"] = str(12 << 20 >> 3)
     env["CAPTURE_MAX_PACK_BYTES"], env["CAPTURE_PART_BYTES"] = str(56 << 20 >> 3), str(15 << 20 >> 3)
     out = tmp_path / "out"
@@ -260,11 +306,17 @@ def test_capture_leaves_out_the_biggest_cores_when_the_archive_is_too_big(tmp_pa
     _check_trip_back(out)
     files = _unpack(out)
     kept = sorted(n for n in files if n.endswith(".cudacore.gz"))
-    assert 1 <= len(kept) <= 4, kept
+    plan = _plan()
+    faulting = sum(p.trigger == "exception" for p in plan.PROGRAMS)
+    # lightweight: each fault's .light core and the hang's (written with the lightweight flags)
+    small = [n for n in kept if ".light." in n or "/hang." in n]
+    assert len(small) == faulting + 1, kept  # the small ones all fit
+    assert 1 <= len(kept) - len(small) <= 4, kept
     for name in kept:  # every core that travels has its transcript, and the reverse
         assert name.replace(".cudacore.gz", ".cuda-gdb.txt") in files
     assert sum(n.endswith(".cuda-gdb.txt") for n in files) == len(kept)
-    assert (out / "capture.log").read_text().count("pack: left out ") == 7 - len(kept)
+    written = len(plan.PROGRAMS) + faulting + 1  # each program, the lightweight ones, bad_store with global memory
+    assert (out / "capture.log").read_text().count("pack: left out ") == written - len(kept)
     assert len(list(out.glob("cores.tar.gz.*"))) >= 2  # split into parts (of 15 MiB at full size)
 
 
@@ -338,6 +390,6 @@ def test_dry_run_cubins_trap_on_every_stop_line_and_name_only_their_source(dry_r
             elif "BPT.TRAP" in row:
                 traps.add(where)
         source = f"./{program.kernel}.cu"
-        assert files_named == {source}, (program.name, files_named)
+        assert files_named == {source, *(f"./{h}" for h in program.headers)}, (program.name, files_named)
         stops = {(source, stop.line) for stop in plan.STOPS.get(program.kernel, ()) if stop.macro.startswith("STOP_AT")}
         assert stops <= traps, (program.name, stops, traps)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -57,6 +58,8 @@ def test_core_shows_the_same_variables_as_the_folder_dump(name, tmp_path):
     folder = DUMPS / spec.name
     with load_state(folder) as state:
         core = write_core(state, tmp_path / f"{name}.cudbg")
+    # the core beside its source, as the folder dump is (nvcc's line table names the file bare)
+    shutil.copy(DUMPS.parent / spec.file, tmp_path / spec.file)
     warp = spec.warps[0]
     active = [lane for lane in range(32) if warp.active >> lane & 1]
     lanes = active[:: max(1, len(active) // 3)][:3]

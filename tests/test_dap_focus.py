@@ -54,6 +54,7 @@ class VSCodeDebugSession:
         self.stops: list[dict] = []  # DebugSession.stoppedDetails
         self.generation = 0  # Thread objects are replaced when invalidated drops them
         self.stopped: dict[int, bool] = {}
+        self.details: dict[int, dict | None] = {}  # Thread.stoppedDetails, what the Call Stack's badge reads
         self.focus: tuple[int, int, int] | None = None  # (threadId, frameId, generation of its Thread)
         self.variables: dict[str, str] = {}  # Locals
         self.scopes: list[str] = []
@@ -76,11 +77,12 @@ class VSCodeDebugSession:
                 self.stops = [] if every else [d for d in self.stops if d["threadId"] != body["threadId"]]
                 for tid in (list(self.stopped) if every else [body["threadId"]]):
                     self.stopped[tid] = False
+                    self.details[tid] = None
             elif message["event"] == "invalidated":
                 areas = body.get("areas") or ["all"]
                 if {"threads", "stacks", "all"} & set(areas):
                     self.generation += 1  # clearThreads(removeThreads): every Thread object discarded
-                    self.stopped = {}
+                    self.stopped, self.details = {}, {}
                     del self.stops[1:]
                     for details in list(self.stops):
                         self.handle_stop(details)
@@ -90,6 +92,11 @@ class VSCodeDebugSession:
         self.stops.append(details)
         threads = [t["id"] for t in self.c.request("threads")["threads"]]
         for tid in threads:
+            if tid == details["threadId"]:
+                self.details[tid] = details
+            elif details.get("allThreadsStopped"):
+                # DebugSession.rawUpdate: the other threads keep only the reason they stopped for
+                self.details[tid] = {"reason": (self.details.get(tid) or {}).get("reason")}
             if details.get("allThreadsStopped") or tid == details["threadId"]:
                 self.stopped[tid] = True
         focused_gone = self.focus is not None and self.focus[0] not in threads
@@ -127,6 +134,15 @@ class VSCodeDebugSession:
         if generation != self.generation:
             return "running"
         return "stopped" if self.stopped.get(tid) else "running"
+
+    def badge(self, tid: int) -> str:
+        """Thread.stateLabel, the Call Stack's badge beside the wave (upper-cased by its CSS)."""
+        details = self.details.get(tid)
+        if details is None:
+            return "Running"
+        if details.get("description"):
+            return details["description"]
+        return f"Paused on {details['reason']}" if details.get("reason") else "Paused"
 
     def watch(self, expression: str) -> str:
         if self.state != "stopped":
@@ -205,15 +221,75 @@ def test_vscode_frame_click_is_the_clients_own_change():
         s.click_top_frame(thread_of_wave(0))
         assert s.c.events("focus")[-1]["body"]["threadId"] == thread_of_wave(0)
         assert (len(s.c.events("stopped")), len(s.c.events("continued"))) == (stops, continued)
-        # the next change withdraws every stop VS Code holds and stops the focused wave alone
+        # the next change withdraws every stop VS Code holds, stops the focused wave, and puts the
+        # dump's stop back on wave 1 (where it stopped) without moving the focus
         s.repl("lane 7")
-        tail = [m for m in s.c.messages if m.get("type") == "event"][-3:]
-        assert [m["event"] for m in tail] == ["focus", "continued", "stopped"]
+        tail = [m for m in s.c.messages if m.get("type") == "event"][-4:]
+        assert [m["event"] for m in tail] == ["focus", "continued", "stopped", "stopped"]
         assert tail[1]["body"] == {"threadId": thread_of_wave(1), "allThreadsContinued": False}
         assert tail[2]["body"]["threadId"] == thread_of_wave(0) and tail[2]["body"]["allThreadsStopped"]
         assert tail[2]["body"]["preserveFocusHint"] is False
-        assert s.stops == [tail[2]["body"]]
+        assert tail[3]["body"]["threadId"] == thread_of_wave(1) and tail[3]["body"]["preserveFocusHint"] is True
+        assert tail[3]["body"]["allThreadsStopped"] is False
+        assert s.stops == [tail[2]["body"], tail[3]["body"]]
         s.assert_shows(0, 7)
+        s.c.request("disconnect")
+    finally:
+        s.c.close()
+
+
+def test_vscode_keeps_the_stop_badge_on_the_wave_that_stopped():
+    """The dump stopped in wave 1 at a breakpoint: whichever wave the focus moves to, by `wave N`,
+    `lane N`, GPU Lanes or a frame click, the Call Stack keeps "Breakpoint" on wave 1 and shows the
+    focused wave as paused; the focus is shown where it moved (its frame selected)."""
+    s = VSCodeDebugSession()
+    try:
+        stopped_in = thread_of_wave(1)
+        assert s.badge(stopped_in) == "Breakpoint"
+        assert s.badge(thread_of_wave(0)) == "Paused"
+        s.repl("wave 3")
+        s.assert_shows(3, 2)
+        assert (s.badge(stopped_in), s.badge(thread_of_wave(3))) == ("Breakpoint", "Paused")
+        s.set_focus(threadId=thread_of_wave(3), lane=5)
+        s.assert_shows(3, 5)
+        assert (s.badge(stopped_in), s.badge(thread_of_wave(3))) == ("Breakpoint", "Paused")
+        s.click_top_frame(thread_of_wave(0))
+        s.repl("lane 7")
+        s.assert_shows(0, 7)
+        assert (s.badge(stopped_in), s.badge(thread_of_wave(0))) == ("Breakpoint", "Paused")
+        # back in the wave that stopped: its badge, with the focus
+        s.repl("wave 1")
+        s.assert_shows(1, 7)
+        assert [s.badge(thread_of_wave(w)) for w in range(4)] == ["Paused", "Breakpoint", "Paused", "Paused"]
+        # Continue is declined, the stop stays where it was
+        s.c.request("continue", {"threadId": thread_of_wave(1)})
+        s.repl("wave 2")
+        assert (s.badge(stopped_in), s.badge(thread_of_wave(2))) == ("Breakpoint", "Paused")
+        s.c.request("disconnect")
+    finally:
+        s.c.close()
+
+
+ROCM_FAULT = os.path.join(REPO_ROOT, "examples", "fault", "dumps", "clang19.gfx90a.O2")
+
+
+def test_vscode_keeps_the_exception_badge_on_the_waves_that_raised_it(tmp_path):
+    """A ROCm core whose two waves both raised the memory violation (the ROCm fault example,
+    written as ROCgdb's gpucore with both waves' TRAPSTS): both keep "Exception" when the focus
+    moves, and the focus moves no further than where it was put."""
+    from aspace_dap.adapters.amdgpu.core_writer import write_rocm_core
+    from aspace_dap.state import load_state
+    with load_state(ROCM_FAULT) as state:
+        core = write_rocm_core(state, tmp_path / "gpucore.4242", exception_wave=0,
+                               exception_trapsts=(1 << 8) | (1 << 28))
+    s = VSCodeDebugSession(str(core))
+    try:
+        assert s.stops[0]["reason"] == "exception"
+        raised = [0, 1]
+        assert [s.badge(thread_of_wave(w)) for w in raised] == ["Exception", "Exception"]
+        s.repl("lane 3")
+        assert [s.badge(thread_of_wave(w)) for w in raised] == ["Exception", "Exception"]
+        assert s.focus[0] == thread_of_wave(0) and s.state == "stopped"
         s.c.request("disconnect")
     finally:
         s.c.close()
@@ -303,6 +379,54 @@ def test_nvim_dap_views_follow_wave_and_lane(version):
         assert not n.notifications, n.notifications
     finally:
         n.close()
+
+
+DECLARED = ["tx", "ty", "col", "row", "value", "out_col", "out_row"]  # lds_tiles.hip's locals, in its order
+
+
+def names(view: dict) -> dict[str, list[str]]:
+    return {scope: list(values) for scope, values in view.items() if values is not None}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nvim_dap_sidebar_keeps_one_variable_order(version):
+    """The sidebar draws the variables it fetches itself sorted by name, and those the session fetched
+    after the stop as answered (0.10.0; 0.6.0 in its table's order, which no adapter sets): answered
+    in nvim-dap's order, the variables stay in one order whichever way, across lane and wave changes."""
+    n = NvimDapReplay(version, DUMP)
+    try:
+        seen = [names(n.sidebar())]
+        for change in ("lane 5", "wave 3", "lane 17", "wave 1"):
+            n.repl(change)
+            seen.append(names(n.sidebar()))
+            if version != "0.6.0":
+                # closed during the next change, opened after it: drawn from the session's fetch
+                n.close_sidebar()
+                n.repl("lane 2")
+                seen.append(names(n.open_sidebar()))
+        assert seen[0]["Locals"] == sorted(DECLARED) and list(seen[0]) == ["Locals", "Arguments", "Shared", "Globals",
+                                                                            "Registers"]
+        if version != "0.6.0":  # (0.6.0 draws the later scopes from its table of the session's fetch)
+            assert all(listed == sorted(listed) for listed in seen[0].values()), seen[0]
+        assert all(view == seen[0] for view in seen), seen
+        assert locals_of(n.scopes_command()) and list(locals_of(n.scopes_command())) == sorted(DECLARED)
+        assert not n.notifications, n.notifications
+    finally:
+        n.close()
+
+
+def test_other_clients_get_declaration_order():
+    """VS Code (and any client other than nvim-dap) gets the locals in the order the kernel declares
+    them, the parameters in theirs, the same on every answer."""
+    s = VSCodeDebugSession()
+    try:
+        assert list(s.variables) == DECLARED
+        s.repl("wave 3")
+        s.repl("lane 5")
+        assert list(s.variables) == DECLARED
+        s.c.request("disconnect")
+    finally:
+        s.c.close()
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dap_client import REPO_ROOT, launched
+from names_tools import cxxfilt, plain_function
 from disassembly_tools import (file_bytes, iga64_listing, llvm_objdump_listing, nvdisasm_encodings, nvdisasm_listing,
                                tool_or_skip)
 
@@ -190,7 +191,8 @@ def test_dap_disassemble_as_vs_code_asks():
                 assert row["instruction"] == want.text
                 if isinstance(want, Instruction):
                     assert row["instructionBytes"] == " ".join(f"{b:02x}" for b in want.data)
-                    assert row["symbol"] == want.where
+                    assert row["symbol"] == want.display_where
+                    assert want.display_where.startswith(plain_function(cxxfilt(want.symbol)[0]))
                     if want.line:
                         assert row["line"] == want.line and row["location"]["path"] == want.file
         # the PC's row names the stop's source line (divergent_call.hip:12)

@@ -214,7 +214,7 @@ def lane_pc_setup(exec_mask, saved_exec):
         SAVE_EXEC: "DW_OP_regx 42; DW_OP_piece 4; DW_OP_regx 43; DW_OP_piece 4",
     }
     frame = FrameContext(procedure=lambda die: assemble(procs[die], AMD) if die in procs else None,
-                         base_type=lambda die: (8, 0x07))
+                         base_type=lambda die: (8, 0x07), unit_of=lambda die: 0)  # one unit, at 0
     return t, frame
 
 

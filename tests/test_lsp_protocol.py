@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -224,10 +226,83 @@ def test_settings_change_and_watched_file_reload(tmp_path):
                       {"changes": [{"uri": (tmp_path / "objs" / "k.co").as_uri(), "type": 1}]})
         assert hints_by_line(client.hints(hip))[24] == [f"{ARROW} v6[lane]"]
         assert any(r["method"] == "workspace/inlayHint/refresh" for r in client.server_requests)
+        # the setting emptied: the code object is found in the workspace instead
         client.notify("workspace/didChangeConfiguration", {"settings": {"aspace": {"codeObjects": []}}})
+        assert hints_by_line(client.hints(hip))[24] == [f"{ARROW} v6[lane]"]
+        assert client.request("aspace/codeObjects", {"uri": hip.as_uri()})["from"] == "workspace"
+        (tmp_path / "objs" / "k.co").unlink()
+        client.notify("workspace/didChangeWatchedFiles",
+                      {"changes": [{"uri": (tmp_path / "objs" / "k.co").as_uri(), "type": 3}]})
         assert client.hints(hip) == []
     finally:
         client.close()
+
+
+def test_code_objects_found_in_the_workspace(tmp_path):
+    """No aspace.codeObjects: each source gets the code object whose line table names it, newest first;
+    a host executable with a CUDA fat binary counts; the client is told which one is used."""
+    hip, cu, other = tmp_path / "scratch_struct.hip", tmp_path / "divergent_call.cu", tmp_path / "other.hip"
+    shutil.copy(SCRATCH_HIP, hip)
+    shutil.copy(EXAMPLES / "cuda" / "divergent_call.cu", cu)
+    other.write_text("__global__ void k() {}\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "bin").mkdir()
+    shutil.copy(EXAMPLES / "scratch_struct" / "scratch_struct.gfx90a.O2.co", tmp_path / "build" / "k.co")
+    shutil.copy(EXAMPLES / "lds_tiles" / "lds_tiles.gfx90a.O0.co", tmp_path / "build" / "lds.co")
+    app = tmp_path / "bin" / "app"  # an executable holding .nv_fatbin, named like none of the suffixes
+    shutil.copy(EXAMPLES / "cuda" / "divergent_call.sm_90.G.host.o", app)
+    app.chmod(0o755)
+    client = LspProcess(tmp_path, {})
+    try:
+        which = lambda path: client.request("aspace/codeObjects", {"uri": path.as_uri()})  # noqa: E731
+        assert hints_by_line(client.hints(hip))[24] == [f"{ARROW} v6[lane]"]  # as with the setting
+        assert which(hip)["codeObjects"] == [str(tmp_path / "build" / "k.co")] and which(hip)["from"] == "workspace"
+        assert which(cu)["codeObjects"] == [str(app)]
+        assert which(other)["codeObjects"] == [] and client.hints(other) == []
+        # a newer build of the same source is used once the client reports it
+        newer = tmp_path / "build" / "k2.co"
+        shutil.copy(EXAMPLES / "scratch_struct" / "scratch_struct.gfx90a.O0.co", newer)
+        os.utime(newer, (time.time() + 10, time.time() + 10))
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": newer.as_uri(), "type": 1}]})
+        assert which(hip)["codeObjects"] == [str(newer)]
+        assert any(n["method"] == "aspace/codeObjectsChanged" for n in client.notifications)
+        # the setting names the code objects again: only those
+        client.notify("workspace/didChangeConfiguration", {"settings": {"aspace": {"codeObjects": ["build/lds.co"]}}})
+        assert which(hip) == {"codeObjects": [], "from": "setting", "searched": 1, "note": None}
+        assert client.hints(hip) == []
+    finally:
+        client.close()
+
+
+def test_the_search_prefers_a_build_with_variables_to_a_newer_lineinfo_one(tmp_path):
+    from aspace_dap.lsp.discover import Discovery
+    from aspace_dap.lsp.program import load_lenses
+    for build in ("G", "lineinfo"):
+        shutil.copy(EXAMPLES / "cuda" / f"lds_tiles.sm_90.{build}.cubin", tmp_path / f"k.{build}.cubin")
+    later = time.time() + 10
+    os.utime(tmp_path / "k.lineinfo.cubin", (later, later))
+    found = Discovery(lambda: load_lenses).find(str(EXAMPLES / "cuda" / "lds_tiles.cu"), [str(tmp_path)])
+    assert found.path == str(tmp_path / "k.G.cubin") and found.searched == 2
+    (tmp_path / "k.G.cubin").unlink()  # the line tables alone, when nothing has more
+    assert Discovery(lambda: load_lenses).find(str(EXAMPLES / "cuda" / "lds_tiles.cu"), [str(tmp_path)]).path == \
+        str(tmp_path / "k.lineinfo.cubin")
+
+
+def test_the_search_for_code_objects_stops_at_its_budget(tmp_path):
+    from aspace_dap.lsp.discover import Discovery
+    from aspace_dap.lsp.program import load_lenses
+    shutil.copy(EXAMPLES / "scratch_struct" / "scratch_struct.gfx90a.O2.co", tmp_path / "k.co")
+    roots = [str(tmp_path)]
+    # out of time while walking the workspace
+    walked = Discovery(lambda: load_lenses, budget=-1).find(str(SCRATCH_HIP), roots)
+    assert walked.path is None and "out of time" in walked.note
+    # out of time before reading a candidate for this source (the walk was done for another)
+    search = Discovery(lambda: load_lenses)
+    assert search.find(str(LDS_HIP), roots).path is None
+    search.budget = -1
+    found = search.find(str(SCRATCH_HIP), roots)
+    assert found.path is None and found.searched == 0 and "stopped after -1 s (0 of 1 files)" in found.note
+    assert Discovery(lambda: load_lenses).find(str(SCRATCH_HIP), roots).path == str(tmp_path / "k.co")
 
 
 SHADOW_HIP = ROOT / "tests" / "lsp_inputs" / "shadow.hip"

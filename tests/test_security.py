@@ -1,8 +1,10 @@
-"""The path policy against a hostile client, over the real servers (stdio and TCP).
+"""The path policy against a hostile client, over the real servers (stdio, TCP, the owner-only socket).
 
-A client may only read what the user opened (the dump, the launch's code object,
-the working directory), may only write inside the save folder it names, and
-cannot tell a missing path from an unreadable one.
+A client that is not known to be the user (TCP without a secret, `--insecure-tcp`) may only read
+what the user opened (the dump, the launch's code object, the working directory); a client that is
+the user (stdio, the owner-only socket, TCP with the secret) reads what the debug info and its
+sourceMap name, as gdb does, and still only files the debug info names. Every client may only write
+inside the save folder it names, and cannot tell a missing path from an unreadable one.
 """
 
 from __future__ import annotations
@@ -41,26 +43,80 @@ def tcp_port():
     process.wait()
 
 
-@pytest.fixture(params=["stdio", "tcp"])
-def connect(request):
-    """A function returning a new initialized client of a real server over the parametrized transport."""
+@pytest.fixture(scope="module")
+def insecure_tcp_port():
+    """A TCP server without a secret (--insecure-tcp): anyone on the machine may be its client."""
+    process, _, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0", "--insecure-tcp"])
+    yield port
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture(scope="module")
+def socket_path():
+    """A server on an owner-only Unix-domain socket."""
+    from test_listeners import start_socket_server
+
+    folder = Path(tempfile.mkdtemp(prefix="aspace-socket-"))
+    path = folder / "aspace.sock"
+    process = start_socket_server(path)
+    yield path
+    process.kill()
+    process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _clients(request, kind: str):
+    """A function returning a new initialized client of a real server of `kind`, closed after the test."""
     clients = []
 
     def new_client():
-        if request.param == "stdio":
+        if kind == "stdio":
             client = start_server_subprocess(["-m", "aspace_dap"])
-        else:
+        elif kind == "tcp":
             client = connect_tcp(request.getfixturevalue("tcp_port"))
+        elif kind == "socket":
+            from test_listeners import connect_unix
+            client = connect_unix(request.getfixturevalue("socket_path"))
+        else:
+            client = connect_tcp(request.getfixturevalue("insecure_tcp_port"), secret=None)
         clients.append(client)
         client.request("initialize", {"adapterID": "aspace-gpu"}, timeout=TIMEOUT)
         return client
 
-    yield new_client
+    return clients, new_client
+
+
+def _close(clients) -> None:
     for client in clients:
         try:
             client.close()
         except (AssertionError, OSError):
             pass
+
+
+@pytest.fixture
+def connect_not_user(request):
+    """Clients of a server that does not know who they are (--insecure-tcp)."""
+    clients, new_client = _clients(request, "insecure-tcp")
+    yield new_client
+    _close(clients)
+
+
+@pytest.fixture(params=["stdio", "tcp", "socket"])
+def connect_user(request):
+    """Clients that are the user: the editor's stdio, TCP with the secret, the owner-only socket."""
+    clients, new_client = _clients(request, request.param)
+    yield new_client
+    _close(clients)
+
+
+@pytest.fixture(params=["stdio", "tcp"])
+def connect(request):
+    """A function returning a new initialized client of a real server over the parametrized transport."""
+    clients, new_client = _clients(request, request.param)
+    yield new_client
+    _close(clients)
 
 
 def launch(client, **arguments):
@@ -76,9 +132,10 @@ def assert_refused(response, *secrets: str):
 
 
 # ---- `source` reads only what the debug info names, where the path policy allows ----
+# A client that is not the user reads only what the user opened; one that is the user reads anywhere.
 
-def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
-    client = connect()
+def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect_not_user):
+    client = connect_not_user()
     answer = launch(client, state=str(DUMP), sourceMap={NAMED_HEADER: "/etc/passwd",
                                                          OTHER_HEADER: "/proc/self/environ"})
     assert answer["success"], answer
@@ -92,9 +149,10 @@ def test_a_source_map_cannot_turn_a_named_file_into_any_file(connect):
     assert "__shared__" in client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
 
 
-def test_a_folder_map_reads_only_what_was_opened(connect, tmp_path):
-    """A sourceMap only says where to look: the mapped file is read when it lies inside what the user
-    opened (here the dump's folder), never because the map points somewhere."""
+def test_a_folder_map_reads_only_what_was_opened(connect_not_user, tmp_path):
+    """A sourceMap only says where to look: for a client that is not the user, the mapped file is read when
+    it lies inside what the user opened (here the dump's folder), never because the map points somewhere."""
+    connect = connect_not_user
     dump = tmp_path / "dump"
     shutil.copytree(DUMP, dump)
     (dump / "include").mkdir()
@@ -110,7 +168,8 @@ def test_a_folder_map_reads_only_what_was_opened(connect, tmp_path):
     response = client.request_raw("source", {"source": {"path": str(tmp_path / "secret.txt")}}, timeout=TIMEOUT)
     assert_refused(response, "not for clients")
     other = connect()
-    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)})["success"]
+    assert launch(other, state=str(dump), sourceMap={"/usr/include/c++/12/bits": str(outside)},
+                  workspaceFolder=str(outside))["success"]  # nor does a workspace folder the client names
     response = other.request_raw("source", {"source": {"path": str(outside / "exception_ptr.h")}}, timeout=TIMEOUT)
     assert_refused(response, "not opened")
 
@@ -126,9 +185,11 @@ def code_object_naming(path: str) -> bytes:
     return image.replace(old, path.encode().ljust(len(old), b"\0"))
 
 
-def test_a_code_object_the_client_wrote_does_not_open_the_files_it_names(connect, tmp_path):
+def test_a_code_object_the_client_wrote_does_not_open_the_files_it_names(connect_not_user, tmp_path):
     """writeMemory puts a code object naming a secret into the dump's memory, saveDump writes it as a
-    file, a new launch names that file as its code object: the secret is still not a source."""
+    file, a new launch names that file as its code object: for a client that is not the user, the secret
+    is still not a source."""
+    connect = connect_not_user
     secret = tmp_path / "private" / "notes.txt"
     secret.parent.mkdir()
     secret.write_text("not for clients\n")
@@ -150,14 +211,17 @@ def test_a_code_object_the_client_wrote_does_not_open_the_files_it_names(connect
         other = connect()
         assert launch(other, state=str(saved), codeObject=str(written))["success"]
         names = [s["path"] for s in other.request("loadedSources", timeout=TIMEOUT)["sources"]]
-        assert named in names  # the code object does name it
+        assert named not in names  # not found where this client may look: no path is given for it
         response = other.request_raw("source", {"source": {"path": named}}, timeout=TIMEOUT)
         assert_refused(response, "not for clients", "root:")
+        assert "not a source file" not in response["message"], response  # the code object does name it
 
 
-def test_a_symlink_in_the_dump_does_not_lead_a_source_out_of_it(connect, tmp_path):
+def test_a_symlink_in_the_dump_does_not_lead_a_source_out_of_it(connect_not_user, tmp_path):
     """The debug info names examples/lds_tiles/lds_tiles.hip; the dump's code/lds_tiles.hip (nearest
-    to the code object, so looked at first) is a link to /etc/passwd: it is passed over."""
+    to the code object, so looked at first) is a link to /etc/passwd: for a client that is not the user,
+    it is passed over."""
+    connect = connect_not_user
     dump = tmp_path / "dump"
     shutil.copytree(DUMP, dump)
     link = dump / "code" / "lds_tiles.hip"
@@ -171,6 +235,23 @@ def test_a_symlink_in_the_dump_does_not_lead_a_source_out_of_it(connect, tmp_pat
     content = client.request("source", {"source": kernel}, timeout=TIMEOUT)["content"]
     assert "__shared__" in content and first_line not in content
     assert_refused(client.request_raw("source", {"source": {"path": str(link)}}, timeout=TIMEOUT), first_line)
+
+
+def test_a_client_that_is_the_user_reads_what_the_debug_info_names_anywhere(connect_user, tmp_path):
+    """The editor's client (stdio), TCP with the secret and the owner-only socket are the user: a sourceMap
+    to any folder is read, as gdb's substitute-path is; what the debug info does not name is still no source."""
+    outside = tmp_path / "elsewhere" / "bits"
+    outside.mkdir(parents=True)
+    (outside / "exception_ptr.h").write_text("// the user's copy\n")
+    (tmp_path / "notes.txt").write_text("the user's notes\n")
+    client = connect_user()
+    assert launch(client, state=str(DUMP), sourceMap={"/usr/include/c++/12/bits": str(outside)})["success"]
+    mapped = str(outside / "exception_ptr.h")
+    assert mapped in [s["path"] for s in client.request("loadedSources", timeout=TIMEOUT)["sources"]]
+    assert client.request("source", {"source": {"path": mapped}}, timeout=TIMEOUT)["content"] == "// the user's copy\n"
+    response = client.request_raw("source", {"source": {"path": str(tmp_path / "notes.txt")}}, timeout=TIMEOUT)
+    assert_refused(response, "the user's notes")
+    assert "not a source file of the loaded code objects" in response["message"], response
 
 
 # ---- a save writes only inside its folder, with names the writer makes ----
@@ -391,6 +472,11 @@ def test_kernel_interfaces_are_never_save_targets_or_source_roots(tmp_path):
     (tmp_path / "link").symlink_to("/etc")
     policy.allow_read_root(tmp_path)
     assert not policy.allows(tmp_path / "link" / "passwd")  # a symlink cannot lead out of a root
+    user = PathPolicy(client_is_user=True)  # reads what the user can, kernel interfaces aside
+    assert user.allows("/etc/passwd") and user.allows(tmp_path / "link" / "passwd")
+    assert not user.allows("/proc/self/environ") and not user.may_look("/proc/self/environ")
+    (tmp_path / "environ").symlink_to("/proc/self/environ")
+    assert not user.allows(tmp_path / "environ")  # nor through a symlink
 
 
 def test_kernel_files_are_never_read_however_regular_they_look(tmp_path):

@@ -55,8 +55,8 @@ def test_only_a_file_with_the_same_name_is_substituted(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     s = Session.open(str(dest / "dumps" / "divergent_call.sm_90.G"))
     recorded = s.program_for(s.wave()).index.line_for_pc(s.frames()[0].pc).file
-    assert s.frames()[0].file in (recorded, s.find_source(recorded))
-    assert not s.frames()[0].file.endswith("other.cu")
+    assert s.frames()[0].file == recorded and not s.openable(recorded)  # not found: shown as recorded
+    assert all(not p.endswith("other.cu") for p in s.lookup_source(recorded).tried)
 
 
 def test_source_map_comes_first(tmp_path, monkeypatch):
@@ -64,6 +64,12 @@ def test_source_map_comes_first(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     probe = Session.open(str(dest / "dumps" / "divergent_call.tgllp"))
     recorded = probe.program_for(probe.wave()).index.line_for_pc(probe.frames()[0].pc).file
-    s = Session.open(str(dest / "dumps" / "divergent_call.tgllp"),
-                     source_map={recorded: "/elsewhere/divergent_call.cl"})
-    assert s.frames()[0].file == "/elsewhere/divergent_call.cl" and s.notes == []
+    elsewhere = tmp_path / "elsewhere" / "kernel.cl"
+    elsewhere.parent.mkdir()
+    shutil.copy(dest / "divergent_call.cl", elsewhere)
+    s = Session.open(str(dest / "dumps" / "divergent_call.tgllp"), source_map={recorded: str(elsewhere)})
+    assert s.frames()[0].file == str(elsewhere) and s.notes == []
+    # a map to a file that is not there is passed over: the copy beside the dump is shown, and said
+    s = Session.open(str(dest / "dumps" / "divergent_call.tgllp"), source_map={recorded: "/elsewhere/divergent_call.cl"})
+    assert s.frames()[0].file == str(dest / "divergent_call.cl")
+    assert s.lookup_source(recorded).tried[0] == "/elsewhere/divergent_call.cl"

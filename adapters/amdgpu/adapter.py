@@ -268,6 +268,10 @@ class AmdgpuAdapter(TargetAdapter):
         return assemble(f"DW_OP_lit0; DW_OP_constu {PRIVATE_LANE.number}; DW_OP_LLVM_form_aspace_address",
                         Dialect(vendor_ops="amd"))
 
+    def memory_access(self, text: str):
+        from .addressing import memory_access
+        return memory_access(text)
+
     def make_disassembler(self):
         from .disassembler import LlvmObjdump
         return LlvmObjdump()

@@ -43,6 +43,7 @@ from aspace_dap.state.private import SWIZZLED, PrivateMemory
 from aspace_dap.state.registers import RegisterFile
 
 from . import cwsr
+from .exceptions import trap_instruction_pc
 
 from .core_elf import detect  # noqa: F401  (state/formats.py asks this module: detect, load_core)
 from .core_elf import (AMD_QUEUE_FROM_READ_POINTER, AQL_PACKET, AQL_PACKET_SIZE, DEBUG_PROP_TTMPS_ALWAYS_VALID,
@@ -573,7 +574,9 @@ class _Reader:
             trap = cwsr.TRAP_IDS.get((ttmp6 >> cwsr.TTMP6_TRAP_ID_SHIFT) & 0xF)
             if ttmp6 & cwsr.TTMP6_STOPPED and trap:
                 reason = "breakpoint" if trap == "breakpoint" else "exception"
-                return Focus(wave.id, first_lane(wave)), Stop(reason, "; ".join([f"wave {wave.id}: {trap}"] + reasons))
+                # the stop names the s_trap, one instruction before the PC the trap handler left
+                return Focus(wave.id, first_lane(wave)), Stop(reason, "; ".join([f"wave {wave.id}: {trap}"] + reasons),
+                                                              pc=trap_instruction_pc(wave.pc, ttmp6))
         if reasons:
             return Focus(waves[0].id, first_lane(waves[0])), Stop("exception", "; ".join(reasons))
         return Focus(waves[0].id, first_lane(waves[0])), Stop("pause", "ROCm GPU core: no queue or wave reports "

@@ -72,7 +72,8 @@ def _register_index(names: list[str], prefix: str) -> int:
 def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri: str = "memory",
                     host_core: bool = False, gpu_only: bool = False, exception_wave: int | None = None,
                     load_bias: int = 0, pid: int = 4242, gpus: dict[str, Gpu] | None = None,
-                    queues_per_agent: int = 1, exception_trapsts: int | None = None) -> Path:
+                    queues_per_agent: int = 1, exception_trapsts: int | None = None,
+                    exception_trap_id: int | None = None) -> Path:
     """Write `state` (an AMD state) as a ROCm GPU core, laid out the way ROCr and the save handler do.
 
     One agent per GPU: per `dispatch.device` when the dispatches name their devices, else one per kind
@@ -91,7 +92,11 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
     focus wave's ttmp6 with the breakpoint trap. `exception_trapsts` is the TRAPSTS `exception_wave` gets
     instead of MEM_VIOL alone (a page fault: MEM_VIOL | XNACK_ERROR); with it, every wave whose TRAPSTS
     (its own, or this) holds MEM_VIOL or ILLEGAL_INST also gets ttmp6's stopped bit, as the trap handler
-    leaves a wave it halted on an exception. `load_bias` moves the code objects (and each wave's pc, but
+    leaves a wave it halted on an exception. `exception_trap_id` makes `exception_wave`'s exception the
+    s_trap of that id instead (2: the assert trap of `__builtin_trap()`): its ttmp6 stopped with the trap
+    id saved, its TRAPSTS as the dump has it, its queue and agent marked with the trap handler's queue
+    error for it (wave abort for trap 2, wave trap otherwise); the wave's pc is the dump's, which for a
+    real trap is one s_trap past it (the trap handler advances it). `load_bias` moves the code objects (and each wave's pc, but
     no other register, so use it only with waves stopped in their kernel).
 
     A save record holds every register: registers the dump does not have are written as zeros,
@@ -176,12 +181,15 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         for n_queue in range(count):
             on_queue = dispatches[n_queue::count]
             queue = _write_queue(state, gpu, on_queue, kd_address, queue_memory, save_at, scratch_at,
-                                 exception_wave, load_bias, f"agent {n_agent} queue {n_queue}", exception_trapsts)
+                                 exception_wave, load_bias, f"agent {n_agent} queue {n_queue}", exception_trapsts,
+                                 exception_trap_id)
             # the exception's queue, else (a wave not in the core) the first agent's first queue
             faulted = exception_wave is not None and (queue.holds_exception or n_agent == 0 and n_queue == 0
                                                       and not any(w.id == exception_wave for w in state.waves))
             agent_faulted |= faulted
-            status = (1 << (5 - 1)) if faulted else 0
+            # the trap handler's queue error: wave memory violation (5), wave abort (1, trap 2), wave trap (2)
+            code = 5 if exception_trap_id is None else 1 if exception_trap_id == 2 else 2
+            status = (1 << (code - 1)) if faulted else 0
             queues.append(QUEUE_ENTRY.pack(status, queue.ring_at, queue.amd_queue_at + 56, queue.amd_queue_at + 0x80,
                                            save_at, queue_id | (QUEUE_ID_ERROR if faulted else 0), gpu_id,
                                            queue.ring_size, KFD_QUEUE_TYPE_COMPUTE_AQL, gpu.area_size, 0))
@@ -194,7 +202,7 @@ def write_rocm_core(state: GpuState, path: str | os.PathLike, *, code_object_uri
         local, private = apertures.get("local"), apertures.get("private")
         topology = gpu.agent_fields()
         agents.append(AGENT_ENTRY.pack(
-            (1 << (5 - 1)) if agent_faulted else 0, local.base if local else 0,
+            (1 << (code - 1)) if agent_faulted else 0, local.base if local else 0,
             local.base + local.size - 1 if local else 0,
             private.base if private else 0, private.base + private.size - 1 if private else 0,
             0, (1 << 47) - 1, gpu_id, n_agent, 0x1002, 0x740F, 0, 0, 0, 0, cwsr.target_version(processor),
@@ -313,7 +321,7 @@ def _record_body(w, record: cwsr.WaveRecord, plan, load_bias: int) -> bytearray:
 def _write_queue(state: GpuState, gpu: Gpu, dispatches: list[Dispatch], kd_address: dict,
                  queue_memory: _HostMemory, save_at: int, scratch_at: int, exception_wave: int | None,
                  load_bias: int, qname: str,
-                 exception_trapsts: int | None = None) -> _WrittenQueue:
+                 exception_trapsts: int | None = None, exception_trap_id: int | None = None) -> _WrittenQueue:
     """One AQL queue of `gpu`: its ring and amd_queue_t in `queue_memory`, a context-save area per XCC (to be
     placed from `save_at`) in the GPU's layout, and the scratch backing memory (at `scratch_at`)."""
     family = gpu.family
@@ -414,7 +422,11 @@ def _write_queue(state: GpuState, gpu: Gpu, dispatches: list[Dispatch], kd_addre
                 ttmps[6], ttmps[8], ttmps[9], ttmps[10], ttmps[11] = ttmp6, *wg.id, ttmp11
                 o, _ = offsets["ttmp0"]
                 body[o:o + 64] = struct.pack("<16I", *ttmps)
-                if exception_wave == w.id:
+                if exception_wave == w.id and exception_trap_id is not None:
+                    ttmp6 |= cwsr.TTMP6_STOPPED | (exception_trap_id & 0xF) << cwsr.TTMP6_TRAP_ID_SHIFT
+                    struct.pack_into("<I", body, offsets["ttmp0"][0] + 24, ttmp6)
+                    holds_exception = True
+                elif exception_wave == w.id:
                     o, _ = offsets["trapsts"]
                     struct.pack_into("<I", body, o, cwsr.TRAPSTS_MEM_VIOL if exception_trapsts is None
                                      else exception_trapsts)

@@ -12,6 +12,12 @@ saved trap id 1/2/3 a breakpoint, assert trap, debug trap. ROCgdb reports each a
 arithmetic ones SIGFPE, traps SIGTRAP, an assert trap SIGABRT) and on a core file says "Thread N (...)
 stopped because of SIGSEGV". TRAPSTS and the trap id are the same bits on gfx9, gfx10 and gfx11.
 
+A wave stopped by an `s_trap` (a saved trap id: `__builtin_trap()` and failed asserts are trap 2, the
+assert trap) is past it: the first-level trap handler (ROCr's trap_handler.s, "if caused by s_trap then
+advance PC") adds 4 to the saved PC before it halts the wave, and ROCdbgapi reports that PC as the
+wave's. The `s_trap` (SOPP, 4 bytes on every GFX9-GFX12 target) is the instruction before it: that
+is the exception's instruction, the wave's PC where it stands.
+
 ROCdbgapi reads TRAPSTS only of a wave whose ttmp6 says the trap handler stopped it; here its
 exception bits count whatever ttmp6 says (they are the hardware's own record, and cores written
 before the handler marked the wave keep them), the saved trap id only when ttmp6 says stopped.
@@ -50,8 +56,20 @@ REASONS = {
     "ASSERT_TRAP": ("SIGABRT", "assert trap", ""),
 }
 IMPRECISE = {"MEMORY_VIOLATION", "ADDRESS_ERROR", "WATCHPOINT"}
+S_TRAP_SIZE = 4
+TRAP_PC_NOTE = ("the trap handler moved the wave's PC past the s_trap that stopped it (ROCdbgapi reports "
+                "that PC): the s_trap is the instruction before it")
 PRECISION = ("the wave's PC may be past the faulting instruction: the GPU goes on after it issues a memory "
              "operation (ROCgdb warns so unless precise memory reporting was on)")
+
+
+def trap_instruction_pc(pc: int | None, ttmp6: int | None) -> int | None:
+    """Where the s_trap that stopped a wave is: one s_trap before its PC; None when no s_trap stopped it."""
+    if pc is None or ttmp6 is None or not ttmp6 & cwsr.TTMP6_STOPPED:
+        return None
+    if not (ttmp6 >> cwsr.TTMP6_TRAP_ID_SHIFT) & 0xF:
+        return None
+    return pc - S_TRAP_SIZE
 
 
 def stop_reasons(trapsts: int, mode: int | None, ttmp6: int | None) -> list[str]:
@@ -100,6 +118,10 @@ def exceptions(state, active_lanes) -> list[RaisedException]:
         words = words[:1].upper() + words[1:]
         notes = [f"{r}: {REASONS[r][2]}" for r in reasons if REASONS[r][2]]
         notes += [f"TRAPSTS {trapsts:#010x}"] + ([PRECISION] if IMPRECISE & set(reasons) else [])
-        out.append(RaisedException(_signal(reasons), words, wave.id, active_lanes(wave).copy(), notes=notes))
+        trap_pc = trap_instruction_pc(wave.pc, regs.value("ttmp6"))
+        if trap_pc is not None:
+            notes.append(TRAP_PC_NOTE)
+        out.append(RaisedException(_signal(reasons), words, wave.id, active_lanes(wave).copy(), pc=trap_pc,
+                                   notes=notes))
     out.sort(key=lambda r: r.wave != focus)
     return out

@@ -118,6 +118,19 @@ PROCESSORS = {
     **dict.fromkeys(("pvc", "pvc-sdv", "xe-hpc"), XE_HPC),
     **dict.fromkeys(("bmg", "lnl", "xe2-hpg", "xe2-lpg"), XE2),
 }
+# PCI device ids (Linux's include/drm/i915_pciids.h, xe_pciids.h) -> ocloc's device names: gdb-oneapi's cores name
+# the device by its id (NT_PRPSINFO's `target-id`), and IGA needs its platform
+PCI_DEVICES = {
+    **dict.fromkeys((0x9A60, 0x9A68, 0x9A70, 0x9A40, 0x9A49, 0x9A59, 0x9A78, 0x9AC0, 0x9AC9, 0x9AD9, 0x9AF8), "tgllp"),
+    **dict.fromkeys((0x4905, 0x4906, 0x4907, 0x4908, 0x4909), "dg1"),
+    **dict.fromkeys((0x5690, 0x5691, 0x5692, 0x56A0, 0x56A1, 0x56A2, 0x56BE, 0x56BF), "acm-g10"),
+    **dict.fromkeys((0x5693, 0x5694, 0x5695, 0x56A5, 0x56A6, 0x56B0, 0x56B1, 0x56BA, 0x56BB, 0x56BC, 0x56BD),
+                    "acm-g11"),
+    **dict.fromkeys((0x5696, 0x5697, 0x56A3, 0x56A4, 0x56B2, 0x56B3), "acm-g12"),
+    **dict.fromkeys((0x56C0, 0x56C2), "ats-m150"), 0x56C1: "ats-m75",
+    # Linux's include/drm/intel/xe_pciids.h
+    **dict.fromkeys((0x0B69, 0x0B6E, 0x0BD4, 0x0BD5, 0x0BD6, 0x0BD7, 0x0BD8, 0x0BD9, 0x0BDA, 0x0BDB), "pvc"),
+}
 # ocloc's debug file: SProgramDebugDataHeaderIGC (magic, version, size, device = GFXCORE_FAMILY, ...)
 OCLOC_DEBUG_HEADER = struct.Struct("<4sIII")
 OCLOC_DEBUG_MAGIC = b"CTNI"
@@ -393,6 +406,10 @@ class IntelAdapter(TargetAdapter):
         if device is not None and name[:1] == "r" and name[1:].isdigit():
             return device.grf_bytes if int(name[1:]) < device.grf_count else None
         return None
+
+    def memory_access(self, text: str):
+        from .addressing import memory_access
+        return memory_access(text, self.grf_bytes)
 
     def make_disassembler(self):
         from .disassembler import Iga

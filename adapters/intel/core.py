@@ -17,10 +17,13 @@ core_load_hook, read_pc, active_lanes_mask, thread_workgroup; `bfd/elf64-intelgt
 
 What a thread's registers say: its PC is isabase + CR0.2 (CR0.2 a 32-bit offset from the instruction
 base); its active lanes are ce & SR0.2 (SR0.2 the dispatch mask: the lanes that exist); its work-group
-is (r0.1, r0.6, r0.7). In the model the wave's `ip` is the PC relative to the lowest instruction base
+is (r0.1, r0.6, r0.7); its work-group and grid sizes and its lanes' local ids are in the dispatch's
+implicit arguments (implicit_args.py), at genstbase + (r0.0 & ~0x3f), unavailable where the core does not
+map them. In the model the wave's `ip` is the PC relative to the lowest instruction base
 of the core's threads (gdb's `$ip` when every thread shares one base, as they do), code objects are
-placed relative to that base too, and `emask` is ce & SR0.2. Threads of one work-group are its waves
-in file order. SLM is not in the format: a core's work-group local memory reads as unavailable. A
+placed relative to that base too, and `emask` is ce & SR0.2. Threads of one work-group are its waves,
+numbered by their local ID table entry (r0.2 bits 7:0) where the implicit arguments are read, else in
+file order. SLM is not in the format: a core's work-group local memory reads as unavailable. A
 thread's SIMD width is not stored: it is the kernel's (IGC's DW_AT_INTEL_simd_width).
 
 Every size is read from the file and checked; a bad or truncated core raises StateError naming the
@@ -43,6 +46,8 @@ from aspace_dap.state.memory import Region, SparseMemory
 from aspace_dap.state.model import (CodeObjectRef, Dispatch, Fault, Focus, GpuState, Stop, Target, Wave, Workgroup,
                                     mask_to_lanes)
 from aspace_dap.state.registers import RegisterFile
+from .adapter import PCI_DEVICES, device_for_processor
+from .implicit_args import ImplicitArgs, args_address, read_args, read_local_ids
 from .tdesc import INTEL_VENDOR_ID, parse
 
 ELF_MAGIC = b"\x7fELF"
@@ -350,8 +355,9 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
     tids = [thread.tid for thread in core.threads]
     # the threads' own ids name the waves when they can (unique, small enough for a DAP thread id)
     unique = len(set(tids)) == len(tids) and max(tids) < 1 << 31
-    groups: dict[tuple[int | None, tuple[int, int, int]], list[Wave]] = {}
+    groups: dict[tuple, list[Wave]] = {}
     pcs: dict[int, int | None] = {}
+    launches = _Launches(offsets, memory.get("global"))
     for index, (thread, head) in enumerate(zip(core.threads, heads)):
         ip = None
         if head.offset_ip is not None and head.isabase is not None:
@@ -367,24 +373,34 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
         waves.append(wave)
         pcs[wave.id] = ip
         co_id = images.code_object_for(ip)
-        groups.setdefault((co_id, head.workgroup), []).append(wave)
+        # one launch per code object and implicit arguments (the structure lives as long as its dispatch)
+        groups.setdefault((co_id, launches.of(thread, wave), head.workgroup), []).append(wave)
     dispatches: list[Dispatch] = []
-    by_code_object: dict[int | None, list[Workgroup]] = {}
-    for (co_id, wg_id), members in groups.items():
+    by_launch: dict[tuple, list[Workgroup]] = {}
+    for (co_id, args, wg_id), members in groups.items():
         for i, wave in enumerate(members):
-            wave.index_in_workgroup = i
-        by_code_object.setdefault(co_id, []).append(Workgroup(wg_id, None, members, f"work-group {wg_id}"))
-    for co_id, workgroups in by_code_object.items():
+            # gdb-oneapi's thread number in the work-group is its local ID table entry (r0.2 bits 7:0)
+            wave.index_in_workgroup = launches.thread[wave.id] if isinstance(args, ImplicitArgs) else i
+        by_launch.setdefault((co_id, args), []).append(Workgroup(wg_id, None, members, f"work-group {wg_id}"))
+    for (co_id, args), workgroups in by_launch.items():
         first = workgroups[0].waves[0]
         kernel = images.kernel_at(co_id, pcs[first.id])
-        most = max(len(wg.waves) for wg in workgroups)
-        ids = np.array([wg.id for wg in workgroups], dtype=np.int64)
-        wg_size = (lanes * most, 1, 1)  # the core does not say; each thread's lanes, side by side
-        grid = tuple(int(s * (m + 1)) for s, m in zip(wg_size, ids.max(axis=0)))
-        dispatches.append(Dispatch(len(dispatches), kernel, co_id, grid, wg_size, workgroups, {},
-                                   f"threads of code object {co_id}"))
+        known = isinstance(args, ImplicitArgs)
+        dispatch = Dispatch(len(dispatches), kernel, co_id, args.global_size if known else None,
+                            args.local_size if known else None, workgroups, {}, f"threads of code object {co_id}")
+        if known:
+            dispatch.local_ids = {w.id: launches.local_ids[w.id] for wg in workgroups for w in wg.waves}
+        else:
+            dispatch.geometry_unknown = args
+        dispatches.append(dispatch)
     focus, stop = _stop(core, waves)
-    target = Target("intel", "intelgt", lanes)
+    # the device's PCI id names the processor, where the register description agrees on the GRF size
+    device_id = core.device_id if core.device_id is not None else description.device_id
+    processor = PCI_DEVICES.get(device_id)
+    grf = dict(layout).get("r0")
+    if processor is not None and grf is not None and device_for_processor(processor).grf_bytes != grf:
+        processor = None
+    target = Target("intel", processor or "intelgt", lanes)
     manifest = {"format": "intel-gpu-core", "producer": "intel gpu core",
                 "register_layouts": {"core": [[n, s] for n, s in model_layout]}}
     state = GpuState(root=None, source=files.source, producer="intel gpu core", manifest=manifest, target=target,
@@ -393,6 +409,39 @@ def _build(core: _Core, files: CoreFiles) -> GpuState:
     state.not_kept = [f"the register description's features and types (NT_PRPSINFO, {core.prpsinfo_form} form): "
                       "the registers are kept by name"]
     return state
+
+
+class _Launches:
+    """Each thread's implicit arguments and its lanes' local ids, read as gdb-oneapi reads them
+    (implicit_args.py), or why they cannot be: the work-group size is never the SIMD width."""
+
+    def __init__(self, offsets: dict[str, tuple[int, int]], memory):
+        self.offsets, self.memory = offsets, memory
+        self.read: dict[int, ImplicitArgs | str] = {}   # by address
+        self.thread: dict[int, int] = {}                  # wave id -> its local ID table entry
+        self.local_ids: dict[int, np.ndarray | str] = {}  # wave id -> (lanes, 3) ids, or why not
+
+    def of(self, thread: _Thread, wave: Wave) -> ImplicitArgs | str:
+        if "genstbase" not in self.offsets:
+            return ("the core's register description has no genstbase, and the implicit arguments (the "
+                    "work-group and grid sizes) are at genstbase + (r0.0 & ~0x3f)")
+        r0, genstbase = self.offsets["r0"][0], self.offsets["genstbase"]
+        base = _uint(thread.regs, genstbase[0], min(genstbase[1], 8))
+        r0_0, r0_2 = _uint(thread.regs, r0, 4), _uint(thread.regs, r0 + 8, 4)
+        if base is None or r0_0 is None or r0_2 is None:
+            return f"{thread.where}'s register block ends before genstbase or r0.2"
+        address = args_address(r0_0, base)
+        if address not in self.read:
+            self.read[address] = read_args(self.memory, address)
+        args = self.read[address]
+        if isinstance(args, ImplicitArgs):
+            entry, entries = r0_2 & 0xFF, r0_2 >> 24
+            self.thread[wave.id] = entry
+            ids = read_local_ids(self.memory, args, entry, entries)
+            if isinstance(ids, np.ndarray) and args.simd_width != wave.lanes:
+                ids = f"the implicit arguments say SIMD{args.simd_width}, the kernel is SIMD{wave.lanes}"
+            self.local_ids[wave.id] = ids
+        return args
 
 
 def _loader(thread: _Thread, model_layout, ip: int | None, emask: int | None, dispatch_mask: int, total: int):
@@ -461,14 +510,20 @@ class _Images:
         if co is None or pc is None or found is None:
             return ""
         try:
-            if co.has_dwarf():
-                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine).frames_at(pc - found)
+            if co.has_dwarf() or co.has_line_tables():
+                frames = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine,
+                                    function_at=lambda at: _function(co, at)).frames_at(pc - found)
                 if frames:
                     return frames[-1].function
-            symbol = co.symbol_at(pc - found)
+            symbol = co.function_symbol_at(pc - found)
         except AspaceError:
             return ""
         return symbol.name if symbol is not None else ""
+
+
+def _function(co, address: int) -> tuple[str, int, int] | None:
+    sym = co.function_symbol_at(address)
+    return (sym.name, sym.value, sym.size) if sym is not None else None
 
 
 def _code_objects(core: _Core, loads: list[_Segment], files: CoreFiles, base: int):

@@ -22,7 +22,7 @@ import numpy as np
 from aspace_dap.dwarf.locations import (CompositeLocation, Location, MemoryLocation, Piece, RegisterLocation,
                                         UndefinedLocation)
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
-from aspace_dap.errors import AspaceError, EvaluationError, StateError, UnavailableError
+from aspace_dap.errors import AspaceError, CallerUnavailable, EvaluationError, StateError, UnavailableError
 
 from ..base import CallerState, TargetAdapter, WaveTarget, unavailable
 from .cubin import (LOC_HALF, LOC_LOCAL, LOC_PRED, LOC_REG, LOC_STACK, LOC_UREG, STACK_REGISTER,
@@ -68,7 +68,7 @@ class NvptxAdapter(TargetAdapter):
     vendor = "nvidia"
     address_size = 8
     lanes_have_own_pc = True  # sm_70+: independent thread scheduling; core dumps carry a PC per lane
-    grid_counts_workgroups = True  # gridDim: a dump's grid_size counts blocks, as CUDA core dumps record it
+    uniform_workgroups = True  # a CUDA launch is gridDim blocks of blockDim threads
 
     def __init__(self):
         self._cubins: dict[str, tuple[CubinLayout, RegisterMap]] = {}
@@ -334,6 +334,11 @@ class NvptxAdapter(TargetAdapter):
         ra = rules.return_address_register
         lo, hi = caller_value(ra), caller_value(ra + 1)
         if lo is None or hi is None:
+            saved = [cfa + rules.rule_for(r).operand for r in (ra, ra + 1) if rules.rule_for(r).kind == "offset"]
+            why = getattr(target.state, "missing_memory", {}).get(LOCAL.name)
+            if saved and why:  # the callee saved the return address on the stack, which the core left out
+                raise CallerUnavailable(f"the return address is saved in local memory at {min(saved):#x}, and "
+                                       f"{why}: the caller is unknown")
             return None
         layout, _ = target._cubin()
         ret = (hi << 32 | lo) - target._load_address
@@ -357,6 +362,23 @@ class NvptxAdapter(TargetAdapter):
                            memory_space=LOCAL.name, clobbered=frozenset(clobbered))
 
     # --- naming -----------------------------------------------------------------------
+
+    def function_symbol(self, code_object, address: int) -> tuple[str, int, int] | None:
+        """The function symbol holding a code address. ptxas gives a device function it places inside a
+        kernel's section a local symbol `$<kernel>$<function>` (both mangled): the function's own name is
+        the part after the kernel's."""
+        found = super().function_symbol(code_object, address)
+        if found is not None and found[0].startswith("$") and found[0].count("$") >= 2:
+            return (found[0].rsplit("$", 1)[1] or found[0],) + found[1:]
+        return found
+
+    def memory_access(self, text: str):
+        from .addressing import memory_access
+        return memory_access(text)
+
+    def registers_written(self, text: str):
+        from .addressing import registers_written
+        return registers_written(text)
 
     def make_disassembler(self):
         from .disassembler import Nvdisasm

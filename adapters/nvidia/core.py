@@ -52,7 +52,7 @@ from .core_elf import (EM_CUDA, ELF_MAGIC, ELFOSABI_CUDA, ET_CORE, EXCEPTION_NON
                        LEFT_OUT, SHT_BT, SHT_CB_TABLE, SHT_CBU_BAR, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE,
                        SHT_ELF_IMG, SHT_GLOBAL, SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_MANAGED, SHT_META,
                        SHT_MOD_TABLE, SHT_NOBITS, SHT_PARAM, SHT_PRED, SHT_REGS, SHT_RELF_IMG, SHT_SHARED,
-                       SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, WINDOW_SIZE, CoreElf, Section)
+                       SHT_SM_TABLE, SHT_UPRED, SHT_UREGS, SHT_WP_TABLE, SKIPPED_SPACES, WINDOW_SIZE, CoreElf, Section)
 
 BIG = np.int64(1 << 40)
 
@@ -208,6 +208,10 @@ class _CoreReader:
                          target=target, code_objects=code_objects, memory=memory, dispatches=dispatches,
                          focus=focus, stop=stop, files=self.files, warnings=warnings, read_heads=self.read_heads)
         state.not_kept = not_kept
+        meta = self._meta()
+        # what a value in these spaces reads as, when the core left their memory out (its generation flags)
+        state.missing_memory = {space: why for flag, (spaces, why) in SKIPPED_SPACES.items()
+                                if meta is not None and meta["flags"] & flag for space in spaces}
         return state
 
     def _faults(self, focus: Focus | None) -> list[Fault]:
@@ -410,8 +414,8 @@ class _CoreReader:
             where = f"device {key[0]} grid {key[1]}" if len(self.devices) > 1 else f"grid {key[1]}"
             dispatch = Dispatch(
                 len(dispatches), self._kernel_name(grid, module), None if module is None else module[0],
-                (grid["gridDimX"], grid["gridDimY"], grid["gridDimZ"]),
-                (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key], memory, where)
+                _grid_items(grid), (grid["blockDimX"], grid["blockDimY"], grid["blockDimZ"]), workgroups[key],
+                memory, where)
             dispatch.cluster_size = _cluster_size(grid)
             windows = self.windows.get((key[0], grid["contextId"]))
             if windows is not None and windows != target_windows:
@@ -728,3 +732,9 @@ def _cluster_size(grid: dict[str, int]) -> tuple[int, int, int] | None:
     (every dimension 1, or 0 in rows that predate the field)."""
     size = (grid["clusterDimX"], grid["clusterDimY"], grid["clusterDimZ"])
     return None if all(n <= 1 for n in size) else size
+
+
+def _grid_items(grid: dict[str, int]) -> tuple[int, int, int]:
+    """A grid row's size in work-items (docs/STATE_FORMAT.md, "dispatch"): the core records gridDim in
+    blocks of blockDim threads."""
+    return tuple(int(grid[f"gridDim{a}"]) * int(grid[f"blockDim{a}"]) for a in "XYZ")  # type: ignore[return-value]

@@ -77,7 +77,39 @@ EXCEPTION_UNKNOWN = 0xFFFFFFFF
 
 # CUDBGCoredumpGenerationFlags (the meta row's flags, r565+): what the driver was told to leave out.
 # CUDA_ENABLE_LIGHTWEIGHT_COREDUMP=1 sets every SKIP_*_MEMORY flag.
+SKIP_NONRELOCATED_ELF_IMAGES, SKIP_GLOBAL_MEMORY, SKIP_SHARED_MEMORY = 1 << 0, 1 << 1, 1 << 2
+SKIP_LOCAL_MEMORY, SKIP_CONSTBANK_MEMORY, GZIP_COMPRESS, FAULTED_CONTEXTS_ONLY = 1 << 3, 1 << 5, 1 << 6, 1 << 7
+# CUDA_COREDUMP_GENERATION_FLAGS names them (comma-separated, lower case), as users set it
+GENERATION_FLAGS = {"skip_nonrelocated_elf_images": SKIP_NONRELOCATED_ELF_IMAGES,
+                    "skip_global_memory": SKIP_GLOBAL_MEMORY, "skip_shared_memory": SKIP_SHARED_MEMORY,
+                    "skip_local_memory": SKIP_LOCAL_MEMORY, "skip_abort": 1 << 4,
+                    "skip_constbank_memory": SKIP_CONSTBANK_MEMORY, "gzip_compress": GZIP_COMPRESS,
+                    "faulted_contexts_only": FAULTED_CONTEXTS_ONLY}
+# what the vLLM team's posts tell users to set (CUDBG_COREDUMP_LIGHTWEIGHT_FLAGS in cudadebugger.h)
+LIGHTWEIGHT_FLAGS = (SKIP_NONRELOCATED_ELF_IMAGES | SKIP_GLOBAL_MEMORY | SKIP_SHARED_MEMORY | SKIP_LOCAL_MEMORY
+                     | SKIP_CONSTBANK_MEMORY)
+# the memory spaces (the NVIDIA adapter's names) each flag leaves without bytes, and what to say about them
+SKIPPED_SPACES = {SKIP_GLOBAL_MEMORY: (("global",), "the core skipped global memory (skip_global_memory)"),
+                  SKIP_SHARED_MEMORY: (("shared",), "the core skipped shared memory (skip_shared_memory)"),
+                  SKIP_LOCAL_MEMORY: (("local",), "the core skipped local memory (skip_local_memory)"),
+                  SKIP_CONSTBANK_MEMORY: (("const",), "the core skipped the constant banks (skip_constbank_memory)")}
+
+
+def generation_flags(flags: int | str) -> int:
+    """CUDBGCoredumpGenerationFlags from a number or CUDA_COREDUMP_GENERATION_FLAGS' comma-separated names."""
+    if isinstance(flags, int):
+        return flags
+    out = 0
+    for name in (n.strip().lower() for n in flags.split(",") if n.strip()):
+        if name not in GENERATION_FLAGS:
+            raise StateError(f"unknown core dump generation flag {name!r}; known: {', '.join(GENERATION_FLAGS)}",
+                             "generation_flags")
+        out |= GENERATION_FLAGS[name]
+    return out
+
+
 LEFT_OUT = {
+    1 << 0: "its unrelocated ELF images (CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES): the relocated ones are read",
     1 << 1: "global memory (CU_COREDUMP_SKIP_GLOBAL_MEMORY): global values read as unavailable",
     1 << 2: "shared memory (CU_COREDUMP_SKIP_SHARED_MEMORY): __shared__ values read as unavailable",
     1 << 3: "local memory (CU_COREDUMP_SKIP_LOCAL_MEMORY): the stack and spilled values read as unavailable",

@@ -18,7 +18,8 @@ from .core_elf import (CBU_SINCE, CONST_BANKS_SINCE, ELFOSABIV_LATEST, ELFOSABI_
                        SHT_CB_TABLE, SHT_CTA_TABLE, SHT_CTX_TABLE, SHT_DEV_TABLE, SHT_ELF_IMG, SHT_GLOBAL,
                        SHT_GRID_TABLE, SHT_LN_TABLE, SHT_LOCAL, SHT_META, SHT_MOD_TABLE, SHT_PARAM, SHT_PRED,
                        SHT_REGS, SHT_RELF_IMG, SHT_SHARED, SHT_SM_TABLE, SHT_STRTAB, SHT_UPRED, SHT_UREGS,
-                       SHT_WP_TABLE, TABLES, UNIFORM_SINCE)
+                       SHT_WP_TABLE, SKIP_CONSTBANK_MEMORY, SKIP_GLOBAL_MEMORY, SKIP_LOCAL_MEMORY,
+                       SKIP_NONRELOCATED_ELF_IMAGES, SKIP_SHARED_MEMORY, TABLES, UNIFORM_SINCE, generation_flags)
 
 
 @dataclass
@@ -32,13 +33,24 @@ class _OutSection:
     addr: int = 0
 
 
+# what each generation flag leaves out of the core
+_SKIPPED_TYPES = {SHT_ELF_IMG: SKIP_NONRELOCATED_ELF_IMAGES, SHT_GLOBAL: SKIP_GLOBAL_MEMORY,
+                  SHT_SHARED: SKIP_SHARED_MEMORY, SHT_LOCAL: SKIP_LOCAL_MEMORY, SHT_CB_TABLE: SKIP_CONSTBANK_MEMORY}
+
+
 class _CoreBuilder:
-    def __init__(self):
+    def __init__(self, flags: int = 0):
         self.sections: list[_OutSection] = [_OutSection("", 0)]
         self.strings = bytearray(b"\0")
+        self.flags = flags  # the generation flags: sections they skip are not added
+
+    def skips(self, sh_type: int) -> bool:
+        return bool(self.flags & _SKIPPED_TYPES.get(sh_type, 0))
 
     def add(self, name: str, sh_type: int, data: bytes = b"", *, link: int = 0, info: int = 0,
             entsize: int = 0, addr: int = 0) -> int:
+        if self.skips(sh_type):
+            return -1
         self.sections.append(_OutSection(name, sh_type, bytes(data), link, info, entsize, addr))
         return len(self.sections) - 1
 
@@ -154,7 +166,7 @@ def _uniform_words(wave: Wave, prefix: str, size: int) -> list[int]:
 def write_core(state: GpuState, path: str | os.PathLike, *,
                exception: tuple[int, ...] | None = None, version: str = "r575", devices: int = 1,
                backtraces: dict[tuple[int, int], list[int]] | None = None, param_sections: bool = True,
-               sms: int | None = None, warps_per_sm: int = 64) -> Path:
+               sms: int | None = None, warps_per_sm: int = 64, flags: int | str = 0) -> Path:
     """Write `state` (an NVIDIA state) as a CUDA core dump.
 
     Each workgroup becomes one CTA on its own SM, each wave a warp whose warpId is its index in the
@@ -173,6 +185,13 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     lane, and memory is written up to its first unknown byte: the format has no way to say "unknown".
     Every valid lane needs a PC in a core: a lane the state gives none of its own (an inactive lane
     of a dump without lane PCs) gets the warp's.
+
+    `flags` are the driver's generation flags (CUDBGCoredumpGenerationFlags, or the names
+    CUDA_COREDUMP_GENERATION_FLAGS takes: `core_elf.LIGHTWEIGHT_FLAGS` is the lightweight core users
+    are told to write), left out as the driver leaves them out: the unrelocated cubin images, global
+    memory (but for constant banks), shared memory, local memory, the constant banks (table and bytes).
+    The tables, registers, predicates, PCs, backtraces and relocated images stay, and the flags are
+    recorded in the `.cudbg.meta` row as the driver records them (r565+).
     """
     path = Path(path)
     target = state.target
@@ -187,7 +206,8 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
             raise StateError(f"{space} memory has no place in a CUDA core dump", f"memory.{space}")
     sizes = ROW_SIZES[version]
     uniform = version >= UNIFORM_SINCE
-    out = _CoreBuilder()
+    flags = generation_flags(flags)
+    out = _CoreBuilder(flags)
     waves = state.waves
     if backtraces is None:
         backtraces = {(w.id, ln): stack for w in waves for ln, stack in (w.return_addresses or {}).items()}
@@ -237,7 +257,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
     dev_tbl = out.table(".cudbg.devtbl", SHT_DEV_TABLE, device_rows, entsize=sizes["devtbl"])
     if version >= META_SINCE:
         out.table(".cudbg.meta", SHT_META, [dict(generatorName=out.string("aspace-dap write_core"),
-                                                driverVersionMajor=int(version[1:]))])
+                                                driverVersionMajor=int(version[1:]), flags=flags)])
     global_memory = state.memory.get("global")
     for address, size in (global_memory.ranges() if global_memory is not None else []):
         out.add(".cudbg.global", SHT_GLOBAL, _known_prefix(global_memory, address, size), addr=address)
@@ -278,7 +298,7 @@ def write_core(state: GpuState, path: str | os.PathLike, *,
                 moduleHandle=handles.get(d.code_object, 0),
                 paramsOffset=param.regions[0].address if param is not None and param.regions else 0,
                 kernelType=1, numRegs=device_rows[dev]["numRegsPerLane"],
-                gridDimX=d.grid_size[0], gridDimY=d.grid_size[1], gridDimZ=d.grid_size[2],
+                **dict(zip(("gridDimX", "gridDimY", "gridDimZ"), _grid_blocks(d))),
                 blockDimX=d.workgroup_size[0], blockDimY=d.workgroup_size[1], blockDimZ=d.workgroup_size[2],
                 **dict(zip(("clusterDimX", "clusterDimY", "clusterDimZ"), d.cluster_size or (1, 1, 1)))))
         grid_tbl = out.table(f".cudbg.gridtbl.dev{dev}", SHT_GRID_TABLE, grid_rows, link=dev_tbl, info=dev,
@@ -320,10 +340,11 @@ def _write_parameters(out: _CoreBuilder, d: Dispatch, dev: int, row: int, grid_t
     known = _known_prefix(param, region.address, region.size)
     if param_sections:
         out.add(f".cudbg.param.dev{dev}.grid{row}", SHT_PARAM, known, link=grid_tbl, info=row)
-    if version >= CONST_BANKS_SINCE and known:
-        # bank 0 in global memory; only its parameter bytes are known, so only they are dumped
+    if version >= CONST_BANKS_SINCE and known and not out.flags & SKIP_CONSTBANK_MEMORY:
+        # bank 0 in global memory; only its parameter bytes are known, so only they are dumped (with
+        # skip_global_memory too: since CUDA 12.6 constant banks have their own flag)
         bank = CONST_BANK_BASE + (dev * 64 + d.id) * CONST_BANK_STRIDE
-        out.add(".cudbg.global", SHT_GLOBAL, known, addr=bank + region.address)
+        out.sections.append(_OutSection(".cudbg.global", SHT_GLOBAL, known, addr=bank + region.address))
         out.table(f".cudbg.cbankstbl.dev{dev}.grid{row}", SHT_CB_TABLE,
                   [dict(addr=bank, size=region.address + len(known), bankId=0)], link=grid_tbl, info=row)
 
@@ -424,3 +445,16 @@ def _offset_in_caller(layout, address: int) -> int:
     """returnAddress: the return address as an offset from the start of the function it returns into."""
     function = layout.function_at(address) if layout is not None else None
     return address - function.start if function is not None else address
+
+
+def _grid_blocks(d) -> tuple[int, int, int]:
+    """gridDim, as a core records it: the dispatch's grid_size counts work-items (docs/STATE_FORMAT.md),
+    and a CUDA grid is a whole number of blocks."""
+    blocks = []
+    for axis, items, size in zip("xyz", d.grid_size, d.workgroup_size):
+        if size <= 0 or items % size:
+            raise StateError(f"grid_size {list(d.grid_size)} is not a whole number of blocks of "
+                             f"{list(d.workgroup_size)} in {axis}: a CUDA core dump records gridDim in blocks",
+                             f"{d.path}.grid_size")
+        blocks.append(items // size)
+    return tuple(blocks)  # type: ignore[return-value]

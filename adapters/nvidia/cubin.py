@@ -66,11 +66,12 @@ def _is_code(sec: Section) -> bool:
     return bool(sec.flags & SHF_ALLOC) and bool(sec.flags & SHF_EXECINSTR)
 
 
-def relocate_cubin(data: bytes, label: str = "cubin") -> bytes:
+def relocate_cubin(data: bytes, label: str = "cubin", warnings: list[str] | None = None) -> bytes:
     """The cubin with its code sections laid out from address 0 and its debug relocations applied.
 
     An image that is already laid out (a code section with a non-zero
     address, as in a CUDA core dump's relocated image) is returned unchanged.
+    What had to be read leniently is said in `warnings`, when given.
     """
     elf = _Elf64(bytes(data), label)
     if elf.e_machine != EM_CUDA:
@@ -94,7 +95,7 @@ def relocate_cubin(data: bytes, label: str = "cubin") -> bytes:
         target = elf.sections[rela.info]
         if target.flags & SHF_ALLOC:
             continue  # instruction fixups: the debugger only needs the debug sections
-        _apply(elf, out, rela, target, symbols)
+        _apply(elf, out, rela, target, symbols, warnings)
     return bytes(out)
 
 
@@ -117,12 +118,20 @@ def _relocate_symbols(elf: _Elf64, out: bytearray, addresses: dict[int, int]) ->
 
 
 def _apply(elf: _Elf64, out: bytearray, rela: Section, target: Section,
-           symbols: dict[int, list[int]]) -> None:
+           symbols: dict[int, list[int]], warnings: list[str] | None) -> None:
     width = 24 if rela.type == SHT_RELA else 16
     if rela.entsize not in (0, width):
         raise CodeObjectError(f"{elf.label}: {rela.name} entries of {rela.entsize} bytes")
     body = elf.body(rela)
-    table = symbols.get(rela.link, [])
+    table = symbols.get(rela.link)
+    if table is None and len(symbols) == 1 and body:
+        # some nvcc releases (CUDA 12.1) leave a debug relocation section's sh_link naming no symbol
+        # table; a cubin has one, which llvm-dwarfdump and cuda-gdb use
+        (index, table), = symbols.items()
+        if warnings is not None:
+            warnings.append(f"{elf.label}: {rela.name}'s sh_link ({rela.link}) names no symbol table; its "
+                            f"relocations were read against the file's one symbol table (section {index})")
+    table = table or []
     for n in range(len(body) // width):
         if rela.type == SHT_RELA:
             offset, info, addend = struct.unpack_from("<QQq", body, n * width)

@@ -34,9 +34,12 @@ from .metadata import (
 ELF_PARSE_ERRORS = (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError,
                     UnicodeDecodeError, OverflowError, TypeError)
 
+STT_AMDGPU_HSA_KERNEL = 10  # code object v2's kernel symbols
+AMD_KERNEL_CODE_T_SIZE = 256  # the v2 kernel header before the code
 SHT_NOBITS = "SHT_NOBITS"
 SHT_NOTE = "SHT_NOTE"
 SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Symbol:
     size: int
     type: str  # "FUNC", "OBJECT", "NOTYPE", "SECTION", "FILE", ...
     binding: str = "GLOBAL"  # "LOCAL", "GLOBAL", "WEAK"
+    section: int | None = None  # st_shndx: the section the symbol is defined in
 
     def contains(self, address: int) -> bool:
         return self.value <= address < self.value + max(self.size, 1)
@@ -126,15 +130,15 @@ _BINDS = [_STB.get(i) or str(i) for i in range(16)]
 class _SymbolTable(Mapping):
     """Symbols by name, from raw (value, size, st_info) rows; each Symbol is built on first access."""
 
-    def __init__(self, rows: dict[str, tuple[int, int, int]]):
+    def __init__(self, rows: dict[str, tuple[int, int, int, int]]):
         self._rows = rows
         self._made: dict[str, Symbol] = {}
 
     def __getitem__(self, name: str) -> Symbol:
         symbol = self._made.get(name)
         if symbol is None:
-            value, size, info = self._rows[name]
-            symbol = self._made[name] = Symbol(name, value, size, _TYPES[info & 0xF], _BINDS[info >> 4])
+            value, size, info, shndx = self._rows[name]
+            symbol = self._made[name] = Symbol(name, value, size, _TYPES[info & 0xF], _BINDS[info >> 4], shndx)
         return symbol
 
     def __iter__(self):
@@ -154,6 +158,7 @@ class CodeObject:
         self.name = name
         self.data = bytes(data)
         self.container_header = b""  # what wrapped the ELF in its file (ocloc's debug-file header)
+        self.load_warnings: list[str] = []  # what loading had to read leniently (the user is told)
         # a relocatable object (`.o`) laid out and relocated by the loader: its addresses are its own
         # layout's (code from 0), not a linked code object's
         self.relocated = relocated
@@ -175,10 +180,13 @@ class CodeObject:
             self._sections = {s.name: s for s in self.elf.iter_sections() if s.name}
             self._loaded = self._loaded_sections()
             self.symbols: dict[str, Symbol] = self._read_symbols()
+            if self.e_machine == EM_AMDGPU:
+                self._v2_kernel_symbols()
             self.metadata: dict[str, Any] = self._read_metadata()
         except ELF_PARSE_ERRORS as exc:
             raise CodeObjectError(f"{name}: malformed ELF: {exc}") from exc
         self._by_address: list[Symbol] | None = None  # sorted on the first symbol_at
+        self._functions: tuple[list, list[int], list[int]] | None = None  # sorted on the first function_symbol_at
         self.kernels: list[KernelInfo] = self._read_kernels()
         self._dwarf = None
 
@@ -271,15 +279,60 @@ class CodeObject:
             index -= 1
         return None
 
+    FUNCTION_TYPES = ("FUNC",)  # symbol types that name code
+
+    def function_symbol_at(self, address: int) -> Symbol | None:
+        """The function symbol covering a code address, from the function symbols defined in the
+        executable section that holds the address (the innermost where one function's range holds
+        another's). A cubin's sections all start at 0 until laid out, and its data sections stay
+        there: a data object may cover the same number as code, and never names it."""
+        if self._functions is None:
+            executable = {}
+            for index, section in enumerate(self.elf.iter_sections()):
+                if section["sh_flags"] & SHF_EXECINSTR and section["sh_size"]:
+                    executable[index] = (section["sh_addr"], section["sh_addr"] + section["sh_size"])
+            functions = []
+            for sym in self.symbols.values():
+                held = executable.get(sym.section) if sym.section is not None else None
+                if sym.type in self.FUNCTION_TYPES and held is not None and held[0] <= sym.value < held[1]:
+                    functions.append((sym, held))
+            functions.sort(key=lambda f: (f[0].value, -f[0].size))
+            reach, running = [], 0  # the highest end of functions[0..i]: where walking back may stop
+            for sym, _ in functions:
+                running = max(running, sym.value + max(sym.size, 1))
+                reach.append(running)
+            self._functions = (functions, [f[0].value for f in functions], reach)
+        functions, starts, reach = self._functions
+        i = bisect.bisect_right(starts, address) - 1
+        while i >= 0 and reach[i] > address:
+            sym, (low, high) = functions[i]
+            if low <= address < high and (sym.contains(address) if sym.size else address == sym.value):
+                return sym
+            i -= 1
+        return None
+
     def kernel(self, name: str) -> KernelInfo | None:
         for kernel in self.kernels:
             if name in (kernel.name, kernel.symbol):
                 return kernel
         return None
 
+    def kernel_at(self, address: int) -> KernelInfo | None:
+        """The kernel whose code starts at `address`: its descriptor's entry, or its code symbol."""
+        for kernel in self.kernels:
+            symbol = self.symbols.get(kernel.name)
+            if kernel.entry_address == address or (symbol is not None and symbol.type == "FUNC"
+                                                   and symbol.value == address):
+                return kernel
+        return None
+
     # DWARF
     def has_dwarf(self) -> bool:
         return ".debug_info" in self._sections
+
+    def has_line_tables(self) -> bool:
+        """A .debug_line with something in it: all a line-tables-only build (nvcc -lineinfo) has."""
+        return bool(self.section_data(".debug_line"))
 
     def dwarf_info(self):
         """pyelftools DWARFInfo, parsed on first use (relocations are already applied in linked objects
@@ -327,6 +380,7 @@ class CodeObject:
                     sym["st_size"],
                     kind[4:] if isinstance(kind, str) and kind.startswith("STT_") else str(kind),
                     bind[4:] if isinstance(bind, str) and bind.startswith("STB_") else str(bind),
+                    sym["st_shndx"] if isinstance(sym["st_shndx"], int) else None,
                 )
         return symbols
 
@@ -337,7 +391,7 @@ class CodeObject:
         them one object at a time, which costs a second on 20,000 entries.
         The Symbol objects are made when asked for.
         """
-        rows: dict[str, tuple[int, int, int]] = {}
+        rows: dict[str, tuple[int, int, int, int]] = {}
         for section in self.elf.iter_sections():
             if not isinstance(section, SymbolTableSection):
                 continue
@@ -359,10 +413,26 @@ class CodeObject:
             ends = np.where(at < len(nuls), nuls[np.minimum(at, len(nuls) - 1)] if len(nuls) else 0, len(strings))
             names = [strings[a:b].decode("utf-8", "replace") for a, b in zip(starts.tolist(), ends.tolist())]
             for name, row in zip(names, zip(table["value"][keep].tolist(), table["size"][keep].tolist(),
-                                            table["info"][keep].tolist())):
+                                            table["info"][keep].tolist(), table["shndx"][keep].tolist())):
                 if name and name not in rows:  # .dynsym repeats .symtab entries
                     rows[name] = row
         return _SymbolTable(rows)
+
+    def _v2_kernel_symbols(self) -> None:
+        """Code object v2 kernels are STT_AMDGPU_HSA_KERNEL (10) symbols at their 256-byte amd_kernel_code_t,
+        whose kernel_code_entry_byte_offset (an i64 at byte 16) says where the code starts: each becomes a
+        function symbol over its code, so frames and disassembly name it."""
+        for name in [n for n in self.symbols if self.symbols[n].type in (str(STT_AMDGPU_HSA_KERNEL), "LOOS")]:
+            sym = self.symbols[name]
+            header = self.read_memory(sym.value, AMD_KERNEL_CODE_T_SIZE)
+            entry = struct.unpack_from("<q", header, 16)[0] if header is not None else AMD_KERNEL_CODE_T_SIZE
+            if not 0 < entry < (sym.size or entry + 1):
+                entry = AMD_KERNEL_CODE_T_SIZE
+            fixed = Symbol(name, sym.value + entry, max(sym.size - entry, 0), "FUNC", sym.binding, sym.section)
+            if isinstance(self.symbols, _SymbolTable):
+                self.symbols._made[name] = fixed
+            else:
+                self.symbols[name] = fixed
 
     def _read_metadata(self) -> dict[str, Any]:
         if self.e_machine != EM_AMDGPU:

@@ -18,6 +18,10 @@ DEVICE_MACHINES = frozenset({EM_AMDGPU, EM_CUDA, EM_INTELGT, EM_INTEL182})
 OCLOC_DEBUG_MAGIC = b"CTNI"
 # how every file load_code_objects accepts begins (ELF, offload bundles, ocloc's debug file)
 CODE_OBJECT_MAGICS = (b"\x7fELF", BUNDLE_MAGIC, COMPRESSED_MAGIC, OCLOC_DEBUG_MAGIC)
+# AMD's pre-ROCm OpenCL runtime (the APP SDK / Catalyst era) wrote its binaries with machines of its own
+# (ROCclr's elf definitions): no GCN code object a debugger of today reads
+LEGACY_AMD_MACHINES = {0xAF5A: "EM_HSAIL, HSAIL", 0xAF5B: "EM_HSAIL_64, 64-bit HSAIL", 0x4154: "EM_AMDIL, AMD IL",
+                       0x4155: "EM_AMDIL_64, 64-bit AMD IL"}
 HIP_FATBIN_SECTION = ".hip_fatbin"
 CUDA_FATBIN_SECTION = ".nv_fatbin"
 
@@ -59,7 +63,12 @@ def load_code_objects(path_or_bytes: str | os.PathLike | bytes | bytearray | mem
         raise CodeObjectError(f"{label}: neither an ELF file nor an offload bundle")
     machine = raw_machine(data, label)
     if machine == EM_CUDA:
-        return [CodeObject(_relocated_cubin(data, label), label)]
+        return [_cubin(data, label)]
+    if machine in LEGACY_AMD_MACHINES:
+        raise CodeObjectError(
+            f"{label}: a legacy AMD OpenCL binary (e_machine {machine:#x}, {LEGACY_AMD_MACHINES[machine]}: AMD's "
+            f"pre-ROCm OpenCL runtime), not a code object this debugger reads; rebuild for ROCm (an EM_AMDGPU "
+            f"code object, code object v2 or later)")
     if machine in DEVICE_MACHINES:
         co = _device_object(data, label)
         co.container_header = container_header  # the adapter reads the device from it
@@ -78,12 +87,15 @@ def _device_object(data: bytes, label: str) -> CodeObject:
     return CodeObject(data, label)
 
 
-def _relocated_cubin(data: bytes, label: str) -> bytes:
+def _cubin(data: bytes, label: str) -> CodeObject:
     # nvcc leaves every function at address 0 and names them in DWARF only through
     # relocations: lay the code out as the driver does before anything reads DWARF
     from aspace_dap.adapters.nvidia.cubin import relocate_cubin
 
-    return relocate_cubin(data, label)
+    warnings: list[str] = []
+    co = CodeObject(relocate_cubin(data, label, warnings), label)
+    co.load_warnings = warnings
+    return co
 
 
 def _from_bundle(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
@@ -117,7 +129,7 @@ def _from_host_elf(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
 def _from_cuda_fatbin(data: bytes, label: str, budget: Budget) -> list[CodeObject]:
     from .fatbin import cubins
 
-    objects = [CodeObject(_relocated_cubin(image, name), name) for name, image in cubins(data, label, budget)]
+    objects = [_cubin(image, name) for name, image in cubins(data, label, budget)]
     if not objects:
         raise CodeObjectError(f"{label}: the fat binary holds no cubin (PTX only)")
     return objects

@@ -30,8 +30,8 @@ def parse_code_address(text: str) -> int:
     return value
 
 
-def instruction_body(row, resolve_symbols: bool = True) -> dict:
-    """One DisassembledInstruction."""
+def instruction_body(row, resolve_symbols: bool = True, openable=lambda path: True) -> dict:
+    """One DisassembledInstruction; its location only where `openable` says the file is here."""
     if not isinstance(row, Instruction):
         return {"address": "-1" if row.address is None else f"0x{row.address:x}", "instruction": row.text,
                 "presentationHint": "invalid"}
@@ -39,8 +39,8 @@ def instruction_body(row, resolve_symbols: bool = True) -> dict:
     if row.data is not None:
         body["instructionBytes"] = " ".join(f"{b:02x}" for b in row.data)
     if resolve_symbols and row.where is not None:
-        body["symbol"] = row.where
-    if row.file and row.line:
+        body["symbol"] = row.display_where
+    if row.file and row.line and openable(row.file):
         body["location"] = {"name": os.path.basename(row.file), "path": row.file}
         body["line"] = row.line
         if row.column:
@@ -60,4 +60,4 @@ def disassemble(ctx, args):
     address = parse_code_address(args["memoryReference"]) + (args.get("offset") or 0)
     rows = s.instructions(max(address, 0), count, args.get("instructionOffset") or 0)
     resolve = args.get("resolveSymbols", True)
-    return {"instructions": [instruction_body(r, resolve) for r in rows]}
+    return {"instructions": [instruction_body(r, resolve, s.openable) for r in rows]}

@@ -215,6 +215,11 @@ class RequestContext:
         return self._dispatcher.client_capabilities
 
     @property
+    def client_is_user(self) -> bool:
+        """Whether the client is the user (see Dispatcher.client_is_user)."""
+        return self._dispatcher.client_is_user
+
+    @property
     def cancelled(self) -> bool:
         return self._item.cancel_requested.is_set()
 
@@ -228,6 +233,12 @@ class RequestContext:
 
     def output(self, text: str, category: str = "console") -> None:
         self._dispatcher.send_event("output", {"category": category, "output": text})
+
+    def connection_output(self) -> Callable[[str], None]:
+        """A function that says a line in the client's Debug Console for as long as the connection lives
+        (a session's notes, said by whichever request comes upon them)."""
+        dispatcher = self._dispatcher
+        return lambda text: dispatcher.send_event("output", {"category": "console", "output": text + "\n"})
 
     def progress_start(
         self,
@@ -294,6 +305,9 @@ class Dispatcher:
         self._secret: bytes | None = None
         self._secret_hint = ""
         self.authenticated = True
+        # whether the client is the user (stdio, the owner-only socket, TCP with the secret): it may read
+        # every source the user can; False for a TCP client without a secret (--insecure-tcp)
+        self.client_is_user = True
 
     def require_secret(self, secret: str, hint: str = "") -> None:
         """From now on the client must present `secret` (argument `secret` of initialize, launch or

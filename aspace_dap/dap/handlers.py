@@ -24,7 +24,7 @@ from . import disassembly, exceptions, memory, variables
 from .connection import frame_id, frame_of, state_of
 from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
-from .focus import change_focus, stopped
+from .focus import change_focus, stop_badges, stopped
 from .inputs import not_negative, parsed
 from .protocol import json_type
 from .refs import thread_ids, wave_of_thread
@@ -55,8 +55,10 @@ def initialize(ctx, args):
     return dict(CAPABILITIES)
 
 
-@requests.request("launch", required={"state": str},
-                  optional={"codeObject": str, "wave": int, "lane": int, "sourceMap": dict})
+LAUNCH_OPTIONS = {"codeObject": str, "wave": int, "lane": int, "sourceMap": dict, "workspaceFolder": str}
+
+
+@requests.request("launch", required={"state": str}, optional=LAUNCH_OPTIONS)
 def launch(ctx, args):
     st = state_of(ctx)
     # every path a client names goes through the path policy (aspace_dap/paths.py) first
@@ -64,24 +66,32 @@ def launch(ctx, args):
     if args.get("codeObject") is not None:
         check_client_file(args["codeObject"], "the code object", CODE_OBJECT_MAGICS)
     source_map = _source_map(args.get("sourceMap"))
+    # the editor's folder (VS Code's workspace folder): sources are looked for there too
+    workspace = args.get("workspaceFolder")
+    if workspace is not None:
+        client_path(workspace, "workspaceFolder")
     pid = ctx.progress_start(f"Opening {os.path.basename(path)}")
     try:
         st.session = Session.open(path, code_object=args.get("codeObject"), wave=args.get("wave"),
-                                  lane=args.get("lane"), source_map=source_map)
+                                  lane=args.get("lane"), source_map=source_map, workspace=workspace,
+                                  client_is_user=ctx.client_is_user)
         if pid:
             ctx.progress_update(pid, "indexing code objects")
         st.session.programs()
+        st.session.active_lanes(st.session.wave())  # what the stopped function's lane attributes say, told now
     finally:
         if pid:
             ctx.progress_end(pid)
     for w in st.session.warnings:
         ctx.output(f"warning: {w}\n", "console")
     _say_notes(ctx, st.session)
+    # from now on a note (a source found elsewhere or not found) is said by whichever request comes upon it
+    st.session.set_note_sink(ctx.connection_output())
     return None
 
 
 def _say_notes(ctx, s: Session) -> None:
-    """Tell the user, once, what the session substituted for them (a source found elsewhere)."""
+    """Tell the user, once, what the session substituted for them (a source found elsewhere) or could not find."""
     while s.notes:
         ctx.output(s.notes.pop(0) + "\n", "console")
 
@@ -97,8 +107,7 @@ def _source_map(value) -> dict[str, str] | None:
     return value
 
 
-requests.request("attach", required={"state": str},
-                 optional={"codeObject": str, "wave": int, "lane": int, "sourceMap": dict})(launch)
+requests.request("attach", required={"state": str}, optional=LAUNCH_OPTIONS)(launch)
 
 
 @requests.request("configurationDone")
@@ -106,7 +115,7 @@ def configuration_done(ctx, args):
     st = state_of(ctx)
     if st.session is None:
         return None
-    return Reply(None, events_after=[stopped(st, st.session)])
+    return Reply(None, events_after=[stopped(st, st.session), *stop_badges(ctx, st, st.session)])
 
 
 @requests.request("threads")
@@ -130,6 +139,16 @@ def wave_groups(ctx, args):
             "totalWaves": len(s.state.waves)}
 
 
+def _instruction_at(s, frame) -> int:
+    """The address of the instruction at the frame's PC: the one whose bytes hold it, as the Disassembly
+    View, `x/i $pc` and `info registers pc` name it (a dump's PC can lie inside an instruction)."""
+    try:
+        row = s.instruction_holding(frame.runtime_pc)
+    except AspaceError:
+        row = None
+    return frame.runtime_pc if row is None else row.address
+
+
 @requests.request("stackTrace", required={"threadId": int}, optional={"startFrame": int, "levels": int})
 def stack_trace(ctx, args):
     st = state_of(ctx)
@@ -148,7 +167,7 @@ def stack_trace(ctx, args):
         st.frame_generation[fid] = st.focus_generation
         item = {"id": fid, "name": f.name, "line": f.line or 0, "column": f.column or 0}
         if f.note is None:
-            item["instructionPointerReference"] = f"0x{f.runtime_pc:x}"
+            item["instructionPointerReference"] = f"0x{_instruction_at(s, f):x}"
         else:
             # "position unknown": its source is a short document saying so, which lets clients
             # select the frame on a stop (VS Code and nvim-dap take the first frame with a source)
@@ -157,11 +176,35 @@ def stack_trace(ctx, args):
             item["source"] = {"name": f"no pc for lane {f.lane}", "sourceReference": note}
             item["line"], item["column"] = 1, 1
         if f.file and f.note is None:
-            item["source"] = {"name": os.path.basename(f.file), "path": f.file}
-        if f.info is not None and f.info.is_inlined:
-            item["presentationHint"] = "subtle"
+            item["source"] = _frame_source(st, s, f)
+        # an inlined function's frame is a real source position, where the lanes stand: no "subtle" hint (VS
+        # Code folds such frames under "Show N More Stack Frames" and selects none of them on a stop, so
+        # neither the stopped line nor the exception widget would show)
         out.append(item)
     return {"stackFrames": out, "totalFrames": len(frames)}
+
+
+def _frame_source(st, s: Session, f) -> dict:
+    """A frame's source: the file found here; else a short document at the frame's line saying where the file
+    was looked for and the sourceMap entry that would find it. A path is never sent for a file that is not
+    there: VS Code would offer to create it, nvim-dap would open an empty buffer, and a relative one would be
+    taken from the client's own folder (doubling the folder the path starts with). The document keeps the
+    stop in the editor: VS Code shows the exception under the frame's line, nvim-dap opens it as a buffer."""
+    name = os.path.basename(f.file)
+    if s.openable(f.file):
+        return {"name": name, "path": f.file}
+    line = f.line or 1
+    text = s.missing_source_text(f.file).splitlines()
+    marker = f"{f.file}:{line}: the stop is here (the source text is not on this machine; see above)"
+    if line > MAX_PLACEHOLDER_LINES:
+        body = [*text, marker]
+    else:
+        body = text[:line - 1] + [""] * (line - 1 - len(text)) + [marker] + text[line - 1:]
+    return {"name": f"{name} (not found)", "sourceReference": st.note_source("\n".join(body) + "\n"),
+            "origin": "source not found"}
+
+
+MAX_PLACEHOLDER_LINES = 100_000  # past this, a missing file's document does not pad to the frame's line
 
 
 @requests.request("setFocus", optional={"threadId": int, "lane": int})
@@ -234,7 +277,7 @@ def loaded_sources(ctx, args):
             continue
         for f in p.index.source_files():
             path = s.map_source(f)
-            if path not in seen:
+            if path not in seen and s.openable(path):  # a file not found here has no path to give
                 seen.add(path)
                 out.append({"name": os.path.basename(path), "path": path})
     return {"sources": out}
@@ -247,7 +290,8 @@ def modules(ctx, args):
     for p in s.programs():
         co = p.code_object
         mods.append({"id": p.id, "name": os.path.basename(p.path), "path": p.path,
-                     "symbolStatus": "symbols loaded" if p.index is not None else "no DWARF",
+                     "symbolStatus": "no DWARF" if p.index is None else
+                     "symbols loaded" if p.index.has_units() else "line tables only",
                      "addressRange": f"0x{p.load_address:x}", "version": getattr(co, "processor", "")})
     start = not_negative(args, "startModule")
     count = not_negative(args, "moduleCount") or len(mods)
@@ -290,7 +334,7 @@ for _cmd in ("continue", "next", "stepIn", "stepOut"):
         if st.unseen_stop == tid:
             return Reply(body)
         st.reset_views()
-        return Reply(body, events_after=[stopped(st, s)])
+        return Reply(body, events_after=[stopped(st, s), *stop_badges(ctx, st, s)])
 
 
 handlers = HandlerTable.joined(requests, variables.requests, memory.requests, exceptions.requests,

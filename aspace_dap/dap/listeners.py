@@ -10,7 +10,8 @@ must present. A closed client's place is free at once. `serve_tcp` and `serve_un
 open listeners for it:
 
 - TCP (`--port`): every user of the machine can connect to a loopback port, so clients must
-  present the secret (secret.py), unless the server was started with `--insecure-tcp`.
+  present the secret (secret.py), unless the server was started with `--insecure-tcp`; such clients
+  are not known to be the user, and read sources only where the user opened something.
 - A Unix-domain socket (`--socket PATH`): made owner-only (0600) and served only to peers of
   this user (SO_PEERCRED); a path that exists is taken over only if it is a stale socket of
   this user's that nobody listens on.
@@ -42,9 +43,10 @@ class ListenError(Exception):
 
 
 async def serve_listeners(dispatcher_factory: DispatcherFactory, listeners: list[trio.abc.Listener], *,
-                          secret: str | None = None, secret_hint: str = "") -> None:
+                          secret: str | None = None, secret_hint: str = "", clients_are_user: bool = True) -> None:
     """Accept clients on `listeners` until cancelled, each with its own dispatcher; with `secret`,
-    a client must present it (see Dispatcher.require_secret)."""
+    a client must present it (see Dispatcher.require_secret). `clients_are_user`: False where anyone
+    may connect (TCP without a secret); such clients read sources only where the user opened something."""
     sessions = waiting = 0
     budget = ServerBudget(limits.MAX_SERVER_BUFFER_BYTES, limits.MAX_SESSIONS)
     place_freed = trio.Event()
@@ -85,7 +87,7 @@ async def serve_listeners(dispatcher_factory: DispatcherFactory, listeners: list
                 await serve_logged(stream, dispatcher_factory, budget=budget, stall_seconds=limits.MAX_STALL_SECONDS,
                                    input_ended_grace=0,
                                    handshake_seconds=limits.MAX_INITIALIZE_SECONDS, secret=secret,
-                                   secret_hint=secret_hint,
+                                   secret_hint=secret_hint, client_is_user=clients_are_user,
                                    on_closed=release)
             finally:
                 release()
@@ -149,7 +151,9 @@ async def serve_tcp(
         print("aspace-dap: warning: --insecure-tcp: every user of this machine can connect and act as you",
               file=sys.stderr, flush=True)
     task_status.started(bound_port)
-    await serve_listeners(dispatcher_factory, listeners, secret=secret, secret_hint=hint)
+    # with the secret a client is the user; without it (--insecure-tcp) anyone on the machine may be
+    await serve_listeners(dispatcher_factory, listeners, secret=secret, secret_hint=hint,
+                          clients_are_user=secret is not None)
 
 
 async def serve_unix(

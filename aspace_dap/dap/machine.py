@@ -53,6 +53,21 @@ def _where(row: Instruction) -> str:
     return f" <{row.symbol}+{row.offset}>" if row.offset else f" <{row.symbol}>"
 
 
+def _holds_pc(row: Instruction, frame: Frame) -> bool:
+    """The row is the instruction at the frame's PC: it starts there, or the PC lies inside its bytes."""
+    return row.address <= frame.runtime_pc < row.address + row.size
+
+
+def _inside_note(s: Session, frame: Frame) -> list[str]:
+    """A line saying where a PC that is no instruction start lies, as the decoder cut the function."""
+    pc = frame.runtime_pc
+    row = s.instruction_holding(pc)
+    if row is None or row.address == pc:
+        return []
+    return [f"(pc 0x{pc:x} is inside the {row.size}-byte instruction at 0x{row.address:x}{_where(row)}, as the "
+            f"decoder cuts the function from its start: that instruction is marked =>)"]
+
+
 def _refuse_undecoded(row) -> None:
     if isinstance(row, Instruction) and not row.decoded:
         raise AspaceError(row.text.strip("<>"))
@@ -69,9 +84,9 @@ def examine_instructions(s: Session, frame: Frame, count: int, where: str) -> st
             lines.append(f"No code at 0x{row.address:x}." if row.address is not None else "No code there.")
             break
         _refuse_undecoded(row)
-        mark = "=> " if row.address == frame.runtime_pc else "   "
+        mark = "=> " if _holds_pc(row, frame) else "   "
         lines.append(f"{mark}0x{row.address:x}{_where(row)}:\t{row.text}")
-    return "\n".join(lines)
+    return "\n".join(lines + _inside_note(s, frame))
 
 
 _DISASSEMBLE = re.compile(r"^\s*disas(?:s(?:e(?:m(?:b(?:l(?:e)?)?)?)?)?)?(?P<mods>(?:\s*/[a-z]+)*)(?:\s+(?P<what>.*?))?\s*$")
@@ -103,7 +118,7 @@ def disassemble(s: Session, frame: Frame, m: re.Match) -> str:
         _refuse_undecoded(row)
     body = _source_centric(s, frame, rows, "r" in mods or "b" in mods) if "s" in mods or "m" in mods else \
         [_line(row, frame, "r" in mods or "b" in mods, relative="," not in what) for row in rows]
-    return "\n".join([title, *body, "End of assembler dump."])
+    return "\n".join([title, *body, "End of assembler dump.", *_inside_note(s, frame)])
 
 
 def _range(s: Session, lo: int, hi: int) -> list[Instruction]:
@@ -122,7 +137,7 @@ def _range(s: Session, lo: int, hi: int) -> list[Instruction]:
 
 
 def _line(row: Instruction, frame: Frame, raw: bool, relative: bool = True) -> str:
-    mark = "=> " if row.address == frame.runtime_pc else "   "
+    mark = "=> " if _holds_pc(row, frame) else "   "
     where = (f" <+{row.offset}>" if row.symbol is not None else "") if relative else _where(row)
     data = ""
     if raw:
@@ -198,8 +213,13 @@ def info_registers(s: Session, frame: Frame, m: re.Match) -> str:
         chosen = known
     active = s.active_lanes(wave)
     lines = []
-    if frame.index > 0:
-        lines.append(f"(the wave's registers as dumped, frame #0's; pc is frame #{frame.index}'s)")
+    if frame.caller_state is not None:  # a caller frame: its registers as unwound, GDB's <not saved> elsewhere
+        how = getattr(frame.caller_state, "how", "unwinding")
+        lines.append(f"(frame #{frame.index}'s registers, unwound by {how}; <not saved>: the callee may have "
+                     f"changed them)")
+        for name in chosen:
+            lines += _caller_register_lines(s, frame, wave, name, all_lanes, active)
+        return "\n".join(lines)
     for name in chosen:
         size = regs.size(name) or 0
         if size == 4 * wave.lanes and size > 8:  # a vector register: 32 bits per lane
@@ -214,12 +234,34 @@ def info_registers(s: Session, frame: Frame, m: re.Match) -> str:
         value = frame.runtime_pc if name == wave.pc_register else regs.value(name)
         natural = None
         if name == wave.pc_register and value is not None:
-            row = s.instructions(value, 1)[0]
-            natural = f"0x{value:x}{_where(row) if isinstance(row, Instruction) else ''}"
+            row = s.instruction_holding(value)
+            if row is not None and row.address != value:  # GDB's <symbol+offset> of the PC itself
+                natural = f"0x{value:x}" + (f" <{row.symbol}+{row.offset + value - row.address}>" if row.symbol else "")
+                natural += f" (inside the {row.size}-byte instruction at 0x{row.address:x}{_where(row)})"
+            else:
+                natural = f"0x{value:x}{_where(row) if row is not None else ''}"
         elif name == wave.exec_register and value is not None:
             natural = f"{bin(value).count('1')} lanes"
         lines.append(_register_line(name, value, 0, None, natural))
     return "\n".join(lines)
+
+
+def _caller_register_lines(s: Session, frame: Frame, wave, name: str, all_lanes: bool, active) -> list[str]:
+    got = s.caller_register(frame, name)
+    if got.why is not None:
+        return [f"{name:<15}<not saved>"]
+    if got.per_lane:
+        if all_lanes:
+            return _all_lanes(name, got.data, got.valid, active, wave.lanes)
+        lane = frame.lane
+        value = int.from_bytes(bytes(got.data[lane]), "little") if got.valid[lane].all() else None
+        return [_register_line(name, value, 8, f"lane {lane}")]
+    value = int.from_bytes(bytes(got.data[0]), "little") if got.valid[0].all() else None
+    natural = None
+    if name == wave.pc_register and value is not None:
+        row = s.instruction_holding(value)
+        natural = f"0x{value:x}{_where(row) if row is not None and row.address == value else ''}"
+    return [_register_line(name, value, 0, None, natural)]
 
 
 def _register_line(name: str, value: int | None, digits: int, note: str | None, natural: str | None = None) -> str:

@@ -16,6 +16,13 @@ class ScopeHandle:
 
 
 @dataclass
+class NoteHandle:
+    """A scope that holds only a sentence: why the frame has no variables."""
+
+    text: str
+
+
+@dataclass
 class ObjectHandle:
     obj: object
     frame: object

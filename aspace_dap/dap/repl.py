@@ -21,8 +21,11 @@ from ..dwarf.types import PointerType
 from ..errors import AspaceError, LimitExceeded
 from ..expressions import evaluate_expression
 from ..memref import format_memref
+from ..names import display_name
 from ..session import Frame, Session
 from . import machine
+from .backtrace import backtrace, info_frame
+from .exceptions import fault_text
 from .inputs import parsed
 from .memory import save_dump
 from .waves import coalesce_ranges, lane_rows
@@ -46,6 +49,11 @@ HELP = """aspace-dap REPL commands:
   wave N              focus wave N
   info lanes          every lane of the focused wave: state, work-item, position
   info waves          the waves grouped by dispatch and call stack, as ranges of wave ids
+  info fault          the focused wave's exception: the faulting instruction, each lane's address at it
+                      (grouped: 32 lanes: 0x7f1000000000 + 0x400000·lane) and which lanes fall outside
+                      every region of memory the dump holds (the exception widget's text)
+  bt                  the focused lane's frames with their whole names (also backtrace, where)
+  info frame          the selected frame: its pc, whole name and signature, linkage name, caller
   x/NFU ADDRESS       examine memory: N units, format x/d/u/o/t/c/f, unit b/h/w/g; ADDRESS like
                       local#0x40, a pointer (x/4dw out) or an object's address (x/4dw &row_sums)
   x/Ni ADDRESS        N instructions from ADDRESS: $pc (the selected frame's), $pc+16, a function
@@ -90,6 +98,14 @@ def run(s: Session, text: str, *, focus: Callable[..., object], frame: Callable[
         return "\n".join(_lane_line(s, row) for row in lane_rows(s, s.focus_wave))
     if text.strip() == "info waves":
         return _info_waves(s)
+    if text.strip() == "info fault":
+        return fault_text(s, s.focus_wave)
+    if text.strip() in ("bt", "backtrace", "where"):
+        selected = frame()
+        return backtrace(s.frames(selected.wave_id, selected.lane), selected.index)
+    if text.strip() == "info frame":
+        selected = frame()
+        return info_frame(s.frames(selected.wave_id, selected.lane), selected)
     m = _REPL_XI.match(text)
     if m:
         return machine.examine_instructions(s, frame(), _whole_number(m[1] or "1"), m[2])
@@ -137,7 +153,7 @@ def _whole_number(digits: str) -> int:
 def _lane_line(s, row) -> str:
     mark = "*" if row["lane"] == s.focus_lane else " "
     where = f"{os.path.basename(row['source']['path'])}:{row['line']}" if row.get("source") else row["pc"]
-    wi = ",".join(str(x) for x in row["workItem"])
+    wi = ",".join(str(x) for x in row["workItem"]) if "workItem" in row else "?"  # absent: the dump does not hold it
     return f"{mark} lane {row['lane']:>2}  {row['state']:<8} work-item ({wi})  {where}"
 
 
@@ -157,7 +173,7 @@ def _info_waves(s: Session) -> str:
              f"  {'Waves':>7}  {'Active lanes':>15}  Dispatch  Where"]
     for g in groups:
         mark = "*" if (g.wave_ids == s.focus_wave).any() else " "
-        dispatch = f"{g.dispatch.id} {g.dispatch.kernel}" if g.dispatch is not None else "-"
+        dispatch = f"{g.dispatch.id} {display_name(g.dispatch.kernel)}" if g.dispatch is not None else "-"
         lines.append(f"{mark} {len(g.wave_ids):>7}  {f'{g.active_lanes}/{g.valid_lanes}':>15}  {dispatch}  "
                      f"{_where(g.frames)}")
         lines.append(f"  {'':>7}  waves {coalesce_ranges(g.wave_ids)}")

@@ -45,7 +45,7 @@ class _Stalled(Exception):
 async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
                            input_ended_grace: float | None = None, budget: ServerBudget | None = None,
                            stall_seconds: float | None = None, handshake_seconds: float | None = None,
-                           secret: str | None = None, secret_hint: str = "",
+                           secret: str | None = None, secret_hint: str = "", client_is_user: bool = True,
                            on_closed: Callable[[], None] | None = None) -> None:
     """Serve one client until it disconnects or its stream ends, then close `stream`.
 
@@ -62,9 +62,12 @@ async def serve_connection(stream: trio.abc.Stream, dispatcher: Dispatcher, *,
     time is disconnected (MAX_INITIALIZE_SECONDS). When its input ends, the client is gone:
     whatever it asked for is cancelled after `input_ended_grace` seconds (None: finished
     first). `on_closed` runs once the stream is closed, before anything is said about it.
+    `client_is_user`: False for a client that proved nothing (TCP without a secret): it reads sources
+    only where the user opened something (see session/sources.py).
     """
     if secret is not None:
         dispatcher.require_secret(secret, secret_hint)
+    dispatcher.client_is_user = client_is_user
     token = trio.lowlevel.current_trio_token()
     out_send, out_recv = trio.open_memory_channel[bytes](math.inf)
     work_send, work_recv = trio.open_memory_channel[WorkItem](math.inf)

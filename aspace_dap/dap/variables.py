@@ -22,10 +22,29 @@ from .connection import followed_frame, frame_of, state_of
 from .dispatch import HandlerTable
 from .focus import change_focus
 from .inputs import not_negative, parsed
-from .refs import ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle
+from .refs import NoteHandle, ObjectHandle, RegistersHandle, ScopeHandle, VectorRegisterHandle
 
 requests = HandlerTable()
 PAGE_LIMIT = 10_000  # elements per variables response; clients page with start/count
+
+
+def in_client_order(ctx) -> bool:
+    """Whether scopes answer their variables in the order the client draws them: nvim-dap's views
+    sort by name the variables they fetch themselves (entity.lua's sort_vars / cmp_vars) and show the
+    ones its session fetched after a stop as answered, so a sidebar drawn one way, then the other,
+    reorders unless both are in its order. Every other client gets declaration order, as gdb's
+    `info locals` prints it."""
+    caps = ctx.client_capabilities
+    return "neovim" in (caps.get("clientID"), caps.get("clientId"))  # nvim-dap up to 0.7.0 sent `clientId`
+
+
+def _shown_name(s: Session, frame: Frame, var) -> str:
+    """The name a scope shows for a variable (HIP's `threadIdx.x` for its static member)."""
+    coordinate = s.coordinate_global(frame, var)
+    if coordinate is None:
+        return var.name or "?"
+    return coordinate[0] if coordinate[1] is None else ".".join(coordinate)
+
 
 # a register alone prints as the Registers scope shows it: in hex
 _REGISTER_ALONE = re.compile(r"^\s*\$(?!lane\b)[A-Za-z_]\w*\s*$")
@@ -53,6 +72,11 @@ def scopes(ctx, args):
     locals_ = [v for v in variables if v.kind != "parameter" and not shared_var(v)]
     shared = [v for v in variables + file_scope if shared_var(v)]
     globals_ = [g for g in file_scope if not shared_var(g)]
+    if in_client_order(ctx):
+        # names compared as Lua compares them in the C locale: byte by byte (a stable sort keeps
+        # a shadowed variable before the one hiding it)
+        locals_, params, shared, globals_ = (sorted(vs, key=lambda v: _shown_name(s, f, v).encode())
+                                             for vs in (locals_, params, shared, globals_))
     out = []
     # Locals first: VS Code expands the first inexpensive scope. A scope with no variables is not
     # listed: nvim-dap 0.10.0's scopes sidebar stops rendering at a scope whose variables are empty.
@@ -65,6 +89,10 @@ def scopes(ctx, args):
         if hint:
             item["presentationHint"] = hint
         out.append(item)
+    reason = s.no_variables_reason(f)
+    if reason is not None and not out:
+        out.append({"name": "Locals", "presentationHint": "locals", "variablesReference":
+                    st.handles.add(NoteHandle(reason)), "namedVariables": 1, "expensive": False})
     ref = st.handles.add(RegistersHandle(f.wave_id, f.lane))
     out.append({"name": "Registers", "presentationHint": "registers", "variablesReference": ref, "expensive": False})
     return {"scopes": out}
@@ -89,10 +117,16 @@ def _variables(ctx, args):
         return {"variables": [s.remembered(frame, ("variable", var, hex_),
                                            lambda var=var: _scope_variable(st, s, frame, var, hex_))
                               for var in handle.variables[start:start + count]]}
+    if isinstance(handle, NoteHandle):
+        return {"variables": [{"name": "(no variable information)", "value": handle.text,
+                               "variablesReference": 0}][start:start + count]}
     if isinstance(handle, ObjectHandle):
         return {"variables": _children(st, s, handle, start, count, hex_)}
     if isinstance(handle, RegistersHandle):
-        return {"variables": _registers(st, s, handle, hex_)[start:start + count]}
+        registers = _registers(st, s, handle, hex_)
+        if in_client_order(ctx):
+            registers.sort(key=lambda r: r["name"].encode())
+        return {"variables": registers[start:start + count]}
     if isinstance(handle, VectorRegisterHandle):
         wave = s.wave(handle.wave_id)
         data, valid = wave.registers.lane_view(handle.name, wave.lanes)
@@ -107,11 +141,9 @@ def _variables(ctx, args):
 
 
 def _scope_variable(st, s: Session, frame: Frame, var, hex_: bool) -> dict:
-    name = var.name or "?"
-    coordinate = s.coordinate_global(frame, var)
-    if coordinate is not None:
+    name = _shown_name(s, frame, var)
+    if s.coordinate_global(frame, var) is not None:
         # HIP's threadIdx (and its static member x): nothing in the DWARF, the lane's coordinates instead
-        name = coordinate[0] if coordinate[1] is None else ".".join(coordinate)
         obj = evaluate_expression(s, name, frame=frame, lanes=[frame.lane])
         return _object_var(st, s, name, obj, frame, hex_, evaluate_name=name)
     try:

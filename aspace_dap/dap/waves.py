@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ..errors import AspaceError
+from ..names import display_name
 from ..session import Session
 from .refs import thread_id
 
@@ -19,12 +20,15 @@ def group_body(s: Session, index: int, group, full: bool) -> dict:
     frames = []
     for f in group.frames:
         item = {"name": f["name"], "line": f["line"] or 0, "column": f["column"] or 0}
-        if f["file"]:
-            item["source"] = {"name": os.path.basename(f["file"]), "path": f["file"]}
+        if f["file"]:  # a file not found here has no path to give (see handlers._frame_source)
+            item["source"] = {"name": os.path.basename(f["file"])}
+            if s.openable(f["file"]):
+                item["source"]["path"] = f["file"]
         frames.append(item)
     dispatch = group.dispatch
     return {"id": index, "dispatch": dispatch.id if dispatch is not None else None,
-            "kernel": dispatch.kernel if dispatch is not None else None, "frames": frames,
+            "kernel": display_name(dispatch.kernel) if dispatch is not None and dispatch.kernel else None,
+            "frames": frames,
             "waveCount": len(group.wave_ids), "activeLanes": group.active_lanes, "lanes": group.valid_lanes,
             "waveIds": ids.tolist(), "threadIds": [thread_id(w) for w in ids.tolist()],
             "waveRanges": coalesce_ranges(group.wave_ids), "hasFocus": bool((group.wave_ids == s.focus_wave).any())}
@@ -46,11 +50,13 @@ def coalesce_ranges(ids, limit: int = 8) -> str:
 
 def lane_rows(s: Session, wave_id: int) -> list[dict]:
     wave = s.wave(wave_id)
-    work_items = s.coordinates(wave).global_.tolist()  # as get_global_id numbers them (partial groups too)
+    coords = s.coordinates(wave)
+    work_items = coords.global_.tolist()  # as get_global_id numbers them (partial groups too)
+    known = not (coords.sizes_unknown or coords.ids_unknown)  # else no workItem: the dump does not hold it
     rows = []
     for lane in range(wave.lanes):
         state = s.lane_state(wave, lane)
-        row = {"lane": lane, "state": state, "workItem": work_items[lane], "pc": "0x0"}
+        row = {"lane": lane, "state": state, "pc": "0x0"} | ({"workItem": work_items[lane]} if known else {})
         try:
             pc = s.lane_pc(wave, lane)
             if pc is None:
@@ -61,7 +67,9 @@ def lane_rows(s: Session, wave_id: int) -> list[dict]:
             if program.index is not None:
                 li = program.index.line_for_pc(program.elf_pc(pc))
                 if li is not None:
-                    row["source"] = {"path": s.map_source(li.file), "name": os.path.basename(li.file)}
+                    path = s.map_source(li.file)
+                    if s.openable(path):  # a file not found here has no path to give (see handlers._frame_source)
+                        row["source"] = {"path": path, "name": os.path.basename(li.file)}
                     row["line"] = li.line
         except AspaceError:
             pass

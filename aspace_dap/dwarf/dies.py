@@ -80,6 +80,7 @@ AT_GNU_RANGES_BASE = 0x2132
 # decoded for heterogeneous CUs because upstream LLVM reuses 0x3e08-0x3e0c.
 AT_LLVM_ACTIVE_LANE = (0x3E08,)
 AT_LLVM_LANE_PC = (0x3E0B, 0x3E12)
+AT_LLVM_LANES = (0x3E0A, 0x3E11)
 AT_LLVM_VECTOR_SIZE = (0x3E0C, 0x3E13)
 AT_LLVM_MEMORY_SPACE = (0x3E0F, 0x3E0D)  # ROCm 6.1 writes 0x3e0d
 AT_LLVM_ADDRESS_SPACE = (0x3E10,)
@@ -510,6 +511,10 @@ class DieReader:
         data = self._sec(".debug_addr")
         r = ByteReader(data, unit.addr_base + index * unit.address_size, ".debug_addr")
         return r.uint(unit.address_size)
+
+    def unit_offset_of(self, die_offset: int) -> int:
+        """The .debug_info offset of the unit holding a DIE (CodeObjectError outside every unit)."""
+        return self._unit_of(die_offset).offset
 
     def addr_index(self, cu_offset: int, index: int) -> int:
         """DW_OP_addrx / DW_OP_constx: entry `index` of the unit's .debug_addr table."""

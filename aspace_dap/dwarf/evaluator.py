@@ -93,6 +93,9 @@ class Evaluator:
         self.trace = trace
         self.generic = generic(target.address_size)
         self._final_op = None
+        # the unit whose DIE offsets the running expression names: a DW_OP_call_ref procedure runs in its own
+        # DIE's unit (its call2/call4, typed operations and addrx are relative to that unit)
+        self._unit = self.frame.unit_offset
         # when a list: (lanes, location, bits) of every register slice pulled onto the stack as a
         # value, and (lanes, location, None) of every memory read (see dwarf/footprint.py)
         self.pulls: list | None = None
@@ -305,7 +308,9 @@ class Evaluator:
     def op_addrx(self, op, grp, depth):
         if self.frame.addrx is None:
             raise UnavailableError(f"{op.name}: no .debug_addr for this expression")
-        addr = self.frame.addrx(op.operands[0])
+        index = op.operands[0]
+        unit = self._unit_relative(op)
+        addr = self.frame.addrx(index) if unit == self.frame.unit_offset else self.frame.addrx(index, unit)
         if op.name in ("DW_OP_addrx", "DW_OP_GNU_addr_index"):
             addr += self.frame.load_bias
         self._push_value(grp, addr & 0xFFFFFFFFFFFFFFFF)
@@ -764,12 +769,19 @@ class Evaluator:
 
     # typed values -------------------------------------------------------------
 
+    def _unit_relative(self, op) -> int:
+        """The offset of the unit whose DIEs the running expression names by unit offset."""
+        if self._unit is None:
+            what = op.name if op is not None else "a typed operation"
+            raise UnavailableError(f"{what} inside a DW_OP_call_ref procedure: the called DIE's unit is not known here")
+        return self._unit
+
     def _base_type(self, die_offset) -> BaseTypeRef:
         if die_offset == 0:
             return self.generic
         if self.frame.base_type is None:
             raise EvaluationError(f"base type <0x{die_offset:x}> is unknown here")
-        size, encoding = self.frame.base_type(self.frame.unit_offset + die_offset)
+        size, encoding = self.frame.base_type(self._unit_relative(None) + die_offset)
         if size <= 0 or size > 16:
             raise EvaluationError(f"base type <0x{die_offset:x}> of {size} bytes cannot live on the stack")
         return BaseTypeRef(size, encoding, die_offset)
@@ -801,12 +813,19 @@ class Evaluator:
     def op_call(self, op, grp, depth):
         if self.frame.procedure is None:
             raise UnavailableError(f"{op.name}: DWARF procedures are not available here")
-        die = op.operands[0] if op.name == "DW_OP_call_ref" else self.frame.unit_offset + op.operands[0]
+        die = op.operands[0] if op.name == "DW_OP_call_ref" else self._unit_relative(op) + op.operands[0]
         expr = self.frame.procedure(die)
         if not expr:
             return None  # a DIE without DW_AT_location: no effect
         sub_ops = ops_mod.decode(bytes(expr), self.dialect)
-        results = list(self._run(sub_ops, grp.lanes, grp.stack, depth + 1))
+        caller_unit = self._unit
+        if op.name == "DW_OP_call_ref":  # another unit's procedure names DIEs of its own unit
+            unit_of = self.frame.unit_of
+            self._unit = unit_of(die) if unit_of is not None else None  # None: it may name none
+        try:
+            results = list(self._run(sub_ops, grp.lanes, grp.stack, depth + 1))
+        finally:
+            self._unit = caller_unit
         if len(results) != 1 or any(errs for _, _, errs in results):
             failed = {}
             for lanes, stack, errs in results:

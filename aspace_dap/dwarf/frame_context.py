@@ -11,9 +11,15 @@ from .target import FrameContext
 
 
 def is_kernel(code_object, function: FrameInfo) -> bool:
-    """Whether the code object's metadata names this function as a kernel (by linkage or plain name)."""
+    """Whether the code object's metadata names this function as a kernel (by linkage or plain name), or
+    one of its kernels starts where this concrete function starts (DWARF without linkage names:
+    -gline-tables-only, whose subprograms carry plain names only)."""
     kernel = getattr(code_object, "kernel", None)
-    return bool(kernel and (kernel(function.linkage_name or "") or kernel(function.function)))
+    if kernel and (kernel(function.linkage_name or "") or kernel(function.function)):
+        return True
+    kernel_at = getattr(code_object, "kernel_at", None)
+    return bool(kernel_at and not function.is_inlined and function.low_pc is not None
+                and kernel_at(function.low_pc))
 
 
 def frame_context(index: DwarfIndex | None, code_object, adapter, info: FrameInfo | None, pc: int, *,
@@ -32,9 +38,10 @@ def frame_context(index: DwarfIndex | None, code_object, adapter, info: FrameInf
         pc=pc,
         load_bias=load_bias,
         frame_base_expr=frame_base,
-        addrx=(lambda i: index.addr_index(cu, i)) if index is not None else None,
+        addrx=(lambda i, unit=cu: index.addr_index(unit, i)) if index is not None else None,
         procedure=(lambda die: index.location_for_die(die, pc)) if index is not None else None,
         unit_offset=cu,
+        unit_of=index.unit_offset_of if index is not None else None,
         base_type=index.base_type if index is not None else None,
         cfa=cfa,
     )

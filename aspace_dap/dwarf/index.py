@@ -15,17 +15,20 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..errors import AspaceError, CodeObjectError
+from ..names import function_name, is_mangled
 from .dies import (AT_ABSTRACT_ORIGIN, AT_ADDRESS_CLASS, AT_ARTIFICIAL, AT_CALL_COLUMN, AT_CALL_FILE, AT_CALL_LINE,
                    AT_DECLARATION, AT_DECL_FILE, AT_DECL_LINE, AT_FRAME_BASE, AT_HIGH_PC, AT_LINKAGE_NAME,
-                   AT_LLVM_ACTIVE_LANE, AT_LLVM_ADDRESS_SPACE, AT_LLVM_LANE_PC, AT_LLVM_MEMORY_SPACE, AT_LOCATION,
-                   AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SPECIFICATION, AT_TYPE, ConstValue, Die,
+                   AT_LLVM_ACTIVE_LANE, AT_LLVM_ADDRESS_SPACE, AT_LLVM_LANE_PC, AT_LLVM_LANES, AT_LLVM_MEMORY_SPACE,
+                   AT_LOCATION, AT_LOW_PC, AT_MIPS_LINKAGE_NAME, AT_NAME, AT_RANGES, AT_SPECIFICATION, AT_TYPE, ConstValue, Die,
                    DieReader, Expr, LocationSpec, MAX_DEPTH, NAMED_TYPE_TAGS, TAG_BASE_TYPE, TAG_FORMAL_PARAMETER,
                    TAG_INLINED_SUBROUTINE, TAG_LEXICAL_BLOCK, TAG_MODULE, TAG_NAMESPACE, TAG_SUBPROGRAM, TAG_VARIABLE,
                    _Unit)
 from .lines import LineInfo
+from .linequeries import LineQueries
 from .loclists import LocList
 from .ops import decode_cached
 from .reader import ByteReader
+from .scopes import qualified_name
 from .target import Dialect
 from .types import Type
 
@@ -54,9 +57,18 @@ class FrameInfo:
     decl_line: int | None = None
     lane_pc_expr: bytes | None = None
     active_lane_expr: bytes | None = None
+    # DW_AT_LLVM_lanes of the DIE giving lane_pc / active_lane: the static lane count their vectors have
+    # (None: not given; any other value than a positive integer is ill-formed, and users say so)
+    lanes: object = None
     dialect: Dialect = field(default_factory=Dialect)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     origin_offset: int | None = None  # the abstract subprogram DIE, for inlined/out-of-line instances
+    # a frame known from the line table alone (a build with line tables only, or NVIDIA's inlining
+    # opcodes): no DIE stands behind it, so it has no variables
+    line_only: bool = False
+    # the function's DIEs declare nothing (no decl_line, no variable, parameter or block): clang's
+    # -gline-tables-only, whose subprograms carry a name and code ranges only
+    no_variable_info: bool = False
 
 
 @dataclass(eq=False)
@@ -109,11 +121,15 @@ class VariableInfo:
         return loc
 
 
-class DwarfIndex(DieReader):
+class DwarfIndex(LineQueries, DieReader):
     """Queries by PC, name and file over the DIE reader: frames, variables, types, lines."""
 
-    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None):
+    def __init__(self, elf, *, load_bias: int = 0, e_machine: int | None = None, function_at=None):
         super().__init__(elf, load_bias=load_bias, e_machine=e_machine)
+        # code address -> the function symbol there (name, value, size): for frames a line table makes, and
+        # to name a function whose DWARF has no linkage name (-gline-tables-only) as llvm-symbolizer does
+        self._function_at = function_at
+        self._orphan_tables = None  # LineQueries._orphans
         self._cu_ranges: list[tuple[int, int, int]] | None = None
         self._scans: dict[int, _UnitScan] = {}
         self._types = None
@@ -202,13 +218,27 @@ class DwarfIndex(DieReader):
         """Frames at a PC, innermost (deepest inlined) first; [] when no function covers it."""
         sub = self._subprogram_at(pc)
         if sub is None:
-            return []
+            return self._line_frames(pc)
         frame_base = self._expr_at(sub, AT_FRAME_BASE, pc)
         chain = [sub]
         self._descend(sub, pc, chain, 0)
         frames = [self._frame_for(d, pc, frame_base, sub) for d in chain]
+        frames[0] = self._named_by_symbol(frames[0])
         frames.reverse()
         return frames
+
+    def _named_by_symbol(self, frame: FrameInfo) -> FrameInfo:
+        """A concrete function without a linkage name (line tables only: no namespaces either) takes the
+        mangled name of the function symbol that starts where it starts, as llvm-symbolizer names it."""
+        if frame.linkage_name is not None or self._function_at is None or frame.low_pc is None:
+            return frame
+        found = self._function_at(frame.low_pc)
+        if found is None:
+            return frame
+        name, start, _size = found
+        if start != frame.low_pc or not is_mangled(name):
+            return frame
+        return replace(frame, function=function_name(name), linkage_name=name)
 
     def scopes_at(self, pc: int) -> tuple[int, ...]:
         """Offsets of the subprogram at `pc` and of every lexical block and inlined subroutine under it
@@ -254,7 +284,7 @@ class DwarfIndex(DieReader):
         linkage = self._inherited(chain, AT_LINKAGE_NAME) or self._inherited(chain, AT_MIPS_LINKAGE_NAME)
         ranges = self._ranges(die)
         hetero = unit.dialect.heterogeneous
-        lane_pc = active = None
+        lane_pc = active = lanes = None
         if hetero:
             for at in AT_LLVM_LANE_PC:
                 if at in concrete.raw:
@@ -262,9 +292,18 @@ class DwarfIndex(DieReader):
             for at in AT_LLVM_ACTIVE_LANE:
                 if at in concrete.raw:
                     active = self._expr_at(concrete, at, pc)
+            concrete_chain = self._origin_chain(concrete)
+            for at in AT_LLVM_LANES:
+                found = self._inherited(concrete_chain, at)
+                if found is not None:
+                    lanes = found
         is_inlined = die.tag == TAG_INLINED_SUBROUTINE
+        # gdb's name: qualified by the enclosing namespaces and classes, else from the linkage name
+        qualified = qualified_name(self, chain) if name else None
+        if qualified is None and isinstance(linkage, str):
+            qualified = function_name(linkage)
         return FrameInfo(
-            function=name or linkage or f"<function at {die.offset:#x}>",
+            function=qualified or name or linkage or f"<function at {die.offset:#x}>",
             linkage_name=linkage,
             die_offset=die.offset,
             cu_offset=unit.offset,
@@ -278,10 +317,21 @@ class DwarfIndex(DieReader):
             decl_line=self._inherited(chain, AT_DECL_LINE),
             lane_pc_expr=lane_pc,
             active_lane_expr=active,
+            lanes=lanes,
             dialect=unit.dialect,
             ranges=ranges,
             origin_offset=chain[1].offset if len(chain) > 1 else None,
+            no_variable_info=self._declares_nothing(chain),
         )
+
+    def _declares_nothing(self, chain: list[Die]) -> bool:
+        """No DIE of a function's chain has a declaration line, a variable, a parameter or a block."""
+        for die in chain:
+            if AT_DECL_LINE in die.raw:
+                return False
+            if any(child.tag in (TAG_VARIABLE, TAG_FORMAL_PARAMETER, TAG_LEXICAL_BLOCK) for child in self.children(die)):
+                return False
+        return True
 
     # -- variables ------------------------------------------------------------------------------
 
@@ -292,6 +342,8 @@ class DwarfIndex(DieReader):
         the frame inside. An outer variable hidden by an inner one of the same name
         is kept and marked `shadowed`.
         """
+        if frame.line_only:
+            return []
         die = self.die(frame.die_offset)
         params: list[VariableInfo] = []
         locals_: list[VariableInfo] = []
@@ -391,6 +443,8 @@ class DwarfIndex(DieReader):
     def function_variables(self, frame: FrameInfo) -> list[VariableInfo]:
         """Every variable declared anywhere in a function (all its blocks and inlined callees),
         whatever the PC: what a whole-function analysis needs."""
+        if frame.line_only:
+            return []
         top = self.die(frame.die_offset)
         out: list[VariableInfo] = []
         stack = [top]
@@ -540,69 +594,6 @@ class DwarfIndex(DieReader):
         if not isinstance(size, int) or not isinstance(encoding, int):
             raise CodeObjectError(f"base type {die_offset:#x} lacks a size or an encoding")
         return size, encoding
-
-    # -- lines -----------------------------------------------------------------------------------------
-
-    def _line_units(self) -> list[_Unit]:
-        return [u for u in self._all_units() if u.unit_type in (1, 3, 4)]
-
-    def line_for_pc(self, pc: int) -> LineInfo | None:
-        units = self._cus_for_pc(pc) or self._line_units()
-        for unit in units:
-            table = self._line_table(unit)
-            if table is not None:
-                info = table.lookup(pc)
-                if info is not None:
-                    return info
-        return None
-
-    def stated_line_for_pc(self, pc: int) -> LineInfo | None:
-        """line_for_pc, except that code at line 0 belongs to the nearest line before it (in its sequence)."""
-        units = self._cus_for_pc(pc) or self._line_units()
-        for unit in units:
-            table = self._line_table(unit)
-            if table is not None:
-                info = table.lookup_stated(pc)
-                if info is not None:
-                    return info
-        return None
-
-    def pcs_for_line(self, file: str, line: int) -> list[int]:
-        out: set[int] = set()
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                out.update(table.pcs_for_line(file, line))
-        return sorted(out)
-
-    def line_rows(self, file: str) -> dict[int, list[int]]:
-        """{line: sorted row start addresses} for every line of `file` with code, over all line tables."""
-        merged: dict[int, set[int]] = {}
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                for line, pcs in table.line_rows(file).items():
-                    merged.setdefault(line, set()).update(pcs)
-        return {line: sorted(pcs) for line, pcs in merged.items()}
-
-    def source_files(self) -> list[str]:
-        files: set[str] = set()
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is not None:
-                files.update(table.file_names())
-        return sorted(files)
-
-    def source_text(self, file: str) -> str | None:
-        """Source embedded in the line table (DW_LNCT_LLVM_source), when the producer put it there."""
-        for unit in self._line_units():
-            table = self._line_table(unit)
-            if table is None:
-                continue
-            for number, path in table.files.items():
-                if table.matches_file(number, file) and path in table.sources:
-                    return table.sources[path]
-        return None
 
 
 class _UnitScan:

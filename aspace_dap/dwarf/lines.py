@@ -1,7 +1,21 @@
 """Line tables (.debug_line, versions 2-5): PC to source position and back.
 
-One `LineTable` per line program (one per compile unit). Rows are kept per
+One `LineTable` per line program (one per compile unit, or each program of a
+`.debug_line` that no unit names: a line-tables-only build). Rows are kept per
 sequence, sorted by address, so a PC lookup is a bisection.
+
+NVIDIA's line programs (nvcc -lineinfo, Triton) also say which inlined call each
+row's code belongs to, with two extended opcodes (elfutils' dwarf.h names them;
+`nvdisasm -gi` and cuda-gdb read them): DW_LNE_NVIDIA_inlined_call (0x90: ULEB
+context, ULEB function name) and DW_LNE_NVIDIA_set_function_name (0x91: ULEB
+function name). Like the other registers they hold until set again or the end of
+the sequence. The context is the 1-based number of a row of the same sequence, in
+the order the program emits them: the row that stands at the call site; 0 is code
+of the function itself. (elfutils numbers the rows of the whole program; nvdisasm
+and cuda-gdb count within the sequence, which only differs in a cubin of several
+functions, each its own sequence: nvdisasm is followed.) A function name is an offset
+into .debug_str from a base the program header holds in 4 bytes after its file
+table (what llvm-dwarfdump reports as unknown prologue data).
 """
 
 from __future__ import annotations
@@ -23,6 +37,10 @@ LNCT_LLVM_SOURCE = 0x2001
 
 # Hostile input must not make a table take for ever to read.
 MAX_ROWS = 1 << 24
+MAX_INLINE_DEPTH = 256  # a context chain longer than this is a loop in corrupt input
+
+DW_LNE_NVIDIA_INLINED_CALL = 0x90
+DW_LNE_NVIDIA_SET_FUNCTION_NAME = 0x91
 
 
 @dataclass(frozen=True)
@@ -34,10 +52,25 @@ class LineInfo:
     address: int = 0  # start address of the row that covers the PC
 
 
+@dataclass(frozen=True)
+class InlinedAt:
+    """One level of a row's inline chain (NVIDIA's line-table extension), innermost first: the
+    function whose code stands at `file`:`line` (raw, as .debug_str holds it: a mangled name; None
+    for the outermost level, the function the code was compiled into, which the line table does not
+    name)."""
+
+    function: str | None
+    file: str
+    line: int
+    column: int
+
+
 @dataclass
 class _Sequence:
     addresses: list[int]  # row start addresses, ascending; the last one is the end_sequence row
     rows: list[tuple[int, int, int, bool]]  # (file index, line, column, is_stmt), same indexes
+    # (context row number, .debug_str offset of the function name) per row, where the program sets them
+    inline: list[tuple[int, int]] | None = None
 
 
 def _join(directory: str, path: str) -> str:
@@ -47,17 +80,21 @@ def _join(directory: str, path: str) -> str:
 
 
 class LineTable:
-    def __init__(self, files: dict[int, str], sources: dict[str, str], run_program: Callable[[], list[_Sequence]]):
+    def __init__(self, files: dict[int, str], sources: dict[str, str], run_program: Callable[[], "_Program"],
+                 function_name: Callable[[int], str | None] | None = None):
         self.files = files  # file number -> full path
         self.sources = sources  # full path -> embedded source text
         # The row program runs on the first address query: file names alone are cheap.
         self._run_program = run_program
+        self._function_name = function_name  # a function-name operand -> the name (NVIDIA's extension)
         self._loaded = False
 
     def _load(self) -> None:
         if self._loaded:
             return
-        sequences = self._run_program()
+        program = self._run_program()
+        sequences = program.sequences
+        self._inlined = program.inlined
         self._sequences = sorted((s for s in sequences if s.addresses), key=lambda s: s.addresses[0])
         self._starts = [s.addresses[0] for s in self._sequences]
         self._reach = []  # highest end address of sequences[0..i]
@@ -98,6 +135,45 @@ class LineTable:
                 return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
             i -= 1
         return None
+
+    def has_inline_info(self) -> bool:
+        """Whether the program says which inlined call each row belongs to (NVIDIA's extension)."""
+        self._load()
+        return self._inlined
+
+    def inline_chain(self, pc: int) -> list[InlinedAt] | None:
+        """The inline chain of the row covering `pc`, innermost first, each level where its code stands
+        (the next level's is its call site); the last level is the function the code was compiled into.
+        None where the program has no inline information or no row covers `pc`."""
+        self._load()
+        if not self._inlined:
+            return None
+        i = bisect.bisect_right(self._starts, pc) - 1
+        while i >= 0 and self._reach[i] > pc:
+            seq = self._sequences[i]
+            if pc < seq.addresses[-1]:
+                j = bisect.bisect_right(seq.addresses, pc) - 1
+                file_no, line, column, _ = seq.rows[j]
+                context, name = seq.inline[j] if seq.inline is not None else (0, 0)
+                return self._chain(seq, file_no, line, column, context, name)
+            i -= 1
+        return None
+
+    def _chain(self, seq: "_Sequence", file_no: int, line: int, column: int, context: int,
+               name: int) -> list[InlinedAt]:
+        out: list[InlinedAt] = []
+        seen: set[int] = set()
+        while True:
+            function = self._function_name(name) if context and self._function_name is not None else None
+            out.append(InlinedAt(function, self.files.get(file_no, f"<file {file_no}>"), line, column))
+            if not context:
+                return out
+            if context in seen or len(out) > MAX_INLINE_DEPTH or context > len(seq.rows):
+                raise CodeObjectError(f".debug_line: inline context {context} names no row of its sequence "
+                                      f"(or loops)")
+            seen.add(context)
+            file_no, line, column, _ = seq.rows[context - 1]
+            context, name = seq.inline[context - 1] if seq.inline is not None else (0, 0)
 
     def matches_file(self, file_no: int, wanted: str) -> bool:
         path = self.files.get(file_no)
@@ -262,23 +338,65 @@ def parse_line_table(
             files[n] = _join(directory, name.decode("utf-8", "replace"))
             n += 1
 
-    def run() -> list[_Sequence]:
+    # cubins: a 4-byte .debug_str base for the function names of NVIDIA's inlining opcodes
+    names_base = r.u32() if r.pos == program_start - 4 else 0
+
+    def function_name(operand: int) -> str | None:
+        at = names_base + operand
+        stop = debug_str.find(b"\0", at)
+        return debug_str[at:stop].decode("utf-8", "replace") if 0 <= at < len(debug_str) and stop >= 0 else None
+
+    def run() -> _Program:
         program = ByteReader(data, program_start, ".debug_line")
         return _run_program(program, end, version, address_size, min_inst, max_ops, default_is_stmt,
                             line_base, line_range, opcode_base, std_lengths, files, dirs)
 
-    return LineTable(files, sources, run)
+    return LineTable(files, sources, run, function_name)
+
+
+def line_program_offsets(data: bytes) -> list[int]:
+    """The offset of every line program in a .debug_line section, in order (what a build with line
+    tables only has: no unit names them)."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        r = ByteReader(data, pos, ".debug_line")
+        length, _ = r.initial_length()
+        end = r.pos + length
+        if length == 0 or end > len(data):
+            break  # padding, or a unit cut short: what came before stands
+        out.append(pos)
+        pos = end
+    return out
+
+
+@dataclass
+class _Program:
+    sequences: list[_Sequence]
+    inlined: bool  # some row has a context or a function name
 
 
 def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_stmt,
-                 line_base, line_range, opcode_base, std_lengths, files, dirs) -> list[_Sequence]:
+                 line_base, line_range, opcode_base, std_lengths, files, dirs) -> _Program:
     first_file = 1
     sequences: list[_Sequence] = []
     address = op_index = 0
     file_no, line, column, is_stmt = first_file, 1, 0, default_is_stmt
+    context = fname = 0
     addresses: list[int] = []
     rows: list[tuple[int, int, int, bool]] = []
+    inline: list[tuple[int, int]] | None = None
+    inlined = False
     max_ops = max_ops or 1
+
+    def add_row() -> None:
+        nonlocal inline
+        addresses.append(address)
+        rows.append((file_no, line, column, is_stmt))
+        if inline is None and (context or fname):
+            inline = [(0, 0)] * (len(rows) - 1)
+        if inline is not None:
+            inline.append((context, fname))
 
     def advance(operation_advance: int) -> None:
         nonlocal address, op_index
@@ -299,8 +417,7 @@ def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_st
             adjusted = opcode - opcode_base
             advance(adjusted // line_range)
             line += line_base + adjusted % line_range
-            addresses.append(address)
-            rows.append((file_no, line, column, is_stmt))
+            add_row()
         elif opcode == 0:
             length = r.uleb()
             sub_start = r.pos
@@ -308,12 +425,13 @@ def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_st
                 continue
             sub = r.u8()
             if sub == 1:  # end_sequence
-                addresses.append(address)
-                rows.append((file_no, line, column, is_stmt))
-                sequences.append(_Sequence(addresses, rows))
-                addresses, rows = [], []
+                add_row()
+                sequences.append(_Sequence(addresses, rows, inline))
+                inlined = inlined or inline is not None
+                addresses, rows, inline = [], [], None
                 address = op_index = 0
                 file_no, line, column, is_stmt = first_file, 1, 0, default_is_stmt
+                context = fname = 0
             elif sub == 2:
                 address = r.uint(length - 1)
                 op_index = 0
@@ -322,10 +440,13 @@ def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_st
                 dir_index = r.uleb()
                 directory = dirs[dir_index] if dir_index < len(dirs) else ""
                 files[max(files, default=0) + 1] = _join(directory, name)
+            elif sub == DW_LNE_NVIDIA_INLINED_CALL:
+                context, fname = r.uleb(), r.uleb()
+            elif sub == DW_LNE_NVIDIA_SET_FUNCTION_NAME:
+                fname = r.uleb()
             r.pos = sub_start + length
         elif opcode == 1:
-            addresses.append(address)
-            rows.append((file_no, line, column, is_stmt))
+            add_row()
         elif opcode == 2:
             advance(r.uleb())
         elif opcode == 3:
@@ -349,5 +470,6 @@ def _run_program(r, end, version, address_size, min_inst, max_ops, default_is_st
                 r.uleb()
     if addresses:
         # A sequence without end_sequence: keep what is there, ending at its last row.
-        sequences.append(_Sequence(addresses, rows))
-    return sequences
+        sequences.append(_Sequence(addresses, rows, inline))
+        inlined = inlined or inline is not None
+    return _Program(sequences, inlined)

@@ -107,10 +107,13 @@ class FrameContext:
     # .debug_info offset of the expression's unit: DW_OP_call2/call4 and the typed operations name DIEs
     # by their offset from it (DW_OP_call_ref by its offset in the section)
     unit_offset: int = 0
+    unit_of: object | None = None  # callable(die_offset) -> .debug_info offset of the unit holding it (call_ref)
     die_location: object | None = None  # callable(die_offset) -> bytes|None for implicit pointers/parameter_ref
     object_address: object | None = None  # Location for DW_OP_push_object_address
     tls_base: object | None = None  # callable(value) -> address
-    addrx: object | None = None  # callable(index) -> address (DW_OP_addrx / constx / GNU_addr_index)
+    # callable(index[, unit offset]) -> address (DW_OP_addrx / constx / GNU_addr_index); the unit is passed
+    # where it is not unit_offset's (inside another unit's DW_OP_call_ref procedure)
+    addrx: object | None = None
     call_frame_entry_reg: object | None = None  # callable(regno, lanes) -> Location of the caller's register
     base_type: object | None = None  # callable(die_offset) -> (size, encoding) for typed ops
     extra: dict = field(default_factory=dict)

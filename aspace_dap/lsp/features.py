@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Sequence
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
+from ..names import display_name
+
 if TYPE_CHECKING:  # the lenses (and numpy and the DWARF modules under them) load with the first code object
     from .program import CodeObjectLens, VariableLens
 
@@ -189,10 +191,14 @@ def code_lenses(views: Sequence[FileView]) -> list[types.CodeLens]:
     out = []
     for view in views:
         prefix = _prefix(view, views)
-        for k in view.lens.kernels(view.file):
+        kernels = view.lens.kernels(view.file)
+        for k in kernels:
             start = types.Position(line=k.line - 1, character=0)
+            # a template's instantiations share its line: each lens names its own (short, as the Call Stack)
+            named = f"{display_name(k.name)} \u00b7 " if sum(o.line == k.line for o in kernels) > 1 else ""
             out.append(types.CodeLens(range=types.Range(start=start, end=start),
-                                      command=types.Command(title=prefix + kernel_summary(k.info), command="")))
+                                      command=types.Command(title=prefix + named + kernel_summary(k.info),
+                                                            command="")))
     return out
 
 

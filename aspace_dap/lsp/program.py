@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +24,10 @@ from ..dwarf.index import ConstValue, DwarfIndex, Expr, FrameInfo, LocList, Vari
 from ..dwarf.ops import decode, disassemble
 from ..dwarf.target import FrameContext
 from ..dwarf.types import byte_size
+from .. import limits
 from ..errors import AspaceError
+from ..paths import PathPolicy, PathRefused
+from ..source_finder import SourceFinder
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,9 @@ class CodeObjectLens:
         self.path = path
         self._layout = None
         self._layout_done = False
-        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine)
         self.adapter = adapter_for(code_object.vendor)
+        self.index = DwarfIndex(code_object.elf, load_bias=0, e_machine=code_object.e_machine,
+                                function_at=lambda pc: self.adapter.function_symbol(code_object, pc))
         self.adapter.use_code_object(code_object)
         self.wave_lanes = _wave_lanes(code_object)
         self._rows: dict[str, dict[int, list[int]]] = {}
@@ -85,6 +88,7 @@ class CodeObjectLens:
         self._swept: dict[str, set[tuple[int, ...]]] = {}  # scope sets whose variables were read, per file
         self._kernel_decls: list | None = None
         self._matches: dict[str, str | None] = {}
+        self._finder: SourceFinder | None = None
 
     # --- files -------------------------------------------------------------------------------
 
@@ -178,20 +182,18 @@ class CodeObjectLens:
         return self.adapter.static_placement(self._layout, var)
 
     def read_source(self, dwarf_path: str) -> str | None:
-        """Source text as the debug info names it: embedded in the line table, else the file at that
-        path, relative to the working directory or to the code object's folders."""
+        """Source text as the debug info names it: embedded in the line table, else the file the debug
+        adapter's finder finds (source_finder.py: the path, beside the code object and up its folders,
+        the working directory); the language server runs as the user and reads what the user can."""
         text = self.index.source_text(dwarf_path)
         if text is not None:
             return text
-        roots = [Path.cwd()] + (list(Path(self.path).resolve().parents)[:6] if self.path else [])
-        for root in roots:
-            candidate = root / dwarf_path
-            if candidate.is_file():
-                try:
-                    return candidate.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    return None
-        return None
+        if self._finder is None:
+            self._finder = SourceFinder(PathPolicy(client_is_user=True), anchors=lambda: [self.path] if self.path else [])
+        try:
+            return self._finder.read(dwarf_path, limits.MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES")
+        except PathRefused:
+            return None
 
     def _placed(self, placement) -> Described:
         space = self.adapter.space_by_name(placement.space)
@@ -299,10 +301,10 @@ class CodeObjectLens:
 
 
 def load_lenses(path: str) -> list[CodeObjectLens]:
-    """Every device code object with DWARF in a file (a bundle may hold several)."""
+    """Every device code object with DWARF (or line tables only) in a file (a bundle may hold several)."""
     objs = load_code_objects(path)
     base = os.path.basename(path)
-    with_dwarf = [co for co in objs if co.has_dwarf()]
+    with_dwarf = [co for co in objs if co.has_dwarf() or co.has_line_tables()]
     return [CodeObjectLens(co, base if len(with_dwarf) == 1 else f"{base}:{co.processor}", path)
             for co in with_dwarf]
 

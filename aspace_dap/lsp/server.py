@@ -2,10 +2,14 @@
 
 Settings (initializationOptions, workspace/didChangeConfiguration or
 workspace/configuration, section "aspace"):
-  codeObjects   paths or globs of code objects, relative to the workspace root
+  codeObjects   paths or globs of code objects, relative to the workspace root; when it names none,
+                each source gets the code object found in the workspace whose line table names it
+                (discover.py)
   ldsBudget     bytes of LDS per kernel above which a diagnostic appears (off when unset)
   scratchBudget bytes of scratch per lane above which a diagnostic appears (off when unset)
-Code objects are reloaded when the client reports them changed.
+Code objects are reloaded when the client reports them changed. `aspace/codeObjects {uri}` answers
+which code objects a source's hints come from ({codeObjects, from: "setting" | "workspace", searched,
+note}); `aspace/codeObjectsChanged` tells the client to ask again.
 
 The features are registered on one pygls `LanguageServer` (`server` below); pygls
 keeps the open documents (in the position encoding it agreed with the client)
@@ -32,10 +36,11 @@ from .. import limits
 from ..errors import AspaceError
 from ..paths import read_regular
 from ..tempfiles import remove_temp_dirs_on_sigterm, sweep_dead_leftovers
-from . import features, globbing
+from . import discover, features, globbing
 from .protocol import PARSE_ERROR, AspaceProtocol, quiet_pygls, say, serve_stdio, unreadable_body
 
 SECTION = "aspace"
+CODE_OBJECTS, CHANGED = "aspace/codeObjects", "aspace/codeObjectsChanged"
 NAME, VERSION = "aspace-dap-lsp", "0.1.0"
 
 
@@ -119,6 +124,7 @@ class AspaceLanguageServer(LanguageServer):
         self.load_errors: list[str] = []
         self.glob_notes: list[str] = []
         self._loaded = False
+        self.discovery = discover.Discovery(_load_lenses)
         self._due: dict[str, None] = {}  # documents whose diagnostics are to be published, oldest first
 
     # --- code objects ---------------------------------------------------------------------------
@@ -153,6 +159,7 @@ class AspaceLanguageServer(LanguageServer):
                 except AspaceError as exc:
                     errors.append(f"{path}: {exc}")
         self.lenses, self.loaded_paths, self.load_errors = lenses, paths, errors
+        self.discovery.forget()
         self._loaded = True
         for message in errors + self.glob_notes:
             self.log_warning(message)
@@ -161,6 +168,11 @@ class AspaceLanguageServer(LanguageServer):
         path = os.path.normpath(path)
         if path in self.loaded_paths:
             return True
+        if self.auto():
+            # a new build, or one removed: any file named like a code object, or without a name
+            # suffix (an executable); sources being edited are not
+            name = os.path.basename(path)
+            return name.endswith(discover.SUFFIXES) or "." not in name
         for pattern in self.settings.code_objects:
             for root in ([None] if os.path.isabs(pattern) else self.roots()):
                 full = os.path.normpath(pattern if root is None else os.path.join(root, pattern))
@@ -168,12 +180,21 @@ class AspaceLanguageServer(LanguageServer):
                     return True
         return False
 
+    def auto(self) -> bool:
+        """No code objects named: each source gets the one found in the workspace."""
+        return not self.settings.code_objects
+
+    def lenses_for(self, path: str) -> list:
+        if not self.auto():
+            return self.lenses
+        return self.discovery.find(path, self.roots()).lenses
+
     def views(self, uri: str) -> list[features.FileView]:
         path = fs_path(uri)
         if not path:
             return []
         out = []
-        for lens in self.lenses:
+        for lens in self.lenses_for(path):
             try:
                 name = lens.match_file(path)
             except AspaceError:
@@ -242,6 +263,20 @@ class AspaceLanguageServer(LanguageServer):
             self.workspace_code_lens_refresh(None)
         for document in self.workspace.text_documents.values():
             self.schedule_diagnostics(document.uri)  # as the client wrote it (pygls keys them unquoted)
+        self.protocol.notify(CHANGED, None)
+
+    def code_objects(self, uri: str) -> dict:
+        """What `aspace/codeObjects` answers: the code objects whose lenses name this source."""
+        path = fs_path(uri) if isinstance(uri, str) else None
+        if not path:
+            return {"codeObjects": [], "from": "workspace" if self.auto() else "setting", "searched": 0, "note": None}
+        if self.auto():
+            found = self.discovery.find(path, self.roots())
+            return {"codeObjects": [found.path] if found.path else [], "from": "workspace",
+                    "searched": found.searched, "note": found.note}
+        paths = {view.lens.path for view in self.views(uri) if view.lens.path}
+        return {"codeObjects": sorted(paths), "from": "setting", "searched": len(self.loaded_paths),
+                "note": "; ".join(self.load_errors + self.glob_notes) or None}
 
     def apply(self, settings: Settings | None) -> None:
         if settings is None:
@@ -345,6 +380,12 @@ def _code_lens(ls: AspaceLanguageServer, params: types.CodeLensParams) -> list[t
     except AspaceError as exc:
         ls.log_warning(str(exc))
         return []
+
+
+@server.feature(CODE_OBJECTS)
+def _code_objects(ls: AspaceLanguageServer, params) -> dict:
+    uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+    return ls.code_objects(uri)
 
 
 def main() -> int:

@@ -14,6 +14,7 @@ and the adapter how to reach them in the dump.
     memory     memory references; reading, writing and laying out memory
     waves      the triage of all waves: lane counts, groups by call stack, names
     coordinates  where each lane stands in its dispatch (threadIdx, get_global_id, $_lane_workgroup_pos)
+    lane_addresses  each lane's address at a memory instruction, from the vendor's decoder text and the dump
     exceptions   the stop's exception in the vendor's words, its instruction, the lanes and waves sharing it
     disassembly  machine code decoded by the vendor's tool, once per function; rows around an address
 
@@ -26,7 +27,6 @@ to the part that fills it (waves counts lanes from focus's active lanes); the wr
 from __future__ import annotations
 
 from operator import attrgetter
-from pathlib import Path
 
 import numpy as np
 
@@ -42,13 +42,14 @@ from .exceptions import ExceptionDetail, Exceptions, disassemble_at
 from .disassembly import Disassembly, Function, Instruction, Invalid
 from .focus import Focus
 from .frames import MAX_FRAMES, Frame, Frames
+from .lane_addresses import AccessAddresses, LaneAddresses
 from .memory import Memory
 from .programs import Program, Programs
 from .sources import Sources
 from .variables import VariableRead, Variables
 from .waves import WaveGroup, Waves
 
-__all__ = ["MAX_FRAMES", "ExceptionDetail", "Frame", "Function", "Instruction", "Invalid", "LaneCoordinates",
+__all__ = ["MAX_FRAMES", "AccessAddresses", "ExceptionDetail", "Frame", "Function", "Instruction", "Invalid", "LaneCoordinates",
            "Program", "Session", "VariableRead", "WaveGroup"]
 
 
@@ -56,11 +57,14 @@ class Session:
     """Everything a front end asks about one dump, answered by the part that owns it."""
 
     def __init__(self, state: GpuState, *, code_object: str | None = None, wave: int | None = None,
-                 lane: int | None = None, source_map: dict[str, str] | None = None):
+                 lane: int | None = None, source_map: dict[str, str] | None = None, workspace: str | None = None,
+                 client_is_user: bool = True):
         adapter = adapter_for(state.target.vendor)
         state.use_register_names(adapter.pc_register, adapter.exec_register)
         self._programs = Programs(state, adapter, code_object)
-        self._sources = Sources(self._programs, source_map, code_object)
+        # client_is_user: the front end serves the user (stdio, the owner-only socket, TCP with the secret,
+        # inspect, the language server), who may read any source; False for a client without a secret
+        self._sources = Sources(self._programs, source_map, code_object, workspace, client_is_user)
         self._focus = Focus(self._programs, wave, lane)
         self._frames = Frames(self._programs, self._focus, self._sources)
         self._variables = Variables(self._programs, self._focus, self._frames, self._sources)
@@ -68,8 +72,10 @@ class Session:
         self._waves = Waves(self._programs, self._focus, self._frames)
         self._coordinates = Coordinates(self._programs)
         self._disassembly = Disassembly(self._programs, self._focus, self._sources)
+        self._lane_addresses = LaneAddresses(self._programs, self._frames,
+                                             lambda pc, count: self._disassembly.instructions(pc, count))
         self._exceptions = Exceptions(self._programs, self._focus, self._frames,
-                                      lambda pc: disassemble_at(self._disassembly, pc))
+                                      lambda pc: disassemble_at(self._disassembly, pc), self._lane_addresses.at)
 
     @classmethod
     def open(cls, state_path: str, **kw) -> "Session":
@@ -119,14 +125,21 @@ class Session:
 
     # ------------------------------------------------------------------ sources
 
-    def map_source(self, path: str | None) -> str | None:
-        return self._sources.map_source(path)
+    def map_source(self, path: str | None, tell: bool = False) -> str | None:
+        return self._sources.map_source(path, tell)
 
-    def source_roots(self) -> list[Path]:
-        return self._sources.source_roots()
+    def openable(self, path: str | None) -> bool:
+        return self._sources.openable(path)
 
-    def find_source(self, path: str) -> str:
-        return self._sources.find_source(path)
+    def lookup_source(self, path: str):
+        return self._sources.lookup(path)
+
+    def missing_source_text(self, path: str) -> str:
+        return self._sources.missing_text(path)
+
+    def set_note_sink(self, sink) -> None:
+        """From now on a note is handed to `sink` as it comes (the Debug Console), not kept in `notes`."""
+        self._sources.note_sink = sink
 
     def read_source_file(self, dwarf_name: str, max_bytes: int, limit_name: str) -> str:
         return self._sources.read_source_file(dwarf_name, max_bytes, limit_name)
@@ -148,6 +161,9 @@ class Session:
     def frame_target(self, frame: Frame, dialect: Dialect):
         return self._frames.frame_target(frame, dialect)
 
+    def caller_register(self, frame: Frame, name: str):
+        return self._frames.caller_register(frame, name)
+
     # ------------------------------------------------------------------ variables
 
     def note_write(self) -> None:
@@ -161,6 +177,9 @@ class Session:
 
     def globals(self, frame: Frame) -> list[VariableInfo]:
         return self._variables.globals(frame)
+
+    def no_variables_reason(self, frame: Frame) -> str | None:
+        return self._variables.no_variables_reason(frame)
 
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         return self._variables.read_variable(frame, var, lanes)
@@ -234,10 +253,28 @@ class Session:
 
     def exception_detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         return self._exceptions.detail(wave_id)
+
+    def stop_waves(self) -> list[int]:
+        return self._exceptions.stop_waves()
+
+    def lane_addresses(self, wave_id: int | None = None, pc: int | None = None,
+                       text: str | None = None) -> AccessAddresses | None:
+        """Each lane's address at the instruction at `pc` (the wave's PC by default) of wave `wave_id` (the
+        focused one), whose text is `text` (the vendor's decoding by default); None when it accesses no
+        memory or cannot be decoded."""
+        wave = self.wave(wave_id)
+        pc = wave.pc if pc is None else pc
+        if text is None:
+            text = disassemble_at(self._disassembly, pc)
+        return self._lane_addresses.at(wave, pc, text) if text is not None else None
+
     # ------------------------------------------------------------------ disassembly
 
     def instructions(self, address: int, count: int, offset: int = 0) -> list[Instruction | Invalid]:
         return self._disassembly.instructions(address, count, offset)
+
+    def instruction_holding(self, address: int) -> Instruction | None:
+        return self._disassembly.holding(address)
 
     def instructions_around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
         return self._disassembly.around(address, before, after)

@@ -14,6 +14,8 @@ address no loaded program holds). The front ends (the DAP `disassemble` request,
     instructions(address, count, offset=0)   `count` rows from the `offset`-th instruction (negative:
                                              before) around the one holding `address`
     around(address, before, after)           the same as before + 1 + after rows
+    holding(address)                         the instruction whose bytes hold `address` (a PC inside one:
+                                             every view marks that instruction and says so)
     function_at(address)                     the function holding `address`: name and runtime range
     function_instructions(address)           every instruction of that function
     address_of(name)                         a function's runtime start, by ELF symbol or DWARF name
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ..adapters.base import DecodedInstruction, DisassemblerMissing
 from ..errors import AspaceError
+from ..names import display_name
 from .focus import Focus
 from .programs import Part, Program, Programs
 from .sources import Sources
@@ -53,6 +56,15 @@ class Instruction:
         if self.symbol is None:
             return None
         return f"{self.symbol}+0x{self.offset:x}" if self.offset else self.symbol
+
+    @property
+    def display_where(self) -> str | None:
+        """`where` with the symbol as people read it (`app::scatter_kernel<float, 4>+0x10`): the
+        Disassembly View's label; gdb's `x/i` keeps the mangled symbol (`print asm-demangle` is off)."""
+        if self.symbol is None:
+            return None
+        name = display_name(self.symbol)
+        return f"{name}+0x{self.offset:x}" if self.offset else name
 
 
 @dataclass(frozen=True)
@@ -123,6 +135,14 @@ class Disassembly(Part):
                 rows.append(self._invalid(program.load_address + last.address + last.size + (j - len(after)) * step))
         return rows
 
+    def holding(self, address: int) -> Instruction | None:
+        """The instruction whose bytes hold `address`, as the decoder cut the whole unit from its start (a
+        PC inside a 16-byte Intel instruction belongs to that instruction); None where there is no code."""
+        row = self.instructions(address, 1)[0]
+        if isinstance(row, Instruction) and row.address <= address < row.address + row.size:
+            return row
+        return None
+
     def around(self, address: int, before: int, after: int) -> list[Instruction | Invalid]:
         return self.instructions(address, before + 1 + after, -before)
 
@@ -132,7 +152,7 @@ class Disassembly(Part):
         if program is None:
             return None
         co = program.code_object
-        sym = co.symbol_at(elf)
+        sym = co.function_symbol_at(elf)
         infos = program.index.frames_at(elf) if program.index is not None else []
         name = infos[-1].function if infos else None
         if sym is not None and sym.type == "FUNC" and sym.size:
@@ -385,7 +405,7 @@ class Disassembly(Part):
 
     @staticmethod
     def _symbol(program: Program, elf: int) -> tuple[str | None, int]:
-        sym = program.code_object.symbol_at(elf)
+        sym = program.code_object.function_symbol_at(elf)
         if sym is not None and sym.type == "FUNC":
             return sym.name, sym.value
         infos = program.index.frames_at(elf) if program.index is not None else []

@@ -9,7 +9,7 @@ exception of the same kind. A dump whose format records no exception detail, but
 exception, gets one from the stop's own description.
 
 The faulting instruction's text comes from `disassemble_at`, the one place this part asks for
-disassembly.
+disassembly; each lane's address at it from the lane addresses part (lane_addresses.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import numpy as np
 
 from ..adapters.base import RaisedException
 from ..errors import AspaceError
+from ..names import function_name
 from .focus import Focus
 from .frames import Frames
+from .lane_addresses import AccessAddresses
 from .programs import Part, Programs
 
 
@@ -64,14 +66,21 @@ class ExceptionDetail:
     same: Sharing                    # every lane and wave that raised this kind
     others: list[Sharing] = field(default_factory=list)  # the other kinds the dump records
     from_stop_only: bool = False     # the format records no detail: built from the stop's description
+    # (function, `file:line`) of each level of the instruction's inline chain, innermost first, as `nvdisasm -gi`
+    # and `llvm-symbolizer --inlining` list them; empty when it is in no inlined code
+    chain: list[tuple[str, str | None]] = field(default_factory=list)
+    addresses: AccessAddresses | None = None  # each lane's address at the instruction, when it accesses memory
+    addresses_error: str | None = None        # why they could not be worked out
 
 
 class Exceptions(Part):
-    def __init__(self, programs: Programs, focus: Focus, frames: Frames, disassemble: Callable[[int], str | None]):
+    def __init__(self, programs: Programs, focus: Focus, frames: Frames, disassemble: Callable[[int], str | None],
+                 addresses: Callable[[object, int, str], AccessAddresses | None]):
         super().__init__(programs)
         self.focus = focus
         self.frames = frames
         self._disassemble = disassemble
+        self._addresses = addresses
         self._raised: list[RaisedException] | None = None
 
     def raised(self) -> list[RaisedException]:
@@ -84,6 +93,23 @@ class Exceptions(Part):
                 self._raised = []
         return self._raised
 
+    def stop_wave(self) -> int:
+        """The wave the dump stopped in: the dump's own focus, else its first wave."""
+        return self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
+
+    def stop_waves(self) -> list[int]:
+        """The waves the dump's stop belongs to: for an exception, every wave that raised the stop's
+        own exception (the kind the format records first), else the wave the dump stopped in."""
+        first = self.stop_wave()
+        stop = self.state.stop
+        if stop is None or stop.reason != "exception":
+            return [first]
+        raised = self.raised()
+        if not raised:
+            return [first]
+        kind = raised[0].kind
+        return sorted({r.wave for r in raised if r.kind == kind})
+
     def detail(self, wave_id: int | None = None) -> ExceptionDetail | None:
         """The exception wave `wave_id` (the focused wave by default) raised; None when it raised none."""
         wave = self.focus.wave(wave_id)
@@ -93,9 +119,7 @@ class Exceptions(Part):
         from_stop = False
         if mine is None:
             stop = self.state.stop
-            # the stop's wave: the dump's own focus, else its first wave
-            first = self.state.focus.wave if self.state.focus is not None else self.state.waves[0].id
-            if stop is None or stop.reason != "exception" or raised or wave.id != first:
+            if stop is None or stop.reason != "exception" or raised or wave.id != self.stop_wave():
                 return None
             mine = RaisedException("GPU exception", stop.description or "exception", wave.id,
                                    self.focus.active_lanes(wave).copy(), pc=stop.pc)
@@ -110,9 +134,16 @@ class Exceptions(Part):
         sharing = {kind: Sharing(kind[0], kind[1], sorted(ids), lanes) for kind, (ids, lanes) in groups.items()}
         function, symbol, source = self._place(wave, pc)
         stopped = self._lane_pc(wave)
-        return ExceptionDetail(mine, pc, self._disassemble(pc) if pc is not None else None, symbol, source,
-                               function, stopped if stopped != pc else None, sharing[mine.kind],
-                               [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+        text = self._disassemble(pc) if pc is not None else None
+        detail = ExceptionDetail(mine, pc, text, symbol, source, function, stopped if stopped != pc else None,
+                                 sharing[mine.kind], [s for kind, s in sharing.items() if kind != mine.kind], from_stop)
+        detail.chain = self._chain(wave, pc, source)
+        if text is not None:
+            try:
+                detail.addresses = self._addresses(wave, pc, text)
+            except AspaceError as exc:  # the exception's own words stay whatever this says
+                detail.addresses_error = str(exc)
+        return detail
 
     def _lane_pc(self, wave) -> int | None:
         try:
@@ -120,6 +151,24 @@ class Exceptions(Part):
         except AspaceError:
             pc = None
         return wave.pc if pc is None else pc
+
+    def _chain(self, wave, pc: int | None, source: str | None) -> list[tuple[str, str | None]]:
+        """The inline chain at a runtime address: each level's function where the level inside it was
+        inlined (the innermost at the address's own line)."""
+        if pc is None:
+            return []
+        try:
+            program = self.programs.program_for(wave)
+        except AspaceError:
+            return []
+        infos = program.index.frames_at(program.elf_pc(pc)) if program.index is not None else []
+        if len(infos) < 2:
+            return []
+        chain, at = [], source
+        for info in infos:
+            chain.append((info.function, at))
+            at = f"{Path(info.call_file).name}:{info.call_line}" if info.call_file and info.call_line else None
+        return chain
 
     def _place(self, wave, pc: int | None) -> tuple[str | None, str | None, str | None]:
         """(function, `symbol+0xoffset`, `file:line`) of a runtime address in the wave's code."""
@@ -130,10 +179,10 @@ class Exceptions(Part):
         except AspaceError:
             return None, None, None
         elf_pc = program.elf_pc(pc)
-        symbol = program.code_object.symbol_at(elf_pc) if program.code_object is not None else None
-        at = f"{symbol.name}+{elf_pc - symbol.value:#x}" if symbol is not None else None
+        symbol = program.code_object.function_symbol_at(elf_pc) if program.code_object is not None else None
+        at = f"{function_name(symbol.name)}+{elf_pc - symbol.value:#x}" if symbol is not None else None
         index = program.index
         infos = index.frames_at(elf_pc) if index is not None else []
         line = index.line_for_pc(elf_pc) if index is not None else None
         source = f"{Path(line.file).name}:{line.line}" if line is not None and line.file and line.line else None
-        return (infos[0].function if infos else symbol.name if symbol is not None else None), at, source
+        return (infos[0].function if infos else function_name(symbol.name) if symbol is not None else None), at, source

@@ -17,6 +17,7 @@ class Focus(Part):
     def __init__(self, programs: Programs, wave: int | None, lane: int | None):
         super().__init__(programs)
         self.active_by_wave: dict[int, np.ndarray] = {}  # active_lanes() worked out so far
+        self.lanes_by_wave: dict[int, int] = {}  # lane_count() of each wave's stopped function
         if not self.state.waves:
             raise StateError("the dump has no waves", "dispatches")
         focus = self.state.focus
@@ -41,25 +42,61 @@ class Focus(Part):
         cached = self.active_by_wave.get(wave.id)
         if cached is not None:
             return cached
-        mask = wave.active_lanes
+        mask = wave.active_lanes & (np.arange(wave.lanes) < self.lane_count(wave))
         try:
             program = self.programs.program_for(wave)
             pc = wave.pc
-            frames = program.index.frames_at(program.elf_pc(pc)) if program.index is not None and pc is not None else []
-            info = next((f for f in frames if f.active_lane_expr), None)
+            info = next((f for f in self._frames_at_pc(wave) if f.active_lane_expr), None)
             if info is not None:
                 res = evaluate(info.active_lane_expr, self.programs.target_for(wave, info.dialect), info.dialect,
                                np.array([0]), frame=self.programs.frame_context(program, info, pc), kind="value")
                 if not res.errors:
                     bits = int(res.for_lane(0).bits[0])
-                    mask = np.array([(bits >> lane) & 1 for lane in range(wave.lanes)], bool) & wave.valid_lanes
+                    count = self.lane_count(wave, info)  # the mask's bits: one per lane of the function
+                    mask = np.array([lane < count and (bits >> lane) & 1 for lane in range(wave.lanes)], bool) \
+                        & wave.valid_lanes
         except AspaceError as e:
             self.warnings.append(f"wave {wave.id}: DW_AT_LLVM_active_lane: {e}")
         self.active_by_wave[wave.id] = mask
         return mask
 
+    def _frames_at_pc(self, wave) -> list:
+        program = self.programs.program_for(wave)
+        pc = wave.pc
+        return program.index.frames_at(program.elf_pc(pc)) if program.index is not None and pc is not None else []
+
+    def lane_count(self, wave, info=None) -> int:
+        """How many lanes the stopped function has (or `info`'s, the frame whose lane vectors are read): its
+        DW_AT_LLVM_lanes, the static lane count of DW_AT_LLVM_lane_pc's and DW_AT_LLVM_active_lane's vectors;
+        where it gives none, the wavefront's (AMD's compilers describe whole waves). An ill-formed count (0,
+        not an integer) is said once and the wavefront's is used; lanes past the count are no lanes of the
+        function."""
+        if info is None:
+            if wave.id not in self.lanes_by_wave:
+                try:
+                    info = next((f for f in self._frames_at_pc(wave) if f.lanes is not None), None)
+                except AspaceError:
+                    info = None
+                self.lanes_by_wave[wave.id] = self.lane_count(wave, info) if info is not None else wave.lanes
+            return self.lanes_by_wave[wave.id]
+        value = info.lanes
+        if value is None:
+            return wave.lanes
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            self._say(f"{info.function}: DW_AT_LLVM_lanes {value!r} is ill-formed (a positive lane count is "
+                      f"required); wave {wave.id}'s {wave.lanes} lanes are used")
+            return wave.lanes
+        if value > wave.lanes:
+            self._say(f"{info.function}: DW_AT_LLVM_lanes {value} is more than wave {wave.id}'s {wave.lanes} lanes")
+            return wave.lanes
+        return value
+
+    def _say(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
     def lane_state(self, wave, lane: int) -> str:
-        if not wave.valid_lanes[lane]:
+        if not wave.valid_lanes[lane] or lane >= self.lane_count(wave):  # no lane of the stopped function
             return "invalid"
         return "active" if self.active_lanes(wave)[lane] else "inactive"
 

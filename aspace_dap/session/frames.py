@@ -15,7 +15,8 @@ from ..dwarf.evaluator import evaluate
 from ..dwarf.frame_context import is_kernel
 from ..dwarf.index import FrameInfo
 from ..dwarf.target import Dialect
-from ..errors import AspaceError, StateError
+from ..errors import AspaceError, CallerUnavailable, StateError
+from ..names import demangle, function_name, short_name
 from .focus import Focus
 from .programs import Part, Program, Programs
 from .sources import Sources
@@ -42,17 +43,47 @@ class Frame:
     note: str | None = None  # a frame that stands for "position unknown": shown as its name, no variables
 
     @property
-    def name(self) -> str:
+    def function(self) -> str:
+        """The function's name as gdb prints it in `bt`: qualified, demangled, without its parameters."""
         if self.note is not None:
             return self.note
         if self.info is None:
-            sym = self.program.code_object.symbol_at(self.pc) if self.program.code_object else None
-            return sym.name if sym else f"0x{self.runtime_pc:x}"
+            sym = self._symbol()
+            return function_name(sym.name) if sym else f"0x{self.runtime_pc:x}"
         return self.info.function
+
+    @property
+    def name(self) -> str:
+        """The Call Stack's name: the function's, its template arguments elided when it is long."""
+        return self.function if self.note is not None else short_name(self.function)
+
+    @property
+    def full_name(self) -> str:
+        """The whole signature where a mangled name gives one (`void ns::f<int>(int*)`), else the function."""
+        linkage = self.info.linkage_name if self.info is not None else None
+        if self.info is None and self.note is None:
+            sym = self._symbol()
+            linkage = sym.name if sym else None
+        return (demangle(linkage) if linkage else None) or self.function
+
+    def _symbol(self):
+        co = self.program.code_object
+        return co.function_symbol_at(self.pc) if co is not None else None
 
     @property
     def dialect(self) -> Dialect:
         return self.info.dialect if self.info else Dialect()
+
+
+@dataclass
+class CallerRegister:
+    """A register in a caller frame: bytes per lane (`per_lane`) or one row, with which are known; or
+    `why` it was not saved."""
+
+    data: np.ndarray | None = None
+    valid: np.ndarray | None = None
+    per_lane: bool = False
+    why: str | None = None
 
 
 class Frames(Part):
@@ -85,6 +116,8 @@ class Frames(Part):
         fi = next((f for f in frames if f.lane_pc_expr), None)
         if fi is None:
             return None
+        if lane >= self.focus.lane_count(wave, fi):  # the vector has DW_AT_LLVM_lanes elements
+            return None
         target = self.programs.target_for(wave, fi.dialect)
         res = evaluate(fi.lane_pc_expr, target, fi.dialect, np.array([lane]),
                        frame=self.programs.frame_context(program, fi, pc))
@@ -114,6 +147,9 @@ class Frames(Part):
         file, ln, _ = self._line(line)
         where = " ".join(p for p in (infos[0].function if infos else None,
                                      f"({Path(file).name}:{ln})" if file and ln else None) if p)
+        sites = [f"{Path(i.call_file).name}:{i.call_line}" for i in infos[:-1] if i.call_file and i.call_line]
+        if where and sites:  # an inlined function: the call sites out to the function the code is in
+            where += f", inlined from {', '.join(sites)} in {infos[-1].function}"
         return f"{text}: {where}" if where else text
 
     def frames(self, wave_id: int | None = None, lane: int | None = None) -> list[Frame]:
@@ -141,13 +177,18 @@ class Frames(Part):
                 out.append(Frame(len(out), wave.id, lane, program, info, lookup_pc, runtime_pc, file, ln, col,
                                  caller_state))
                 # the next (outer) frame stands where this inlined one was called from
-                file, ln, col = self.sources.map_source(info.call_file), info.call_line, info.call_column or 0
+                file, ln, col = self.sources.map_source(info.call_file, tell=True), info.call_line, info.call_column or 0
             concrete = infos[-1]
             if len(out) >= MAX_FRAMES or is_kernel(program.code_object, concrete):
                 return out
             target = self.frame_target(out[-1], concrete.dialect)
             try:
                 state = self.adapter.unwind(program.code_object, target, concrete.low_pc, lookup_pc, lane)
+            except CallerUnavailable as e:
+                # what would name the caller is not in the dump: say so where the caller would stand
+                out.append(Frame(len(out), wave.id, lane, program, None, lookup_pc, runtime_pc,
+                                 note=f"<caller of {concrete.function} unavailable: {e}>"))
+                return out
             except AspaceError as e:
                 self.warnings.append(f"unwinding from {concrete.function}: {e}")
                 state = None
@@ -173,7 +214,32 @@ class Frames(Part):
         from ..adapters.base import CallerFrameTarget
         return CallerFrameTarget(base, frame.caller_state)
 
+    def caller_register(self, frame: Frame, name: str) -> CallerRegister:
+        """Register `name` (the dump's name) as caller frame `frame` sees it, as GDB unwinds it: the PC is
+        the return address; a register the unwinder recovered (CFI, the AMD prologue analysis) reads its
+        saved value; one the callee may have changed (the convention's to clobber, overwritten, the
+        execution mask its branches set, a register no unwind rule can name) is not saved; one the callee
+        keeps (the unwinder's same value) is the dump's."""
+        wave = self.focus.wave(frame.wave_id)
+        state = frame.caller_state
+        if name == wave.pc_register:
+            return CallerRegister(np.frombuffer(frame.runtime_pc.to_bytes(8, "little"), np.uint8)[None, :],
+                                  np.ones((1, 8), bool), False)
+        regno = self.adapter.register_number(name, wave.lanes)
+        values = getattr(state, "values", {})
+        if regno is None:
+            return CallerRegister(why="no unwind rule names it")
+        if name == wave.exec_register and regno not in values:
+            return CallerRegister(why="the callee's branches set it; the call does not save it")
+        if regno in getattr(state, "clobbered", ()):
+            return CallerRegister(why="the callee may have changed it")
+        target = self.frame_target(frame, Dialect(vendor_ops=self.adapter.vendor))  # vector registers per lane
+        info = target.register_info(regno)
+        lanes = np.arange(wave.lanes) if info.per_lane else np.zeros(1, np.int64)
+        got = target.read_register(regno, lanes)
+        return CallerRegister(np.asarray(got.data), np.asarray(got.valid), bool(info.per_lane))
+
     def _line(self, line):
         if line is None:
             return None, None, None
-        return self.sources.map_source(line.file), line.line, line.column
+        return self.sources.map_source(line.file, tell=True), line.line, line.column

@@ -14,6 +14,7 @@ from ..dwarf.frame_context import frame_context
 from ..dwarf.index import DwarfIndex, FrameInfo
 from ..dwarf.target import Dialect, FrameContext
 from ..errors import AspaceError
+from ..names import is_mangled, missing_demangler
 
 
 @dataclass
@@ -34,8 +35,10 @@ class Programs:
     def __init__(self, state, adapter, code_object: str | None):
         self.state = state
         self.adapter = adapter
+        adapter.use_dump(state.target.processor)  # the device, where no code object will name it
         self.warnings: list[str] = list(getattr(state, "warnings", []))  # what the user is told at launch
         self._programs: dict[tuple[int, str | None], Program] = {}
+        self._failures: dict[tuple[int, str | None], str] = {}  # why a dispatch's code object could not be read
         self._extra: Program | None = None
         self._placed: dict[int, Program] = {}  # the launch's codeObject at other load addresses
         if code_object:
@@ -54,9 +57,19 @@ class Programs:
             if wanted and builds != ["?"]:
                 self.warnings.append(f"{path} was built for {builds[0]}, the dump's device is {wanted}")
         self.adapter.use_code_object(co)
-        index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine) if co.has_dwarf() else None
+        missing = missing_demangler()
+        if missing and missing not in self.warnings and any(is_mangled(name) for name in co.symbols):
+            self.warnings.append(missing)
+        self.warnings.extend(w for w in co.load_warnings if w not in self.warnings)
+        index = None
+        if co.has_dwarf() or co.has_line_tables():
+            index = DwarfIndex(co.elf, load_bias=0, e_machine=co.e_machine,
+                               function_at=lambda pc: self.adapter.function_symbol(co, pc))
         if index is None:
             self.warnings.append(f"{path}: no DWARF; frames show addresses only")
+        elif not co.has_dwarf():
+            self.warnings.append(f"{path}: line tables only (no .debug_info): frames show functions and source "
+                                 f"lines, there is no variable information")
         return Program(co_id, str(path), co, index, load_address)
 
     def program_for(self, wave) -> Program:
@@ -71,14 +84,17 @@ class Programs:
                     self._programs[key] = self._load_program(co_id, str(ref.path), ref.load_address, processor)
                 except (AspaceError, OSError) as e:
                     self.warnings.append(f"code object {co_id} ({ref.path}): {e}")
+                    self._failures[key] = str(e)
                     self._programs[key] = None  # type: ignore[assignment]
         program = self._programs.get(key) if co_id is not None else None
         if program is None:
             ref = self.state.code_object_by_id(co_id) if co_id is not None else None
             if self._extra is None:
                 if ref is not None:
-                    raise AspaceError(f"wave {wave.id}: code object {ref.path} cannot be read; supply it "
-                                      f"with codeObject (--code-object on the command line)")
+                    why = self._failures.get(key)
+                    raise AspaceError(f"wave {wave.id}: code object {ref.path} cannot be read"
+                                      f"{f' ({why})' if why else ''}; supply it with codeObject (--code-object "
+                                      f"on the command line)")
                 raise AspaceError(f"wave {wave.id}: no readable code object (name one with codeObject, or "
                                   f"--code-object on the command line)")
             return self._placed_extra(ref, dispatch)

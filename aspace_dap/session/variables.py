@@ -79,9 +79,17 @@ class Variables(Part):
         return self.remembered(frame, "variables", lambda: frame.program.index.variables(frame.info, frame.pc))
 
     def globals(self, frame: Frame) -> list[VariableInfo]:
-        if frame.info is None or frame.program.index is None:
+        if frame.info is None or frame.info.line_only or frame.program.index is None:
             return []
         return frame.program.index.globals(frame.info.cu_offset)
+
+    @staticmethod
+    def no_variables_reason(frame: Frame) -> str | None:
+        """Why a frame has no variables at all, when its build says so (a line-tables-only build)."""
+        if frame.info is not None and (frame.info.line_only or frame.info.no_variable_info):
+            return ("the build has line tables only (nvcc -lineinfo, clang -gline-tables-only, Triton): "
+                    "no variable information; the registers hold the machine state")
+        return None
 
     def read_variable(self, frame: Frame, var: VariableInfo, lanes=None) -> VariableRead:
         lanes = np.array([frame.lane] if lanes is None else lanes, dtype=np.int64)

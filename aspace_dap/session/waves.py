@@ -53,7 +53,8 @@ class Waves(Part):
             active = np.array([int(self.focus.active_lanes(w).sum()) for w in waves], dtype=np.int64)
             return active, np.array([int(w.valid_lanes.sum()) for w in waves], dtype=np.int64)
         active, valid = popcount(heads.active), popcount(heads.valid)
-        # waves whose compiler says which lanes are active (DW_AT_LLVM_active_lane) are asked one by one
+        # waves whose compiler says which lanes are active (DW_AT_LLVM_active_lane, DW_AT_LLVM_lanes) are asked
+        # one by one
         for i in self._waves_with_active_lane_expr(heads):
             active[i] = int(self.focus.active_lanes(waves[i]).sum())
         for wave_id, lanes in list(self.focus.active_by_wave.items()):
@@ -81,7 +82,9 @@ class Waves(Part):
                     try:
                         program = self.programs.program_for(waves[first])
                         if program.index is not None:
-                            has = any(f.active_lane_expr for f in program.index.frames_at(program.elf_pc(pc)))
+                            # DW_AT_LLVM_active_lane, or DW_AT_LLVM_lanes (lanes past it are no lanes)
+                            has = any(f.active_lane_expr or f.lanes is not None
+                                      for f in program.index.frames_at(program.elf_pc(pc)))
                     except AspaceError:
                         pass
                     self._has_active_lane_expr[key] = has

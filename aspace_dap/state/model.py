@@ -261,8 +261,8 @@ class Workgroup:
 
 
 class Dispatch:
-    def __init__(self, id: int, kernel: str, code_object: int | None, grid_size: tuple[int, int, int],
-                 workgroup_size: tuple[int, int, int], workgroups: list[Workgroup],
+    def __init__(self, id: int, kernel: str, code_object: int | None, grid_size: tuple[int, int, int] | None,
+                 workgroup_size: tuple[int, int, int] | None, workgroups: list[Workgroup],
                  memory: dict[str, SparseMemory] | None = None, path: str = "",
                  kernel_descriptor: int | None = None):
         self.id = id
@@ -280,6 +280,13 @@ class Dispatch:
         # that GPU's processor when it differs from the target's (a machine with GPUs of several kinds)
         self.processor: str | None = None
         self.cluster_size: tuple[int, int, int] | None = None  # blocks per cluster, for a cluster launch
+        # why grid_size and workgroup_size are None: a GPU core that does not hold them (an Intel core
+        # whose implicit arguments are not mapped)
+        self.geometry_unknown: str | None = None
+        # per wave id, its lanes' work-item ids in the work-group, (lanes, 3), as the source records them
+        # (an Intel core's local ID table), or why they cannot be read; None: numbered as
+        # docs/STATE_FORMAT.md says ("Work-item ids")
+        self.local_ids: dict[int, np.ndarray | str] | None = None
         # the generic-address windows of the device or context that ran it, when not the target's
         self.apertures: dict[str, Aperture] | None = None
         if isinstance(workgroups, list):  # (workgroups made on demand are told their dispatch when made)
@@ -382,6 +389,13 @@ class GpuState:
         self._table: WaveTable | None = None
         self._read_heads = read_heads  # pc/exec of every wave straight from the files, in bulk
         self._file_heads: WaveHeads | None = None
+
+    @property
+    def is_core(self) -> bool:
+        """Read from a vendor's GPU core file rather than a dump folder."""
+        from .corefiles import CoreFiles
+
+        return isinstance(self._files, CoreFiles)
 
     def wave_table(self) -> "WaveTable":
         """Every wave's id, place and workgroup as columns (wavetable.WaveTable)."""

@@ -389,10 +389,12 @@ def _load(files: DumpFiles) -> GpuState:
     # exist; their lengths only matter once read (short = unavailable tail); an LDS or private memory's
     # entry and file are looked at when first read
     checker = ManifestChecker(manifest, files, require_registers=False, sizes=False, memories=False)
-    for problem in checker.check():
+    problems = checker.check()
+    for problem in problems:
         if problem.is_error:
             raise StateError(problem.message, problem.path)
     state = _Builder(manifest, files, checker.wave_columns).build()
+    state.warnings += [str(p) for p in problems]  # e.g. a grid that does not hold a work-group: told at launch
     rules = register_rules_for(state.target.vendor)
     if rules is not None:  # the vendor's names for the PC and execution-mask registers
         state.use_register_names(rules.pc_register, rules.exec_register)

@@ -202,6 +202,7 @@ def _write(state: GpuState, writer: StateWriter) -> None:
     for name, entries in (state.manifest.get("register_layouts") or {}).items():
         writer.add_register_layout(name, [(reg, parse_number(size)) for reg, size in entries])
     for dispatch in state.dispatches:
+        _check_geometry(dispatch)
         builder = writer.add_dispatch(dispatch.kernel, dispatch.code_object, dispatch.grid_size,
                                       dispatch.workgroup_size, dispatch.id, dispatch.device, dispatch.processor,
                                       dispatch.cluster_size, dispatch.apertures)
@@ -238,3 +239,27 @@ def _write(state: GpuState, writer: StateWriter) -> None:
     if state.stop is not None:
         writer.set_stop(state.stop.reason, state.stop.description, state.stop.pc)
     writer.write(writer.folder)
+
+
+def _check_geometry(dispatch) -> None:
+    """A dump folder says each dispatch's sizes and numbers its work-items by them (docs/STATE_FORMAT.md,
+    "Work-item ids"): a source that does not hold the sizes, or numbers its lanes otherwise (an Intel
+    core's local ID table), cannot be written as one without inventing or losing ids."""
+    if dispatch.grid_size is None or dispatch.workgroup_size is None:
+        raise StateError(f"{dispatch.geometry_unknown or 'the work-group size is unknown'}; a dump folder must "
+                         "give each dispatch's grid_size and workgroup_size", dispatch.path)
+    sx, sy, _ = (max(int(n), 1) for n in dispatch.workgroup_size)
+    for workgroup in dispatch.workgroups:
+        for wave in workgroup.waves:
+            ids = (dispatch.local_ids or {}).get(wave.id)
+            if ids is None:
+                continue
+            if isinstance(ids, str):
+                raise StateError(f"wave {wave.id}: {ids}; a dump folder numbers its lanes' work-items",
+                                 dispatch.path)
+            flat = wave.index_in_workgroup * wave.lanes + np.arange(len(ids))
+            numbered = np.stack([flat % sx, flat // sx % sy, flat // (sx * sy)], axis=1)
+            valid = np.asarray(wave.valid_lanes, bool)[:len(ids)]
+            if not (numbered[valid] == ids[valid]).all():
+                raise StateError(f"wave {wave.id}: its local ID table numbers its lanes otherwise than a dump "
+                                 "folder does (index_in_workgroup * lanes + lane, x fastest)", dispatch.path)

@@ -17,6 +17,7 @@ from ..errors import StateError
 import numpy as np
 
 from .files import DumpFiles, all_plain_paths, open_dump_files, path_problem
+from .geometry import grid_problems
 from .numbers import MAX_U64, parse_number
 from .private import LAYOUTS, PER_LANE, SWIZZLED
 from .problems import ERROR, WARNING, Problem
@@ -35,6 +36,7 @@ class RegisterRules(Protocol):
 
     pc_register: str              # the register holding a wave's PC
     exec_register: str | None     # ... and its execution mask
+    uniform_workgroups: bool      # its launches hold whole work-groups only (grid_size a multiple)
 
     def required_registers(self, processor: str, lanes: int) -> dict[str, str]: ...
 
@@ -366,7 +368,7 @@ class ManifestChecker:
                 co_id = self.number_value(co, f"{here}.code_object")
                 if co_id is not None and co_id not in self.code_object_ids:
                     self.report(f"{here}.code_object", f"no code object with id {co_id}")
-            self.triple(dispatch, "grid_size", here)
+            grid_size = self.triple(dispatch, "grid_size", here)
             workgroup_size = self.triple(dispatch, "workgroup_size", here, minimum=1)
             memory = self.field(dispatch, "memory", here, required=False)
             if memory is not _MISSING:
@@ -374,6 +376,10 @@ class ManifestChecker:
             value = self.field(dispatch, "workgroups", here)
             workgroups = None if value is _MISSING else self.array(value, f"{here}.workgroups")
             workgroup_ids: set[tuple] = set()
+            if grid_size is not None and workgroup_size is not None:
+                rules = self.rules_for(self.vendor) if self.rules_for is not None and self.vendor else None
+                self.problems += grid_problems(grid_size, workgroup_size, workgroups or [], here, self.vendor,
+                                               getattr(rules, "uniform_workgroups", False))
             if workgroups and len(workgroups) > 1 and self.plain_workgroups(workgroups, workgroup_size, d):
                 continue
             for g, workgroup in enumerate(workgroups or []):

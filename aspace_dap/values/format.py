@@ -74,6 +74,10 @@ def _format(obj: Obj, lane: int, hex: bool, top: bool, shown: _Shown) -> str:
     if state != OK:
         if state == IMPLICIT_POINTER and isinstance(t, PointerType):
             return "<synthetic pointer>"
+        if state not in (OPTIMIZED_OUT, IMPLICIT_POINTER):
+            why = obj.unavailable_reason(lane)
+            if why is not None:
+                return f"<unavailable: {why}>"
         return state_text(state)
     if isinstance(t, PointerType):
         text = f"0x{value:x}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dwarf.locations import ImplicitPointerLocation, Location, MemoryLocation
+from ..dwarf.locations import CompositeLocation, ImplicitPointerLocation, Location, MemoryLocation
 from ..dwarf.storage import IMPLICIT_POINTER, OK, OPTIMIZED_OUT, UNAVAILABLE, read_bits
 from ..dwarf.types import ArrayType, BaseType, EnumType, StructType, Type, byte_size
 from ..errors import EvaluationError
@@ -78,6 +78,14 @@ class Obj:
             g = len(self.lanes)
             return np.zeros((g, count), np.uint8), np.full((g, count), OPTIMIZED_OUT, np.uint8)
         return read_bits(self.location, self.target, count * 8, start * 8)
+
+    def unavailable_reason(self, lane: int) -> str | None:
+        """Why this object's bytes are not in the dump, where the dump says: the memory its place is in
+        was left out of the core (a lightweight CUDA core's generation flags); None otherwise."""
+        reasons = getattr(getattr(self.target, "state", None), "missing_memory", None)
+        if not reasons or self.location is None:
+            return None
+        return _reason(self.location.primary, lane, self.target, reasons)
 
     # ---------------------------------------------------------------- structure
 
@@ -207,6 +215,20 @@ def _is_signed(t: Type) -> bool:
     if isinstance(t, EnumType):
         return t.signed
     return False
+
+
+def _reason(place, lane: int, target, reasons: dict[str, str], depth: int = 0) -> str | None:
+    if isinstance(place, MemoryLocation):
+        space = place.space
+        if space.name == "generic" and hasattr(target, "resolve_generic") and lane < len(place.address):
+            space, _ = target.resolve_generic(int(place.address[lane]))
+        return reasons.get(space.name)
+    if isinstance(place, CompositeLocation) and depth < 16:
+        for piece in place.pieces:
+            found = _reason(piece.location.primary, lane, target, reasons, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 __all__ = ["Obj", "OK", "OPTIMIZED_OUT", "UNAVAILABLE", "IMPLICIT_POINTER"]

@@ -65,7 +65,7 @@ class CudaDumpSpec:
     kernel: str  # mangled name
     file: str  # source file name for the stop line
     line: int
-    grid: tuple[int, int, int]
+    grid: tuple[int, int, int]  # gridDim: blocks per dimension, as the launch gives them
     block: tuple[int, int, int]
     block_id: tuple[int, int, int]
     warps: list[WarpSpec]
@@ -236,7 +236,9 @@ def _draft(spec: CudaDumpSpec, image: bytes, pc: int, other_pc: int | None = Non
     layout = [("pc", 8), ("exec", 4)] + [(f"R{n}", 4 * LANES) for n in range(registers)] + \
         [(f"P{n}", LANES) for n in range(PREDICATES)] + [(f"UR{n}", 4) for n in range(uregs)] + \
         [(f"UP{n}", 1) for n in range(upreds)]
-    dispatch = writer.add_dispatch(spec.kernel, co, spec.grid, spec.block)
+    # grid_size counts work-items for every vendor (docs/STATE_FORMAT.md): gridDim * blockDim
+    grid_size = tuple(g * b for g, b in zip(spec.grid, spec.block))
+    dispatch = writer.add_dispatch(spec.kernel, co, grid_size, spec.block)
     dispatch.add_memory("param", params.offset, spec.params)
     wg = dispatch.add_workgroup(spec.block_id, bytes(spec.shared_size) if spec.shared_size else None)
     base = STACK_TOP - LOCAL_PER_LANE

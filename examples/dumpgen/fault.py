@@ -5,7 +5,9 @@
 
 `scatter(out, stride)` stores gid at `out + gid * stride`; the host passed stride = 1 << 20 for a
 256-int buffer, so every work-item but gid 0 stores 4 MiB * gid past `out`, where nothing is mapped.
-Each dump holds the first work-group at the store, as its vendor's hardware leaves it:
+Each dump holds the first work-group at the store, as its vendor's hardware leaves it, and the global
+memory a full core holds of the program: `out`'s 256 ints, zero as the host cleared them (gid 0's store
+of 0 leaves them so):
 
 - AMD (clang-19 -O2, gfx90a): workgroup 0 of two 128-wide groups, waves 0 and 1, both at the
   `global_store_dword v[0:1], v2, off` (0x184c) with TRAPSTS = MEM_VIOL | XNACK_ERROR (a page
@@ -17,8 +19,10 @@ Each dump holds the first work-group at the store, as its vendor's hardware leav
   error PC the store. The core marks lane 1 (gid 1, the first bad address) with
   CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14).
 - Intel (ocloc -g -cl-opt-disable, tgllp, SIMD8): work-group 0's thread at 0x6f0, the last
-  instruction of line 9 (a single 16-byte instruction before line 10's: the store's send; ocloc here
-  has no IGA to print it); the core records SIGSEGV (si_code SEGV_MAPERR) at lane 1's address.
+  instruction of line 9, the store's `send.dc1 (8|M0) null r68 r65 0x40 0x040681FF` (IGA: "a64 dword
+  scattering write", 2 GRFs of address payload and 1 of data): r68-r69 hold the 8 lanes' 64-bit
+  addresses (lane L's at byte 8 * L, as the two `mov`s before it interleave the low and high halves
+  read from slot), r65 gid. The core records SIGSEGV (si_code SEGV_MAPERR) at lane 1's address.
 
 The cores are written from these dumps with each vendor's core writer (tests/test_exceptions.py).
 """
@@ -52,6 +56,9 @@ AMD_OUT = 0x7F0000100000
 AMD_STORE = 0x184C  # global_store_dword v[0:1], v2, off (fault.clang19.gfx90a.O2.co.s.txt, line 10)
 
 
+BUFFER = bytes(4 * N)  # `out`, as the host cleared it
+
+
 def address(out: int, gid: int) -> int:
     """`out + gid * stride` as the kernel computes it: the int product, widened, times 4."""
     return (out + 4 * (gid * STRIDE)) & (2**64 - 1)
@@ -74,7 +81,7 @@ def amd() -> DumpSpec:
     return DumpSpec(
         name="clang19.gfx90a.O2", code_object=HERE / "fault.clang19.gfx90a.O2.co", processor="gfx90a", lanes=64,
         kernel="_Z7scatterPii", grid_size=(N, 1, 1), workgroup_size=(AMD_GROUP, 1, 1), workgroup_id=(0, 0, 0),
-        waves=waves, memory=[(AMD_KERNARG, kernargs, len(kernargs))], focus=(0, 1),
+        waves=waves, memory=[(AMD_KERNARG, kernargs, len(kernargs)), (AMD_OUT, BUFFER, len(BUFFER))], focus=(0, 1),
         stop=("exception", "memory violation (TRAPSTS: MEM_VIOL, XNACK_ERROR)"))
 
 
@@ -95,7 +102,7 @@ def cuda() -> CudaDumpSpec:
         name="sm_90.G", cubin=HERE / "fault.sm_90.G.cubin", kernel="_Z7scatterPii", file="fault.cu", line=9,
         grid=(N // CUDA_BLOCK, 1, 1), block=(CUDA_BLOCK, 1, 1), block_id=(0, 0, 0),
         warps=[WarpSpec(0, 0xFFFFFFFF), WarpSpec(1, 0xFFFFFFFF)], params=struct.pack("<Qi", CUDA_OUT, STRIDE),
-        values=values, address=CUDA_AFTER,
+        values=values, address=CUDA_AFTER, memory=[(CUDA_OUT, BUFFER)],
         stop=("exception", f"CUDA Exception: Warp Illegal Address ({CUDA_EXCEPTION})", CUDA_STORE))
 
 
@@ -110,10 +117,14 @@ def intel() -> OpenclDump:
     gids = list(range(INTEL_SIMD))
     values = {"out": [INTEL_OUT] * INTEL_SIMD, "stride": [STRIDE] * INTEL_SIMD, "gid": gids,
               "slot": [address(INTEL_OUT, g) for g in gids]}
+    # the send's payload: r68-r69 the lanes' addresses, a qword each; r65 the data, gid a dword each
+    payload = b"".join(struct.pack("<Q", a) for a in values["slot"])
+    registers = {"r65": b"".join(struct.pack("<I", g) for g in gids), "r68": payload[:32], "r69": payload[32:]}
     return OpenclDump(
         name="tgllp.O0", debug_elf=HERE / "fault.tgllp.O0.dbg", processor="tgllp", kernel="scatter",
         lanes=INTEL_SIMD, pc=INTEL_STORE, active=0xFF, values=values, grid_size=(N, 1, 1),
-        workgroup_size=(INTEL_SIMD, 1, 1), workgroup_id=(0, 0, 0), focus_lane=1, stop="line 9: *slot = gid")
+        workgroup_size=(INTEL_SIMD, 1, 1), workgroup_id=(0, 0, 0), focus_lane=1, stop="line 9: *slot = gid",
+        memory=[(INTEL_OUT, BUFFER, len(BUFFER))], registers=registers)
 
 
 def write(name: str, dest: Path) -> None:

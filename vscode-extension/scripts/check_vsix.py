@@ -10,7 +10,8 @@ NODE_BUILTINS = {
     "assert", "buffer", "child_process", "crypto", "events", "fs", "net", "os",
     "path", "stream", "string_decoder", "url", "util", "zlib",
 }
-REQUIRED = {"extension/package.json", "extension/dist/extension.js", "extension/LICENSE.txt", "extension/readme.md"}
+REQUIRED = {"extension/package.json", "extension/dist/extension.js", "extension/LICENSE.txt", "extension/readme.md",
+            "extension/images/icon.png"}
 FORBIDDEN_PREFIXES = ("extension/node_modules/", "extension/src/", "extension/test/", "extension/out/")
 
 
@@ -29,9 +30,16 @@ def check(vsix_path: str, manifest_path: str) -> list[str]:
         bundle = vsix.read("extension/dist/extension.js").decode("utf-8")
     with open(manifest_path, encoding="utf-8") as f:
         source = json.load(f)
-    for key in ("name", "publisher", "version", "main", "contributes", "activationEvents", "engines"):
+    for key in ("name", "publisher", "version", "main", "contributes", "activationEvents", "engines", "icon", "repository",
+                "license", "categories"):
         if shipped.get(key) != source.get(key):
             problems.append(f"package.json field {key!r} differs from the source manifest")
+    # what the Marketplace and Open VSX ask of a published extension
+    for key in ("publisher", "license", "icon", "categories", "repository", "description", "displayName"):
+        if not source.get(key):
+            problems.append(f"package.json has no {key!r}, which a marketplace listing needs")
+    if source.get("icon") and f"extension/{source['icon']}".lower() not in lowered:
+        problems.append(f"the icon {source['icon']} is not shipped")
     for module in sorted(set(re.findall(r"""require\(["']([^"']+)["']\)""", bundle))):
         bare = module.removeprefix("node:")
         if module != "vscode" and bare not in NODE_BUILTINS:

@@ -1,5 +1,6 @@
 // Fills in and checks aspace-gpu launch configurations.
 
+import * as path from 'path';
 import * as vscode from 'vscode';
 import { CHECKED_SERVER, pythonExtensionInterpreter } from './adapterFactory';
 import { defaultConfiguration, serverConnection, validateConfiguration, withDefaults } from './launchConfig';
@@ -60,18 +61,24 @@ export class AspaceConfigurationProvider implements vscode.DebugConfigurationPro
   }
 }
 
-/** Backs `${command:aspace.pickStateDump}`: choose a dump folder or .zip. */
+/** What the F5 picker offers, in its title: GPU cores have no fixed name or extension
+ * (`cuda_coredump_host.PID.TIME` has none at all), so every file can be picked. */
+export const PICK_STATE_TITLE =
+  'GPU state dump or core: a dump folder (manifest.json), its .zip, or a GPU core file (*.cudacore, gpucore.N, cuda_coredump_*, any name)';
+
+/** Backs `${command:aspace.pickStateDump}`: choose a dump folder, a .zip or a core file. No file
+ * filter: a filter would hide the cores, and a typed path it does not match is refused. */
 export async function pickStateDump(): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({
-    title: 'GPU state dump (a folder with manifest.json, or its .zip)',
+    title: PICK_STATE_TITLE,
     canSelectFiles: true,
     canSelectFolders: true,
     canSelectMany: false,
-    filters: { 'GPU state dump': ['zip', 'json'] },
+    defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
     openLabel: 'Debug this dump',
   });
   if (picked === undefined || picked.length === 0) return undefined;
   const chosen = picked[0].fsPath;
   // Picking the manifest itself means its folder.
-  return chosen.endsWith('manifest.json') ? vscode.Uri.joinPath(picked[0], '..').fsPath : chosen;
+  return path.basename(chosen) === 'manifest.json' ? path.dirname(chosen) : chosen;
 }

@@ -8,8 +8,9 @@ export function focusStatusText(focus: FocusInfo): string {
   return `Lane ${focus.lane}/${focus.lanes} · ${focus.active ? 'active' : 'inactive'}`;
 }
 
+/** `(67,1,0)`, or `(?)` where the dump does not hold the lane's work-item id. */
 export function workItemText(lane: LaneInfo): string {
-  return `(${lane.workItem.join(',')})`;
+  return lane.workItem === undefined ? '(?)' : `(${lane.workItem.join(',')})`;
 }
 
 /** `kernel.hip:12`, or undefined when the lane has no source position. */

@@ -16,6 +16,7 @@ export interface AspaceConfiguration {
   wave?: number;
   lane?: number;
   sourceMap?: Record<string, string>;
+  workspaceFolder?: string;
   pythonPath?: string;
   port?: number;
   socket?: string;
@@ -66,7 +67,10 @@ function absolute(p: string, baseDir: string | undefined): string {
 /**
  * Checks a configuration after VS Code substituted its variables. Relative
  * `state` and `codeObject` paths are taken from `baseDir` (the workspace
- * folder) because the server's working directory is not the user's.
+ * folder) because the server's working directory is not the user's. The
+ * server is told `baseDir` as `workspaceFolder` (unless the configuration
+ * names one): it looks for the sources the debug info names there too, also
+ * when it was started elsewhere (`socket`, `port`).
  */
 export function validateConfiguration(config: Record<string, unknown>, baseDir?: string): Resolution {
   const fail = (error: string): Resolution => ({ ok: false, error });
@@ -74,7 +78,7 @@ export function validateConfiguration(config: Record<string, unknown>, baseDir?:
     return fail(`"request" must be "launch" or "attach", not ${JSON.stringify(config.request)}.`);
   }
   if (typeof config.state !== 'string' || config.state.trim() === '') {
-    return fail('"state" must name a GPU state dump (a folder with manifest.json, or its .zip).');
+    return fail('"state" must name a GPU state dump (a folder with manifest.json, or its .zip) or a GPU core file.');
   }
   const resolved: AspaceConfiguration = {
     ...config,
@@ -122,6 +126,14 @@ export function validateConfiguration(config: Record<string, unknown>, baseDir?:
   if (typeof config.secretFile === 'string') resolved.secretFile = absolute(config.secretFile, baseDir);
   if (config.pythonPath !== undefined && (typeof config.pythonPath !== 'string' || config.pythonPath === '')) {
     return fail('"pythonPath" must be the path of a Python interpreter.');
+  }
+  if (config.workspaceFolder !== undefined) {
+    if (typeof config.workspaceFolder !== 'string' || config.workspaceFolder === '') {
+      return fail('"workspaceFolder" must be the folder where the sources are looked for (default: the workspace folder).');
+    }
+    resolved.workspaceFolder = absolute(config.workspaceFolder, baseDir);
+  } else if (baseDir !== undefined) {
+    resolved.workspaceFolder = baseDir;
   }
   if (config.sourceMap !== undefined) {
     if (!isRecord(config.sourceMap)) {

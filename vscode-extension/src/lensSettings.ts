@@ -85,9 +85,10 @@ export function initializationOptions(settings: LensSettings): { aspace: Record<
   return { [LENS_SECTION]: aspace };
 }
 
-/** The lens runs only for workspaces that name code objects. */
-export function lensWanted(settings: LensSettings): boolean {
-  return settings.codeObjects.length > 0;
+/** The lens runs for workspaces that name code objects, and, once a kernel source has been opened,
+ * for any other: the server then finds each source's code object in the workspace. */
+export function lensWanted(settings: LensSettings, sourceSeen = false): boolean {
+  return settings.codeObjects.length > 0 || sourceSeen;
 }
 
 /**
@@ -97,8 +98,8 @@ export function lensWanted(settings: LensSettings): boolean {
  */
 export type LensAction = 'start' | 'stop' | 'restart' | 'none';
 
-export function lensAction(running: LensSettings | undefined, next: LensSettings): LensAction {
-  if (!lensWanted(next)) return running === undefined ? 'none' : 'stop';
+export function lensAction(running: LensSettings | undefined, next: LensSettings, sourceSeen = false): LensAction {
+  if (!lensWanted(next, sourceSeen)) return running === undefined ? 'none' : 'stop';
   if (running === undefined) return 'start';
   const same =
     running.pythonPath === next.pythonPath &&
@@ -112,6 +113,49 @@ export function lensAction(running: LensSettings | undefined, next: LensSettings
  * only when it leaves the server running as it is (budgets). A change that stops or restarts it
  * is not: the server is going away, and a notification sent to it then fails.
  */
-export function sendsToRunningServer(running: LensSettings | undefined, next: LensSettings): boolean {
-  return running !== undefined && lensAction(running, next) === 'none';
+export function sendsToRunningServer(running: LensSettings | undefined, next: LensSettings, sourceSeen = false): boolean {
+  return running !== undefined && lensAction(running, next, sourceSeen) === 'none';
+}
+
+/** The server's `aspace/codeObjects` request: which code objects a source's hints come from. */
+export const CODE_OBJECTS_REQUEST = 'aspace/codeObjects';
+/** The server's notification that what it uses changed (a build, a setting): ask again. */
+export const CODE_OBJECTS_CHANGED = 'aspace/codeObjectsChanged';
+
+export interface LensSource {
+  codeObjects: string[];
+  from: 'setting' | 'workspace';
+  searched: number;
+  note: string | null;
+}
+
+/** GPU kernel sources by name: a lens without a code object for one of these says so. */
+const KERNEL_FILE = /\.(hip|cu|cuh|cl)$/i;
+
+function basename(p: string): string {
+  return p.replace(/[\\/]+$/, '').split(/[\\/]/).pop() ?? p;
+}
+
+/** The status-bar item for a source: which code object the lens uses, or that none names a kernel
+ * source; undefined (no item) for other files without one, and for an answer it cannot read. */
+export function lensStatus(answer: unknown, fileName: string): { text: string; tooltip: string } | undefined {
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  const a = answer as Partial<LensSource>;
+  if (!Array.isArray(a.codeObjects) || !a.codeObjects.every((p) => typeof p === 'string')) return undefined;
+  const note = typeof a.note === 'string' && a.note !== '' ? `\n${a.note}` : '';
+  if (a.codeObjects.length > 0) {
+    const more = a.codeObjects.length > 1 ? ` +${a.codeObjects.length - 1}` : '';
+    const why = a.from === 'workspace'
+      ? 'found in the workspace: its line table names this file (aspace.codeObjects chooses others)'
+      : 'named by aspace.codeObjects';
+    return {
+      text: `$(symbol-structure) ${basename(a.codeObjects[0])}${more}`,
+      tooltip: `Address-space lens: hints from ${a.codeObjects.join(', ')}, ${why}.${note}`,
+    };
+  }
+  if (!KERNEL_FILE.test(fileName)) return undefined;
+  const where = a.from === 'workspace'
+    ? `No code object in the workspace names this file in its line table (${a.searched ?? 0} looked into): build it with -g, or name one in aspace.codeObjects.`
+    : 'None of the code objects aspace.codeObjects names has this file in its line table.';
+  return { text: '$(symbol-structure) no code object', tooltip: `Address-space lens: ${where}${note}` };
 }

@@ -7,7 +7,7 @@ import { randomBytes } from 'crypto';
 import * as vscode from 'vscode';
 import { describe, type GpuDebugController, type GpuSession } from './controller';
 import { parseMemoryLayout, readPage } from './memoryLayout';
-import { PAGE_BYTES, renderMemoryView, TYPED_FORMATS, type MemoryViewState, type TypedFormat } from './memoryViewHtml';
+import { BYTES_PER_ROW, nextRowBytes, PAGE_BYTES, renderMemoryView, TYPED_FORMATS, type MemoryViewState, type TypedFormat } from './memoryViewHtml';
 
 export const HEX_EDITOR_EXTENSION = 'ms-vscode.hexeditor';
 
@@ -25,10 +25,18 @@ interface OpenView {
   target: MemoryTarget;
   offset: number;
   format: TypedFormat;
+  rowBytes: number;
+  /** Renders started: an older one finishing late does not replace a newer page. */
+  renders: number;
+  /** Per bytes-per-row: the widest view its columns overflowed, so the page does not grow back
+   * into a layout that did not fit (widths vary a little with the values shown). */
+  overflowed: Map<number, number>;
 }
 
 export class MemoryViews implements vscode.Disposable {
   private readonly views = new Map<string, OpenView>();
+  /** The layout the last view settled on: a new view starts there (they share one editor group). */
+  private rowBytes = BYTES_PER_ROW;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -71,11 +79,14 @@ export class MemoryViews implements vscode.Disposable {
         target,
         offset: target.offset ?? 0,
         format: 'auto',
+        rowBytes: this.rowBytes,
+        renders: 0,
+        overflowed: new Map(),
       };
       view = created;
       this.views.set(key, created);
       panel.onDidDispose(() => this.views.delete(key));
-      panel.webview.onDidReceiveMessage((msg: { command?: string; offset?: unknown; format?: unknown }) => {
+      panel.webview.onDidReceiveMessage((msg: { command?: string; offset?: unknown; format?: unknown; rowBytes?: unknown; width?: unknown }) => {
         const current = this.controller.byId(created.sessionId);
         if (current === undefined) return;
         if (msg.command === 'page' && typeof msg.offset === 'number' && Number.isFinite(msg.offset)) {
@@ -83,6 +94,11 @@ export class MemoryViews implements vscode.Disposable {
           void this.render(created, current);
         } else if (msg.command === 'format' && TYPED_FORMATS.includes(msg.format as TypedFormat)) {
           created.format = msg.format as TypedFormat;
+          void this.render(created, current);
+        } else if (msg.command === 'rowBytes') {
+          const next = nextRowBytes(created.rowBytes, msg.rowBytes, msg.width, created.overflowed);
+          if (next === created.rowBytes) return;
+          created.rowBytes = this.rowBytes = next;
           void this.render(created, current);
         } else if (msg.command === 'hexEditor') {
           void this.openHexEditor(current.session, created.target);
@@ -110,6 +126,7 @@ export class MemoryViews implements vscode.Disposable {
   }
 
   private async render(view: OpenView, entry: GpuSession): Promise<void> {
+    const render = ++view.renders;
     const size = view.target.size;
     if (size !== undefined && view.offset >= size) view.offset = Math.max(0, size - PAGE_BYTES);
     const count = size !== undefined && view.offset >= 0 ? Math.min(PAGE_BYTES, size - view.offset) : PAGE_BYTES;
@@ -120,6 +137,7 @@ export class MemoryViews implements vscode.Disposable {
       size,
       variables: [],
       format: view.format,
+      rowBytes: view.rowBytes,
       frameName: entry.model.threadName,
       hexEditorAvailable: vscode.extensions.getExtension(HEX_EDITOR_EXTENSION) !== undefined,
       cspSource: view.panel.webview.cspSource,
@@ -139,7 +157,7 @@ export class MemoryViews implements vscode.Disposable {
     } catch (error) {
       state.error = describe(error);
     }
-    view.panel.webview.html = renderMemoryView(state);
+    if (render === view.renders) view.panel.webview.html = renderMemoryView(state);
   }
 }
 

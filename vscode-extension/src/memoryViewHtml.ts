@@ -5,6 +5,9 @@ import { escapeHtml } from './laneValuesHtml';
 import type { MemoryPage, PlacedVariable } from './memoryLayout';
 
 export const BYTES_PER_ROW = 16;
+/** Bytes per row the view may use, widest first: it takes the widest whose hex, ASCII and typed
+ * columns fit the width it has (an editor group beside the source gets ~540 px). */
+export const ROW_BYTES_CHOICES: readonly number[] = [16, 8, 4];
 export const PAGE_BYTES = 512;
 
 export type TypedFormat = 'auto' | 'i8' | 'u8' | 'i16' | 'u16' | 'i32' | 'u32' | 'x32' | 'f32' | 'i64' | 'u64' | 'x64' | 'f64';
@@ -51,6 +54,9 @@ export interface MemoryViewState {
   page?: MemoryPage;
   variables: PlacedVariable[];
   format: TypedFormat;
+  /** Bytes per row (ROW_BYTES_CHOICES; default BYTES_PER_ROW); the page asks for another when its
+   * columns do not fit, or twice as many would (message `rowBytes`). */
+  rowBytes?: number;
   frameName?: string;
   error?: string;
   hexEditorAvailable: boolean;
@@ -141,9 +147,10 @@ export function typedCells(
   rowStart: number,
   format: TypedFormat,
   cells?: readonly (ElementCell | undefined)[],
+  rowBytes: number = BYTES_PER_ROW,
 ): { text: string; owner: number; width: number }[] {
   const view = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
-  const end = Math.min(page.bytes.length, rowStart + BYTES_PER_ROW);
+  const end = Math.min(page.bytes.length, rowStart + rowBytes);
   const out: { text: string; owner: number; width: number }[] = [];
   const whole = (at: number, width: number) => page.valid.slice(at, at + width).every(Boolean);
   let at = rowStart;
@@ -181,7 +188,49 @@ function ascii(b: number): string {
   return b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '.';
 }
 
+/** A page's request for another number of bytes per row: granted unless it grows back into one
+ * that overflowed at this width or more. */
+export function nextRowBytes(current: number, wanted: unknown, width: unknown, overflowed: Map<number, number>): number {
+  if (typeof wanted !== 'number' || !ROW_BYTES_CHOICES.includes(wanted) || typeof width !== 'number') return current;
+  if (wanted < current) {
+    overflowed.set(current, Math.max(overflowed.get(current) ?? 0, width));
+    return wanted;
+  }
+  const over = overflowed.get(wanted);
+  return over !== undefined && width <= over ? current : wanted;
+}
+
+/** Where each variable's name goes over the hex columns: at its first byte on the page (`name`),
+ * or, for one that began on an earlier page, at its first byte here (`name +offset`). */
+export function nameLabels(page: MemoryPage, owners: readonly number[], variables: readonly PlacedVariable[]): Map<number, { owner: number; text: string }> {
+  const labels = new Map<number, { owner: number; text: string }>();
+  const seen = new Set<number>();
+  owners.forEach((o, k) => {
+    if (o < 0 || seen.has(o)) return;
+    seen.add(o);
+    const into = page.address + BigInt(k) - variables[o].address;
+    labels.set(k, { owner: o, text: into === 0n ? variables[o].name : `${variables[o].name} +0x${into.toString(16)}` });
+  });
+  return labels;
+}
+
+/** A row of names over the row of bytes below it: each from its variable's byte up to the next name. */
+function labelRow(labels: Map<number, { owner: number; text: string }>, variables: readonly PlacedVariable[], row: number, end: number): string | undefined {
+  const starts = [...labels.keys()].filter((k) => k >= row && k < end).sort((a, b) => a - b);
+  if (starts.length === 0) return undefined;
+  const cells: string[] = [];
+  if (starts[0] > row) cells.push(`<td colspan="${starts[0] - row}"></td>`);
+  starts.forEach((k, i) => {
+    const { owner, text } = labels.get(k)!;
+    const span = (starts[i + 1] ?? end) - k;
+    const v = variables[owner];
+    cells.push(`<td class="name t${owner % 8}" colspan="${span}" title="${escapeHtml(`${v.name}: ${v.type}`)}">${escapeHtml(text)}</td>`);
+  });
+  return `<tr class="names"><th></th>${cells.join('')}<td></td><td></td></tr>`;
+}
+
 export function renderMemoryView(s: MemoryViewState): string {
+  const rowBytes = s.rowBytes !== undefined && ROW_BYTES_CHOICES.includes(s.rowBytes) ? s.rowBytes : BYTES_PER_ROW;
   const csp =
     `default-src 'none'; style-src ${s.cspSource} 'unsafe-inline'; script-src 'nonce-${s.nonce}';`;
   const parts: string[] = [];
@@ -214,24 +263,27 @@ export function renderMemoryView(s: MemoryViewState): string {
       }</p>`,
     );
     const rows: string[] = [];
-    for (let row = 0; row < page.bytes.length; row += BYTES_PER_ROW) {
+    const labels = nameLabels(page, owners, s.variables);
+    for (let row = 0; row < page.bytes.length; row += rowBytes) {
+      const names = labelRow(labels, s.variables, row, Math.min(page.bytes.length, row + rowBytes));
+      if (names !== undefined) rows.push(names);
       const hex: string[] = [];
       const text: string[] = [];
-      for (let k = row; k < Math.min(page.bytes.length, row + BYTES_PER_ROW); k++) {
+      for (let k = row; k < Math.min(page.bytes.length, row + rowBytes); k++) {
         const o = owners[k];
         const cls = `${o >= 0 ? `v${o % 8}` : ''}${page.valid[k] ? '' : ' na'}`.trim();
         const title = o >= 0 ? ` title="${escapeHtml(s.variables[o].name)} +${Number(page.address + BigInt(k) - s.variables[o].address)}"` : page.valid[k] ? '' : ' title="not in the dump"';
         hex.push(`<td class="${cls}"${title}>${page.valid[k] ? page.bytes[k].toString(16).padStart(2, '0') : '??'}</td>`);
         text.push(page.valid[k] ? escapeHtml(ascii(page.bytes[k])) : '·');
       }
-      const typed = typedCells(page, owners, s.variables, row, s.format, cells)
+      const typed = typedCells(page, owners, s.variables, row, s.format, cells, rowBytes)
         .map((c) => `<span class="${c.owner >= 0 ? `t${c.owner % 8}` : ''}">${escapeHtml(c.text)}</span>`)
         .join(' ');
       rows.push(
         `<tr><th>${hexAddress(page.address + BigInt(row))}</th>${hex.join('')}<td class="ascii">${text.join('')}</td><td class="typed">${typed}</td></tr>`,
       );
     }
-    parts.push(`<table class="mem">${rows.join('\n')}</table>`);
+    parts.push(`<table class="mem" data-row-bytes="${rowBytes}">${rows.join('\n')}</table>`);
   }
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
@@ -243,6 +295,7 @@ table.mem th { text-align: left; padding-right: 1em; color: var(--vscode-descrip
 table.mem td { padding: 0 3px; }
 td.ascii { padding-left: 1.5em; white-space: pre; }
 td.typed { padding-left: 1.5em; white-space: pre; }
+tr.names td { max-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-size: 0.85em; padding-top: 0.3em; }
 .na { color: var(--vscode-disabledForeground); }
 .dim { color: var(--vscode-descriptionForeground); }
 .chip { padding: 0 6px; border-radius: 3px; font-family: var(--vscode-editor-font-family); }
@@ -263,6 +316,23 @@ for (const b of document.querySelectorAll('button[data-go]')) b.addEventListener
 document.getElementById('goto').addEventListener('click', () => vscode.postMessage({ command: 'page', offset: Number(document.getElementById('offset').value) }));
 document.getElementById('format').addEventListener('change', (e) => vscode.postMessage({ command: 'format', format: e.target.value }));
 const hex = document.getElementById('hex'); if (hex) hex.addEventListener('click', () => vscode.postMessage({ command: 'hexEditor' }));
+// Rows as wide as the view has room for: half as many bytes when the columns overflow, twice as
+// many when that would still fit (the hex, ASCII and typed columns grow with the bytes of a row).
+const table = document.querySelector('table.mem');
+function fit() {
+  if (!table) return;
+  const rowBytes = Number(table.dataset.rowBytes);
+  const room = document.documentElement.clientWidth;
+  const box = table.getBoundingClientRect();
+  const address = table.querySelector('th').getBoundingClientRect().width;
+  let want = rowBytes;
+  if (box.right > room && rowBytes > ${ROW_BYTES_CHOICES[ROW_BYTES_CHOICES.length - 1]}) want = rowBytes / 2;
+  else if (rowBytes < ${ROW_BYTES_CHOICES[0]} && box.left + address + 2 * (box.width - address) < room - 8) want = rowBytes * 2;
+  if (want !== rowBytes) vscode.postMessage({ command: 'rowBytes', rowBytes: want, width: room });
+}
+let resized;
+window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(fit, 150); });
+requestAnimationFrame(fit);
 </script>
 </body></html>`;
 }

@@ -14,7 +14,8 @@ export interface FocusInfo {
 export interface LaneInfo {
   lane: number;
   state: LaneState;
-  workItem: [number, number, number];
+  /** The lane's work-item id in the grid; absent where the dump does not hold it. */
+  workItem?: [number, number, number];
   source?: { path?: string; name?: string };
   line?: number;
   pc: string;
@@ -113,20 +114,22 @@ function parseLane(item: unknown, what: string): LaneInfo {
   if (!LANE_STATES.includes(state)) {
     throw new ProtocolError(`${what}.state: unknown lane state ${JSON.stringify(state)}`);
   }
-  const workItem = list(l.workItem, `${what}.workItem`);
-  if (workItem.length !== 3) {
-    throw new ProtocolError(`${what}.workItem: expected [x, y, z]`);
-  }
   const lane: LaneInfo = {
     lane: count(l.lane, `${what}.lane`),
     state: state as LaneState,
-    workItem: [
+    pc: text(l.pc, `${what}.pc`),
+  };
+  if (l.workItem !== undefined && l.workItem !== null) {
+    const workItem = list(l.workItem, `${what}.workItem`);
+    if (workItem.length !== 3) {
+      throw new ProtocolError(`${what}.workItem: expected [x, y, z]`);
+    }
+    lane.workItem = [
       count(workItem[0], `${what}.workItem[0]`),
       count(workItem[1], `${what}.workItem[1]`),
       count(workItem[2], `${what}.workItem[2]`),
-    ],
-    pc: text(l.pc, `${what}.pc`),
-  };
+    ];
+  }
   if (l.source !== undefined && l.source !== null) {
     const s = record(l.source, `${what}.source`);
     lane.source = {};

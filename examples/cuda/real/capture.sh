@@ -18,7 +18,11 @@
 # (default 330) and always packs what it has. Environment for the runs:
 # CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1, CUDA_COREDUMP_FILE, CUDA_COREDUMP_SHOW_PROGRESS=1 and
 # CUDA_COREDUMP_GENERATION_FLAGS (skip_abort,skip_global_memory; one more core of bad_store keeps
-# global memory); cores are gzip'd here. CAPTURE_KEEP=1 keeps the work folder. README.md beside this
+# global memory; every faulting program once more with the lightweight flags users are told to set,
+# as <program>.light). The hang program's core is triggered through CUDA_COREDUMP_PIPE (with
+# CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1 and the lightweight flags), then the program is killed. For
+# every -lineinfo program, `nvdisasm -ndf -c -gi` of its cubin is kept, and the rows around each
+# core's error PC. Cores are gzip'd here. CAPTURE_KEEP=1 keeps the work folder. README.md beside this
 # file says more.
 set -u -o pipefail
 
@@ -33,7 +37,7 @@ case "${1:-}" in
     --pack-only) PACK_ONLY=${2:?--pack-only needs a results folder}; shift 2 ;;
 esac
 OUTDIR=${1:-${OUT:-$PWD/capture-out}}
-DEADLINE=${CAPTURE_SECONDS:-330}
+DEADLINE=${CAPTURE_SECONDS:-420}
 # the trip back takes 64 MiB in all (the log and a text copy travel too), in parts of 15 MiB; the
 # variables set smaller sizes (the tests' packing of small stand-in cores)
 PART_BYTES=${CAPTURE_PART_BYTES:-$((15 * 1024 * 1024))}
@@ -142,10 +146,12 @@ find_tool() {
 NVCC=$(find_tool nvcc NVCC)
 CUDA_GDB=$(find_tool cuda-gdb CUDA_GDB)
 CUOBJDUMP=$(find_tool cuobjdump CUOBJDUMP)
+NVDISASM=$(find_tool nvdisasm NVDISASM)
 CC_BIN=$(command -v "${CC:-cc}" 2>/dev/null || command -v gcc 2>/dev/null || true)
 PYTHON=$(command -v "${PYTHON:-python3}" 2>/dev/null || command -v python3 2>/dev/null || true)
 for pair in "nvcc:$NVCC:builds the programs (required)" "cuda-gdb:$CUDA_GDB:reads the cores (required for transcripts)" \
             "cuobjdump:$CUOBJDUMP:extracts the cubins that ran (else nvcc -cubin builds them again)" \
+            "nvdisasm:$NVDISASM:prints the inline chains of the -lineinfo cubins (nvdisasm -gi)" \
             "cc:$CC_BIN:builds the getcwd shim that keeps the build folder out of the DWARF" \
             "python3:$PYTHON:writes the kernels from the examples (plan.py sources; all but bad_store need it)"; do
     IFS=: read -r name path why <<< "$pair"
@@ -224,6 +230,10 @@ build() {
                 -cubin -o "$RES/$name.cubin" "$kernel.cu"
         ) >> "$RES/$name.build.txt" 2>&1 || { echo "nvcc -cubin failed: see $name.build.txt"; return 1; }
     fi
+    if [ -n "$NVDISASM" ] && [[ $name == *.lineinfo ]]; then
+        # the whole chain of every line, as users read it by hand (-gi); the rows at the error PC come later
+        "$NVDISASM" -ndf -c -gi "$RES/$name.cubin" > "$RES/$name.nvdisasm-gi.txt" 2>&1 || true
+    fi
     echo "built bin/$name and $name.cubin ($flags${extra:+ $extra})"
 }
 
@@ -260,9 +270,13 @@ gdb_args() {
     done < "$HERE/gdb/$name.gdb"
 }
 
+# user_triggered NAME: true for a program whose core is triggered through the pipe (a hang)
+user_triggered() { grep -q '^# core: user-triggered' "$HERE/gdb/$1.gdb"; }
+
 for name in "${PROGRAMS[@]}"; do
     cp "$HERE/gdb/$name.gdb" "$RES/$name.gdb"
     gdb_args "$name" "$name.cudacore" > "$RES/$name.cuda-gdb.args"
+    user_triggered "$name" || gdb_args "$name" "$name.light.cudacore" > "$RES/$name.light.cuda-gdb.args"
 done
 
 if [ $DRY = 1 ]; then
@@ -280,6 +294,9 @@ fi
 # too). skip_abort: the program goes on after the core is written, and says how its kernel ended.
 ulimit -c 0  # the host process's own core is not wanted
 FLAGS="skip_abort,skip_global_memory"
+# what the vLLM team's posts tell users to set (plan.py LIGHTWEIGHT_FLAGS): only the tables, registers and
+# the relocated images stay
+LIGHT="skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
 is_gzip() { [ "$(head -c 2 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = "1f8b" ]; }
 
 # run_one PROGRAM FLAGS [CORE_NAME]: bin/PROGRAM with the core written to $SRC/CORE_NAME.cudacore
@@ -304,6 +321,49 @@ run_one() {
     fi
 }
 
+# run_hang PROGRAM: a kernel that never ends; once the driver has opened its pipe (CUDA_COREDUMP_PIPE) and
+# the kernel has run a while, writing to the pipe makes the driver write the core; then the program is
+# killed. Prints "OK bytes seconds ..." or "NOCORE ...".
+run_hang() {
+    local name=$1 core="$SRC/$1.cudacore" pipe pid start waited
+    rm -f "$core" "$SRC/$name.pipe".*
+    start=$SECONDS
+    : > "$RES/$name.run.txt"  # appended to by the program and by the lines below alike
+    env CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1 CUDA_COREDUMP_PIPE="$SRC/$name.pipe.%p" \
+        CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 \
+        CUDA_COREDUMP_GENERATION_FLAGS="$LIGHT" CUDA_COREDUMP_FILE="$core" \
+        setsid "$BIN/$name" >> "$RES/$name.run.txt" 2>&1 &
+    pid=$!
+    pipe=""
+    for waited in $(seq 1 60); do
+        pipe=$(ls "$SRC/$name.pipe".* 2>/dev/null | head -1)
+        [ -n "$pipe" ] && grep -q "launched" "$RES/$name.run.txt" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    if [ -z "$pipe" ]; then
+        kill -9 -- "-$pid" "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        echo "NOCORE: no pipe ($SRC/$name.pipe.PID) after $((SECONDS - start))s"
+        return
+    fi
+    sleep 3  # every warp reaches the place it waits at
+    echo "trigger: dd if=/dev/zero bs=1M count=1 > $(basename "$pipe") after $((SECONDS - start))s" >> "$RES/$name.run.txt"
+    timeout 30 dd if=/dev/zero bs=1M count=1 of="$pipe" 2>> "$RES/$name.run.txt"
+    for waited in $(seq 1 120); do
+        grep -q "All done" "$RES/$name.run.txt" 2>/dev/null && break
+        sleep 0.5
+    done
+    sleep 1
+    kill -9 -- "-$pid" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    echo "killed after $((SECONDS - start))s; CUDA_COREDUMP_GENERATION_FLAGS=$LIGHT" >> "$RES/$name.run.txt"
+    if [ -s "$core" ]; then
+        echo "OK $(stat -c %s "$core") $((SECONDS - start)) killed"
+    else
+        echo "NOCORE after $((SECONDS - start))s"
+    fi
+}
+
 CORES=()
 if ! command -v nvidia-smi >/dev/null 2>&1; then
     log "no nvidia-smi: there may be no GPU; running anyway"
@@ -311,6 +371,12 @@ fi
 for name in "${PROGRAMS[@]}"; do
     [ -x "$BIN/$name" ] || { log "$name: not built, not run"; continue; }
     time_for 40 "running $name" || continue
+    if user_triggered "$name"; then
+        result=$(run_hang "$name")
+        log "$name (user-triggered): $result; the program said: $(tail -c 600 "$RES/$name.run.txt" | tr '\n' ' ')"
+        [[ $result == OK* ]] && CORES+=("$name")
+        continue
+    fi
     result=$(run_one "$name" "$FLAGS")
     log "$name: $result; the program said: $(tail -c 400 "$RES/$name.run.txt" | tr '\n' ' ')"
     if [[ $result == NOCORE* ]] && [[ $name != bad_store.* ]] && time_for 60 "the store variant of $name"; then
@@ -321,6 +387,15 @@ for name in "${PROGRAMS[@]}"; do
         [[ $result == OK* ]] && echo "stopped by the bad store of fault.cuh (STOP_BY_STORE)" >> "$RES/$name.run.txt"
     fi
     [[ $result == OK* ]] && CORES+=("$name")
+done
+
+# the same faults once more as users' lightweight cores (the programs built as they were for the first core)
+for name in "${PROGRAMS[@]}"; do
+    [ -x "$BIN/$name" ] && ! user_triggered "$name" || continue
+    time_for 40 "the lightweight core of $name" || continue
+    result=$(run_one "$name" "$LIGHT" "$name.light")
+    log "$name.light (lightweight): $result"
+    [[ $result == OK* ]] && CORES+=("$name.light")
 done
 
 # one core with global memory as well: the exception program's, when there is time
@@ -363,6 +438,24 @@ elif [ ${#CORES[@]} -gt 0 ] && time_for 30 "cuda-gdb"; then
         log "$name: $(cat "$WORK/gdb.$name.status" 2>/dev/null), $(wc -l < "$RES/$name.cuda-gdb.txt") lines: $(grep -m1 -E 'CUDA Exception|signal|focus set' "$RES/$name.cuda-gdb.txt" || true)"
     done
 fi
+
+# the rows of `nvdisasm -gi` around each core's error PC: cuda-gdb's `info symbol $errorpc` names the
+# function and the offset in it ("kernel + 384 in section .text.kernel"), which is the cubin's address
+for name in "${CORES[@]}"; do
+    gi="$RES/${name%.light}.nvdisasm-gi.txt"
+    gi="${gi/.fullmem.nvdisasm/.nvdisasm}"
+    [ -f "$gi" ] && [ -f "$RES/$name.cuda-gdb.txt" ] || continue
+    where=$(grep -m1 -oE '\+ [0-9]+ in section \.text\.[^ ]+' "$RES/$name.cuda-gdb.txt")
+    [ -n "$where" ] || continue
+    offset=$(cut -d' ' -f2 <<< "$where")
+    section=$(cut -d' ' -f5 <<< "$where")
+    row=$(printf '/*%04x*/' "$offset")
+    # only the function's own section: every section of a cubin starts at address 0
+    { echo "# nvdisasm -ndf -c -gi $(basename "${gi%.nvdisasm-gi.txt}").cubin, $section, the rows around $row (info symbol \$errorpc: + $offset)"
+      awk -v s="$section" '$1 == ".section" { keep = (index($2, s ",") == 1) } keep' "$gi" | grep -F -B20 -A4 "$row"
+    } > "$RES/$name.errorpc-gi.txt" 2>&1
+    log "$name: the error PC's rows of nvdisasm -gi in $name.errorpc-gi.txt ($(wc -l < "$RES/$name.errorpc-gi.txt") lines)"
+done
 
 # ---- compress the cores, pack ---------------------------------------------------------------------
 

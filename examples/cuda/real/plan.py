@@ -38,6 +38,13 @@ class Program:
     memory: tuple[str, ...]  # examined with `x/8xw`
     # caller frames: (frame number, variables printed there)
     callers: tuple[tuple[int, tuple[str, ...]], ...] = field(default=())
+    # how the core is written: "exception" (the kernel faults; capture.sh also writes a lightweight
+    # core of it, LIGHTWEIGHT_FLAGS) or "user" (a hang: the core is triggered through CUDA_COREDUMP_PIPE)
+    trigger: str = "exception"
+    # headers of a kernel of its own, committed beside it (the line tables name them too)
+    headers: tuple[str, ...] = field(default=())
+    # asked once, at the focus cuda-gdb opens the core on, before the threads
+    at_stop: tuple[str, ...] = field(default=())
 
     @property
     def name(self) -> str:
@@ -85,6 +92,17 @@ DIVERGENT_CALLER = ("gid", "lane", "x", "result", "steps", "in", "out", "n")
 STORE_THREADS = asked("(0,0,0)", "(0,0,0)", "(16,0,0)", "(31,0,0)",
                       ("the lane whose store faulted (lane 7)", "(7,0,0)"), "(39,0,0)", ("(1,0,0)", "(7,0,0)"))
 
+CHAIN_THREADS = asked("(0,0,0)", "(0,0,0)", "(16,0,0)", "(31,0,0)",
+                      ("the lane whose store faulted (lane 7)", "(7,0,0)"), "(39,0,0)", ("(1,0,0)", "(7,0,0)"))
+
+# one warp at each of the three places in two blocks: the spin (warps 0-1), the barrier (2-5), the loop (6-7)
+HANG_THREADS = (("the spin on the flag (warp 0)", "(0,0,0)", "(0,0,0)"),
+                ("the barrier (warp 3)", "(0,0,0)", "(100,0,0)"),
+                ("the loop (warp 7)", "(0,0,0)", "(255,0,0)"),
+                ("the spin, another block (warp 1)", "(7,0,0)", "(33,0,0)"),
+                ("the barrier, another block (warp 4)", "(7,0,0)", "(150,0,0)"),
+                ("the loop, another block (warp 6)", "(7,0,0)", "(200,0,0)"))
+
 PROGRAMS = (
     Program("lds_tiles", "G", LDS_THREADS, LDS_VARIABLES, ("tx", "col"), ("&tile", "&row_sums")),
     Program("scratch_struct", "G", SCRATCH_THREADS, SCRATCH_VARIABLES, ("pick", "p.flags"),
@@ -96,7 +114,15 @@ PROGRAMS = (
     # the optimised builds have a line table only: frames, builtins and registers; variables are unknown
     Program("lds_tiles", "lineinfo", LDS_THREADS, ("tx", "tile"), (), ()),
     Program("divergent_call", "lineinfo", DIVERGENT_THREADS, ("lane", "acc"), (), (), callers=((1, ()),)),
+    # production builds: a fault seven __forceinline__ levels deep, and a hang caught by a user-triggered core
+    Program("inline_chain", "lineinfo", CHAIN_THREADS, (), (), (), headers=("inline_chain_ops.cuh", "inline_chain_store.cuh"),
+            at_stop=("info line *$errorpc", "info symbol $errorpc", "x/4i $errorpc")),
+    Program("hang", "lineinfo", HANG_THREADS, (), (), (), trigger="user", at_stop=("info cuda warps",)),
 )
+
+# what the vLLM team's posts tell users to set: every memory and the unrelocated images left out
+LIGHTWEIGHT_FLAGS = ("skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,"
+                     "skip_constbank_memory")
 
 
 @dataclass(frozen=True)
@@ -162,7 +188,7 @@ def thread_commands(program: Program) -> list[str]:
 
 def commands(program: Program) -> list[str]:
     """Everything after `target cudacore`: the focus cuda-gdb chose (the stop), then each thread."""
-    out = ["info cuda kernels"] + thread_commands(program)
+    out = ["info cuda kernels", *program.at_stop] + thread_commands(program)
     for _label, block, thread in program.threads:
         out.append(f"cuda block {block} thread {thread}")
         out += thread_commands(program)
@@ -173,6 +199,8 @@ def command_file(program: Program) -> str:
     lines = [f"# {program.name}: written by plan.py; capture.sh runs the settings, then `target cudacore "
              f"CORE`, then the rest"]
     lines += [f"# threads: {label} = block {block} thread {thread}" for label, block, thread in program.threads]
+    if program.trigger == "user":
+        lines.append("# core: user-triggered (CUDA_ENABLE_USER_TRIGGERED_COREDUMP, CUDA_COREDUMP_PIPE)")
     lines += list(SETTINGS) + ["# target cudacore CORE"] + commands(program)
     return "\n".join(lines) + "\n"
 
@@ -191,7 +219,7 @@ def main(argv: list[str]) -> int:
         return 0
     if what == "programs":
         for program in PROGRAMS:
-            print(f"{program.name} {program.kernel}.cu {program.nvcc_flags}")
+            print(f"{program.name} {program.kernel}.cu {program.nvcc_flags} {program.trigger}")
         return 0
     print("usage: plan.py write | programs | sources FOLDER", file=sys.stderr)
     return 2

@@ -5,12 +5,19 @@
 // Disassembly View" from the Call Stack's top frame must open the view with the stopped instruction
 // marked (VS Code's current-instruction icon on the row at the frame's instructionPointerReference,
 // whose text is the vendor's decoding: llvm-objdump, nvdisasm), the source lines interleaved, and
-// choosing the caller frame must move the view to its return address. `make test` runs it:
+// choosing the caller frame must move the view to its return address.
+//
+// In the same session, a CUDA fault core whose source (fault.cu, which nvcc's line table names bare) is
+// nowhere the server looks: the stop must still show. The exception widget stands under the frame's
+// line of the document the server gives for the missing file, with the exception in cuda-gdb's words;
+// the Debug Console names every place looked at and the sourceMap entry that would find the file; the
+// Disassembly View opened from that frame marks the frame's instruction. `make test` runs it:
 //
 //   PYTHON=/abs/.venv/bin/python [CHROMIUM=/usr/bin/chromium] [SHOTS=../docs] node test/host/disassembly.mjs
 //
 // With SHOTS it writes SHOTS/vscode-disassembly.png (the AMD example), the README's screenshot.
 
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -43,11 +50,18 @@ const CASES = casesWithTools([
   },
 ], python, 'test/host/disassembly.mjs');
 
+// A core whose source is not on this machine (tests/test_exceptions.py writes the same core): what must show.
+const MISSING = {
+  name: 'CUDA fault core without its source', core: 'fault.cudacore', pc: '0x2c0', line: 10,
+  title: 'Exception has occurred: CUDA_EXCEPTION_14', texts: ['CUDA Exception: Warp Illegal Address'],
+  said: ['source fault.cu not found; looked for it at:', '"sourceMap": {".": "<the folder that holds fault.cu>"}'],
+};
+
 const root = mkdtempSync(join(tmpdir(), 'aspace-disasm-'));
 const workspace = join(root, 'workspace');
 mkdirSync(join(workspace, '.vscode'), { recursive: true });
-// the workspace holds the examples' sources, as a user's project holds theirs: the server reads sources only
-// where the user opened something (the workspace it runs in, the dump's folder)
+// the workspace holds the examples' sources, as a user's project holds theirs; the server also looks beside
+// the dump and in the folders above it, and where a sourceMap says
 for (const folder of ['examples/divergent_call', 'examples/cuda']) {
   cpSync(join(repo, folder), join(workspace, folder), {
     recursive: true, filter: (from) => !/[\\/](dumps|real)$/.test(from) && !/\.(co|o|cubin|bin)$/.test(from),
@@ -55,13 +69,27 @@ for (const folder of ['examples/divergent_call', 'examples/cuda']) {
 }
 // nvcc's line table names divergent_call.cu bare: it is looked for in the folder the server runs in
 cpSync(join(repo, 'examples/cuda/divergent_call.cu'), join(workspace, 'divergent_call.cu'));
+// the fault core in a folder of its own, beside no fault.cu (nor is one in the workspace or above the core)
+const cores = join(root, 'cores');
+const BUILD_CORE = `
+import sys
+from pathlib import Path
+sys.path[:0] = ["tests"]
+import test_exceptions as t
+t._cuda_core(Path(sys.argv[1]))
+`;
+mkdirSync(cores, { recursive: true });
+execFileSync(python, ['-c', BUILD_CORE, cores], { cwd: repo, stdio: 'inherit' });
 writeFileSync(
   join(workspace, '.vscode', 'launch.json'),
   JSON.stringify({
     version: '0.2.0',
-    configurations: CASES.map((c) => ({
-      type: 'aspace-gpu', request: 'launch', name: c.name, state: join(repo, c.dump), pythonPath: python,
-    })),
+    configurations: [
+      ...CASES.map((c) => ({
+        type: 'aspace-gpu', request: 'launch', name: c.name, state: join(repo, c.dump), pythonPath: python,
+      })),
+      { type: 'aspace-gpu', request: 'launch', name: MISSING.name, state: join(cores, MISSING.core), pythonPath: python },
+    ],
   }),
 );
 
@@ -152,6 +180,59 @@ async function check(page, c) {
   await sleep(1000);
 }
 
+/** The missing source: the exception widget, the Debug Console's words, the Disassembly View. */
+async function checkMissingSource(page) {
+  const c = MISSING;
+  await runCommand(page, 'Debug: Select and Start Debugging');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: c.name }).first().click({ timeout: 10000 });
+  const widget = page.locator('.exception-widget').first();
+  const shown = await until(`${c.name}: no exception widget with "${c.title}"`, async () => {
+    const text = ((await widget.textContent({ timeout: 1000 })) ?? '').replace(/\s+/g, ' ');
+    return { ok: text.includes(c.title) && c.texts.every((t) => text.includes(t)), value: text || '(none)' };
+  }, 120);
+  // the widget stands under the frame's own line of the document that says the file is missing
+  const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
+  await until(`${c.name}: the editor is not at line ${c.line}`, async () => {
+    const where = ((await cursor.textContent()) ?? '').trim();
+    return { ok: where.startsWith(`Ln ${c.line},`), value: where };
+  });
+  const tab = ((await page.locator('.tab.active').first().textContent()) ?? '').trim();
+  if (!tab.includes('fault.cu (not found)')) throw new Error(`${c.name}: the editor shows "${tab}", not the missing file's document`);
+  // the Debug Console: where the server looked, and the sourceMap entry to add
+  await page.keyboard.press('Control+Shift+Y');
+  await page.locator('.repl-input-wrapper').waitFor({ timeout: 10000 });
+  await runCommand(page, 'View: Toggle Maximized Panel').catch(() => {});
+  const places = [join(cores, 'fault.cu'), join(workspace, 'fault.cu')];
+  await until(`${c.name}: the Debug Console does not name the places looked at and the sourceMap entry`, async () => {
+    const text = ((await page.locator('.repl').first().textContent()) ?? '');
+    return { ok: [...c.said, ...places].every((t) => text.includes(t)), value: text.slice(-600) || '(empty)' };
+  });
+  await runCommand(page, 'View: Toggle Maximized Panel').catch(() => {});
+  // the Disassembly View of the frame, once chosen: its instruction marked. VS Code enables "Open
+  // Disassembly View" for the focused frame; the other warp's stop (its badge) can take the focus
+  // while the Call Stack still shows this frame selected, so the frame is chosen again until it opens.
+  for (let attempt = 0; ; attempt++) {
+    await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^CUDA warp 1/ }).first().click().catch(() => {});
+    await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^scatter/ }).first().click();
+    await sleep(1000);
+    await runCommand(page, 'Open Disassembly View').catch(() => {});
+    try {
+      await page.locator('.disassembly-view').first().waitFor({ timeout: 5000 });
+      break;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
+  await until(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
+    const rows = await disassemblyRows(page);
+    const row = rows.find((r) => at(r, c.pc));
+    return { ok: !!row && (row.current || row.focused), value: JSON.stringify(row ?? rows.slice(0, 3)) };
+  });
+  console.log(`ok   ${c.name}: ${shown.slice(0, 120)}…; the Debug Console: ${c.said[1]}; ${c.pc} marked`);
+  await runCommand(page, 'Debug: Stop');
+  await runCommand(page, 'View: Close All Editors').catch(() => {});
+}
+
 let server;
 const log = join(root, 'code-server.log');
 
@@ -167,6 +248,7 @@ async function main() {
     await sleep(3000);
     await runCommand(page, 'View: Show Run and Debug');
     for (const c of CASES) await check(page, c);
+    await checkMissingSource(page);
   } catch (error) {
     const where = join(root, 'failed.png');
     await page.screenshot({ path: where }).catch(() => {});

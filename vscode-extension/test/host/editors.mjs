@@ -28,12 +28,23 @@
 //    lds_tiles' shared memory.
 // 8. The memory view's typed column on scratch_struct (AMD gfx90a -O0): each member of the struct
 //    `p` in its own type (the float `mass` as the float it holds, the int `id` as an integer).
+// 9. The stop's badge: after `wave 2` the Call Stack still shows "Breakpoint" on wave 1, where the
+//    lds_tiles dump stopped, and the focused wave 2 as paused.
+// 10. The LDS view in a 540 px editor group (what it gets beside the source): rows narrower than 16
+//    bytes, the typed column inside the view, `row_sums` named over its first byte.
+// 11. F5 with no launch.json on GPU cores: the picker lists a folder of cores (an extensionless
+//    CUDA core, cuda_coredump_host.PID.TIME, and a ROCm gpucore.PID, written from the fault example
+//    as tests/test_exceptions.py writes them); each, typed and Enter pressed, opens, stopped on the
+//    exception; after `wave 1`, wave 0 of the CUDA core (the one that raised it) keeps "Exception".
+// 12. The address-space lens with no aspace.codeObjects: lds_tiles.hip gets inlay hints from a code
+//    object of the workspace, and the status bar names it.
 //
 // Expected values come from the kernels: lds_tiles runs 16x16 blocks on wave64, so lane L of wave w
 // has threadIdx.x = L % 16 and threadIdx.y = 4w + L / 16, and its waves' exec mask 0x000f000f000f000f
 // makes lanes 0-3, 16-19, 32-35 and 48-51 active; scratch_struct sets p.mass = 1 + (gid & 7) and
 // p.id = gid, and struct Particle puts mass after three float[3] (offset 36) and id after it (40).
 
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -62,6 +73,21 @@ if (process.env.CLONE) {
   if (!existsSync(join(repo, '.venv', 'bin', 'python'))) throw new Error(`no ${join(repo, '.venv')}: run make setup`);
   symlinkSync(join(repo, '.venv'), join(clone, '.venv'));
 }
+
+// GPU cores, as users have them: an extensionless CUDA core and a ROCm gpucore, in a folder of their own
+const cores = join(root, 'cores');
+mkdirSync(cores);
+const CUDA_CORE = 'cuda_coredump_host.4242.1700000000';
+const BUILD_CORES = `
+import os, sys
+from pathlib import Path
+sys.path[:0] = ["tests"]
+import test_exceptions as t
+out = Path(sys.argv[1])
+os.rename(t._cuda_core(out), out / sys.argv[2])
+t._rocm_core(out)
+`;
+execFileSync(join(clone, '.venv', 'bin', 'python'), ['-c', BUILD_CORES, cores, CUDA_CORE], { cwd: repo, stdio: 'inherit' });
 
 // a folder away from the clone with the CUDA and Intel examples, and launch configurations
 const away = join(root, 'elsewhere');
@@ -230,6 +256,46 @@ async function assertStopped(page, what, wave, lane) {
   }
 }
 
+/** Who owns each of the 16 bytes from `address` in the memory view (`frame`), whatever its row width. */
+async function bytesOwners(frame, address) {
+  return frame.locator('table.mem').evaluate((table, a) => {
+    const out = [];
+    for (const tr of table.querySelectorAll('tr:not(.names)')) {
+      const start = Number(tr.querySelector('th').textContent);
+      tr.querySelectorAll('td:not(.ascii):not(.typed)').forEach((td, i) => {
+        if (start + i >= a && start + i < a + 16 && td.title) out.push(td.title.split(' ')[0]);
+      });
+    }
+    return out;
+  }, address);
+}
+
+/** The Call Stack's badge beside wave `wave`'s thread ("Breakpoint", "Exception", "Paused"). */
+async function threadBadge(page, wave, name = 'Wave 0:0:0:') {
+  const row = page.locator('.debug-call-stack .monaco-list-row[aria-level="1"]', { hasText: `${name}${wave} ` }).first();
+  return ((await row.locator('.state').textContent()) ?? '').trim();
+}
+
+/** Quick Open a file of the workspace by name. */
+async function openFile(page, name) {
+  await pick(page, 'Control+P', name, name);
+}
+
+/** Resizes the window so that the memory view's editor group (the one without the `source` tab,
+ * beside it) is `width` px wide (VS Code keeps the groups' proportions). */
+async function memoryGroupWidth(page, width, source) {
+  const group = page.locator('.editor-group-container', { hasNot: page.locator('.tab', { hasText: source }) }).first();
+  for (let i = 0; i < 3; i++) {
+    const now = (await group.boundingBox()).width;
+    if (Math.abs(now - width) < 8) return now;
+    const viewport = page.viewportSize();
+    const groups = await page.locator('.editor-group-container').count();
+    await page.setViewportSize({ width: Math.round(viewport.width - groups * (now - width)), height: viewport.height });
+    await sleep(1000);
+  }
+  return (await group.boundingBox()).width;
+}
+
 async function laneInStatusBar(page) {
   const text = await page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ }).first().textContent();
   return Number(/Lane (\d+)\//.exec(text)[1]);
@@ -317,6 +383,14 @@ async function main() {
       await repl(page, 'info waves');
       await shot(page, 'vscode-wave-switch.png');
     });
+    await check('the stop\'s badge stays on the wave the dump stopped in', async () => {
+      // the lds_tiles dump stopped in wave 1 at a breakpoint; the focus is on wave 2 now
+      let seen;
+      await until('wave 1 shows Breakpoint, wave 2 Paused', async () => {
+        seen = [await threadBadge(page, 1), await threadBadge(page, 2)];
+        return /^breakpoint$/i.test(seen[0]) && /^paused$/i.test(seen[1]);
+      }, 20).catch(() => { throw new Error(`badges of waves 1 and 2: ${JSON.stringify(seen)}`); });
+    });
     // ---- 3: the stop holds: a frame clicked in another wave, then the lane or the wave changed ----
     await check('a frame selected in another wave, then `lane 7` in the Debug Console', async () => {
       // room for the Call Stack's four waves
@@ -372,13 +446,18 @@ async function main() {
       await runCommand(page, 'GPU Debug: Open Shared Memory (LDS)');
       const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
       await frame.locator('.chip', { hasText: 'tile' }).waitFor({ timeout: 30000 });
-      // the last page of the workgroup's LDS: tile's tail and all of row_sums
-      await frame.locator('#offset').fill('0x280');
-      await frame.locator('#goto').click();
-      await until('the page shows both variables', async () =>
-        (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
-        (await frame.locator('.chip', { hasText: 'row_sums' }).count()) === 1 &&
-        /^0x00000280/.test(await frame.locator('table.mem th').first().textContent()));
+      // the last page of the workgroup's LDS: tile's tail and all of row_sums (asked again while the
+      // view still lays its rows out to its width, which draws the page anew)
+      await until('the page shows both variables', async () => {
+        if (!/^0x00000280/.test(await frame.locator('table.mem tr:not(.names) th').first().textContent())) {
+          await frame.locator('#offset').fill('0x280');
+          await frame.locator('#goto').click();
+          await sleep(500);
+        }
+        return (await frame.locator('.chip', { hasText: 'tile' }).count()) === 1 &&
+          (await frame.locator('.chip', { hasText: 'row_sums' }).count()) === 1 &&
+          /^0x00000280/.test(await frame.locator('table.mem tr:not(.names) th').first().textContent());
+      });
       // from the ISA (ds_write/ds_read offsets of the gfx90a -O0 code object): tile, float[16][17]
       // = 1088 bytes, at LDS 0x0; row_sums, float[16] = 64 bytes, right after it at 0x440
       const legend = await frame.locator('.legend').textContent();
@@ -386,13 +465,33 @@ async function main() {
         if (!want.test(legend)) throw new Error(`legend: ${legend}`);
       }
       // the bytes on either side of the boundary are coloured as their own variable
-      const owner = async (address) => frame.locator(`td[title]`, { hasText: /./ }).evaluateAll(
-        (cells, a) => cells.filter((c) => c.closest('tr').querySelector('th').textContent === a).map((c) => c.title.split(' ')[0]),
-        address);
-      const before = await owner('0x00000430');
-      const after = await owner('0x00000440');
+      const before = await bytesOwners(frame, 0x430);
+      const after = await bytesOwners(frame, 0x440);
       if (before.length !== 16 || before.some((n) => n !== 'tile')) throw new Error(`0x430: ${before}`);
       if (after.length !== 16 || after.some((n) => n !== 'row_sums')) throw new Error(`0x440: ${after}`);
+      // in a 540 px group: fewer bytes per row, the typed column inside the view, row_sums named
+      // over its first byte
+      const width = await memoryGroupWidth(page, 540, 'lds_tiles.hip');
+      if (Math.abs(width - 540) > 12) throw new Error(`the memory view's group is ${width} px wide`);
+      let layout;
+      await until('the rows fit the view', async () => {
+        layout = await frame.locator('table.mem').evaluate((table) => {
+          const room = document.documentElement.clientWidth;
+          const typed = [...table.querySelectorAll('td.typed')].map((td) => td.getBoundingClientRect().right);
+          const label = [...table.querySelectorAll('tr.names td.name')].find((td) => td.textContent === 'row_sums');
+          const first = [...table.querySelectorAll('tr:not(.names)')].find((tr) => tr.querySelector('th').textContent === '0x00000440');
+          return {
+            rowBytes: Number(table.dataset.rowBytes), room, typedRight: Math.max(...typed), typedCells: typed.length,
+            labelLeft: label?.getBoundingClientRect().left, byteLeft: first?.querySelector('td').getBoundingClientRect().left,
+            mass: first?.querySelector('td.typed')?.textContent,
+          };
+        });
+        return layout.rowBytes < 16 && layout.typedCells > 0 && layout.typedRight <= layout.room;
+      }, 30).catch(() => { throw new Error(`in 540 px: ${JSON.stringify(layout)}`); });
+      if (layout.labelLeft === undefined || Math.abs(layout.labelLeft - layout.byteLeft) > 2) throw new Error(`row_sums' name is not over 0x440: ${JSON.stringify(layout)}`);
+      if ((await bytesOwners(frame, 0x440)).some((n) => n !== 'row_sums')) throw new Error('0x440 after the new layout');
+      await shot(page, 'vscode-lds-view-540.png');
+      await page.setViewportSize({ width: 1440, height: 900 });
       await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
       await runCommand(page, 'View: Hide Panel');
       // the source tab closed, its empty group goes and the memory view takes the editor area
@@ -411,6 +510,56 @@ async function main() {
       await runCommand(page, 'View: Close All Editor Groups');
     });
     await stopDebugging(page);
+    await check('F5 lists a folder of GPU cores and opens each, its path typed and Enter pressed', async () => {
+      for (const [core, thread] of [[CUDA_CORE, 'CUDA warp '], ['gpucore.4242', 'Wave 0:0:0:']]) {
+        // F5 offers the debuggers only where no editor of another language is active
+        await runCommand(page, 'View: Close All Editor Groups');
+        await runCommand(page, 'Debug: Start Debugging');
+        await quickPick(page, 'GPU State Dump (aspace)');
+        const input = page.locator('.quick-input-widget input');
+        await page.locator('.quick-input-title', { hasText: 'GPU core file' }).waitFor();
+        await sleep(1500); // the dialog fills in its own folder first
+        if (core === CUDA_CORE) {
+          // the folder's cores are listed: no filter hides a file without an extension
+          let listed;
+          await until('the folder lists its cores', async () => {
+            await input.fill(`${cores}/`);
+            await sleep(800);
+            listed = (await page.locator('.quick-input-list .monaco-list-row .label-name').allTextContents()).map((t) => t.trim());
+            return listed.includes(CUDA_CORE) && listed.includes('gpucore.4242');
+          }, 10).catch(() => { throw new Error(`the picker lists ${JSON.stringify(listed)} in ${cores}`); });
+          await shot(page, 'vscode-pick-core.png');
+        }
+        await input.fill('');
+        await page.keyboard.type(join(cores, core), { delay: 5 });
+        await page.keyboard.press('Enter');
+        await laneItem(page).waitFor({ timeout: 60000 });
+        let seen;
+        await until(`${core}: stopped on the exception in ${thread}0`, async () => /^exception$/i.test(seen = await threadBadge(page, 0, thread)), 40)
+          .catch(() => { throw new Error(`${core}: ${thread}0 shows "${seen}"`); });
+        if (core === CUDA_CORE) {
+          // wave 0 raised it alone ("Raised by 1 lane in 1 wave (wave 0)"): it keeps the badge
+          await showDebugConsole(page);
+          await repl(page, 'wave 1');
+          await until('warp 0 keeps Exception, warp 1 is paused', async () => {
+            seen = [await threadBadge(page, 0, thread), await threadBadge(page, 1, thread)];
+            return /^exception$/i.test(seen[0]) && /^paused$/i.test(seen[1]);
+          }, 20).catch(() => { throw new Error(`after wave 1: ${JSON.stringify(seen)}`); });
+        }
+        await stopDebugging(page);
+      }
+    });
+    await check('the lens shows hints with no aspace.codeObjects, from a code object it found', async () => {
+      await runCommand(page, 'View: Close All Editor Groups');
+      await openFile(page, 'lds_tiles.hip');
+      const lines = page.locator('.editor-instance .view-lines').first();
+      let text;
+      await until('inlay hints in lds_tiles.hip', async () => /\u27f6/.test(text = (await lines.textContent()) ?? ''), 60)
+        .catch(() => { throw new Error(`no hint in: ${text?.slice(0, 300)}`); });
+      const item = page.locator('.statusbar-item', { hasText: /lds_tiles\.[\w.]+\.(co|o)$/ }).first();
+      await item.waitFor({ timeout: 20000 });
+      await shot(page, 'vscode-lens-found.png');
+    });
     await page.close();
 
     // ---- 3-6: the examples copied elsewhere ----
@@ -487,19 +636,25 @@ async function main() {
       const frame = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
       await frame.locator('.chip', { hasText: /^p$/ }).waitFor({ timeout: 30000 });
       // the typed cell of p's member at byte `offset`, in a row of p's 4-byte members
-      const typedAt = async (offset) => frame.locator('table.mem tr').evaluateAll((rows, offset) => {
+      const typedAt = async (offset) => frame.locator('table.mem tr:not(.names)').evaluateAll((rows, offset) => {
         for (const row of rows) {
           const owners = [...row.querySelectorAll('td[title]')].map((td) => td.title);
           const at = owners.indexOf(`p +${offset}`);
           if (at < 0) continue;
-          if (owners.length !== 16 || at % 4 !== 0 || !owners.every((o) => o.startsWith('p +'))) return `row ${owners.join(',')}`;
+          const rowBytes = Number(row.closest('table').dataset.rowBytes);
+          if (owners.length !== rowBytes || at % 4 !== 0 || !owners.every((o) => o.startsWith('p +'))) return `row ${owners.join(',')}`;
           return [...row.querySelectorAll('td.typed span')].map((span) => span.textContent)[at / 4];
         }
         return 'no row';
       }, offset);
-      const mass = await typedAt(36);
-      const id = await typedAt(40);
-      if (mass !== String(1 + (gid & 7)) || id !== String(gid)) throw new Error(`gid ${gid}: p.mass shown as ${mass}, p.id as ${id}`);
+      // (read again while the view still lays its rows out to its width, which draws the page anew)
+      let mass;
+      let id;
+      await until('p.mass and p.id in their types', async () => {
+        mass = await typedAt(36);
+        id = await typedAt(40);
+        return mass === String(1 + (gid & 7)) && id === String(gid);
+      }, 20).catch(() => { throw new Error(`gid ${gid}: p.mass shown as ${mass}, p.id as ${id}`); });
       if (shots) {
         await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
         await runCommand(page, 'View: Hide Panel');

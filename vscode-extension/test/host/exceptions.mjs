@@ -6,7 +6,11 @@
 // stopped line must show the exception in the vendor's debugger's words and the details:
 //
 //   CUDA core   Exception has occurred: CUDA_EXCEPTION_14   CUDA Exception: Warp Illegal Address ...
-//               triggered at PC 0x2b0 in scatter (fault.cu:9); Faulting instruction: 0x2b0 ...
+//               triggered at PC 0x2b0 in scatter (fault.cu:9); Faulting instruction: 0x2b0 ...;
+//               each lane's address: 32 lanes: 0x7f1000000000 + 0x400000·lane, lanes 1-31 outside the core
+//   CUDA production lightweight core (examples/production, -lineinfo -O3): the Call Stack shows the
+//               inline chain where the lanes stand (copy_row <- copy_tile <- scatter_rows), the widget
+//               the faulting STG.E and its lanes' addresses, not checked: the core skipped global memory
 //   ROCm core   Exception has occurred: SIGSEGV   Memory violation (MEMORY_VIOLATION) ...
 //               Raised by 128 lanes in 2 waves (waves 0-1)
 //
@@ -14,7 +18,8 @@
 //   [SHOTS=../docs] node test/host/exceptions.mjs
 //
 // CODE_SERVER and PLAYWRIGHT default to test/host's own install (`make host-deps`). With SHOTS it
-// writes SHOTS/vscode-exception.png (the CUDA core), the README's screenshot.
+// writes SHOTS/vscode-exception.png (the CUDA core) and SHOTS/vscode-production-crash.png (the production
+// lightweight core), the README's screenshots.
 
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -42,15 +47,41 @@ const CASES = [
     core: 'fault.cudacore',
     title: 'Exception has occurred: CUDA_EXCEPTION_14',
     texts: ['CUDA Exception: Warp Illegal Address', 'triggered at PC 0x2b0 in scatter (fault.cu:9)',
-      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)'],
+      'Faulting instruction: 0x2b0', 'Raised by 1 lane in 1 wave (wave 0)',
+      // each lane's address at the faulting ST.E, from the core's R2:R3 (tests/test_lane_addresses.py)
+      'Addresses of desc[UR4][R2.64] (generic, 4 bytes a lane), 32 lanes (0-31):',
+      '32 lanes: 0x7f1000000000 + 0x400000·lane', 'Outside every region the core holds: 31 lanes (1-31)'],
     line: 10,
     shot: 'vscode-exception.png',
+  },
+  {
+    // a production build's lightweight core (examples/production: -lineinfo -O3, six inline levels;
+    // CUDA_COREDUMP_GENERATION_FLAGS as the vLLM posts set it): no global memory, no variables
+    name: 'CUDA production lightweight core',
+    core: 'scatter_rows.sm_90.light.cudacore',
+    title: 'Exception has occurred: CUDA_EXCEPTION_14',
+    texts: ['Faulting instruction: 0x1f0', 'STG.E desc[UR6][R6.64], R3 (store.cuh:11)',
+      // the faulting instruction's six inline levels, as nvdisasm -gi lists them above it
+      'Inlined there, innermost first:', 'prod::epilogue::store_value<float> (store.cuh:11)',
+      'prod::epilogue::store_scaled<float> (store.cuh:17)', 'prod::scatter_one<float, 64> (scatter_rows.cu:15)',
+      'prod::copy_row<float, 64> (scatter_rows.cu:23)', 'prod::scatter_rows<float, 64> (scatter_rows.cu:36)',
+      'The lanes stand at 0x200, past the faulting instruction',
+      'Addresses of desc[UR6][R6.64] (global, 4 bytes a lane), 32 lanes (0-31):',
+      '32 lanes: 0x7f2100000000 + 4·lane',
+      'Not checked against memory: the core skipped global memory (skip_global_memory)'],
+    line: 22,
+    // where the lanes stand (0x200), the whole inline chain: nvdisasm -gi's rows there
+    stack: [/prod::copy_row<float, 64>.*scatter_rows\.cu.*22/, /prod::copy_tile<float, 64>.*scatter_rows\.cu.*30/,
+      /prod::scatter_rows<float, 64>.*scatter_rows\.cu.*36/],
+    shot: 'vscode-production-crash.png',
+    hidePanel: true,
   },
   {
     name: 'ROCm fault core',
     core: 'gpucore.4242',
     title: 'Exception has occurred: SIGSEGV',
-    texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)'],
+    texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)',
+      '64 lanes: 0x7f0000100000 + 0x400000·lane'],
     line: 10,
   },
 ];
@@ -63,6 +94,12 @@ mkdirSync(workspace, { recursive: true });
 for (const source of ['fault.cu', 'fault.hip']) {
   cpSync(join(repo, 'examples', 'fault', source), join(workspace, source));
 }
+// the production cubin's line table names ./scatter_rows.cu, ./layout.cuh, ./store.cuh
+for (const source of ['scatter_rows.cu', 'layout.cuh', 'store.cuh']) {
+  cpSync(join(repo, 'examples', 'production', source), join(workspace, source));
+}
+cpSync(join(repo, 'examples', 'production', 'cores', 'scatter_rows.sm_90.light.cudacore'),
+  join(workspace, 'scatter_rows.sm_90.light.cudacore'));
 // the HIP code object's DWARF names examples/fault/fault.hip: found by its trailing components
 cpSync(join(repo, 'examples', 'fault', 'fault.hip'), join(workspace, 'examples', 'fault', 'fault.hip'));
 const BUILD_CORES = `
@@ -118,9 +155,24 @@ async function check(page, c) {
     const where = ((await cursor.textContent()) ?? '').trim();
     return { ok: where.startsWith(`Ln ${c.line},`), value: where };
   });
+  if (c.stack) {
+    // the stopped thread's frames, in order, each row its function, file and line
+    const rows = page.locator('.debug-call-stack .monaco-list-row');
+    await until(`${c.name}: the Call Stack does not show ${c.stack.join(', ')}`, async () => {
+      const shown = (await rows.allTextContents()).map((t) => t.replace(/\s+/g, ' '));
+      let at = 0;
+      for (const want of c.stack) {
+        at = shown.findIndex((row, i) => i >= at && want.test(row));
+        if (at < 0) return { ok: false, value: shown.join(' | ') };
+        at += 1;
+      }
+      return { ok: true, value: shown.join(' | ') };
+    });
+  }
   console.log(`ok   ${c.name}: ${text.slice(0, 160)}…`);
   if (shots && c.shot) {
     mkdirSync(shots, { recursive: true });
+    if (c.hidePanel) await runCommand(page, 'View: Hide Panel'); // the whole widget in the picture
     await page.mouse.move(900, 700); // no hover over the toolbar in the picture
     await sleep(1000);
     await page.screenshot({ path: join(shots, c.shot) });

@@ -19,8 +19,9 @@ export interface WorkItem {
   ty: number;
 }
 
-/** threadIdx of a lane given the global work-item id the server reports. */
-export function workItemOf(global: readonly number[]): WorkItem {
+/** threadIdx of a lane given the global work-item id the server reports (the example dump holds every one). */
+export function workItemOf(global: readonly number[] | undefined): WorkItem {
+  if (global === undefined) throw new Error('the server reported no work-item for a lane of the example dump');
   return { tx: global[0] - BLOCK_ORIGIN[0], ty: global[1] - BLOCK_ORIGIN[1] };
 }
 

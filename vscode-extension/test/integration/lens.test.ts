@@ -34,7 +34,7 @@ import {
   type ProtocolConnection,
   type Registration,
 } from 'vscode-languageserver-protocol/node';
-import { LENS_SERVER_ARGS, initializationOptions, readLensSettings } from '../../src/lensSettings';
+import { CODE_OBJECTS_REQUEST, LENS_SERVER_ARGS, initializationOptions, lensStatus, readLensSettings } from '../../src/lensSettings';
 
 const python = process.env.ASPACE_PYTHON;
 if (python === undefined || python === '') throw new Error('set ASPACE_PYTHON (see the header of this file)');
@@ -180,10 +180,23 @@ describe('address-space lens on lds_tiles gfx90a -O2', { timeout: 120000 }, () =
     assert.match(lenses[0].command?.title ?? '', /^wave64 · .*LDS [1-9]\d* B/);
   });
 
-  it('drops its hints when a settings change names no code objects', async () => {
+  it('says which code object a source\'s hints come from (the status bar\'s request)', async () => {
+    const answer = await connection.sendRequest(CODE_OBJECTS_REQUEST, { uri: sourceUri });
+    assert.deepEqual(answer, {
+      codeObjects: [join(repo, 'examples', 'lds_tiles', 'lds_tiles.gfx90a.O2.co')], from: 'setting', searched: 1, note: null,
+    });
+    assert.equal(lensStatus(answer, source)?.text, '$(symbol-structure) lds_tiles.gfx90a.O2.co');
+  });
+
+  it('finds a code object in the workspace when a settings change names none', async () => {
     workspaceSettings = { codeObjects: [] };
     // The notification vscode-languageclient sends for configurationSection "aspace".
     await connection.sendNotification(DidChangeConfigurationNotification.type, { settings: { aspace: workspaceSettings } });
-    assert.equal((await hintsByLine()).size, 0);
+    const answer = (await connection.sendRequest(CODE_OBJECTS_REQUEST, { uri: sourceUri })) as { codeObjects: string[]; from: string };
+    assert.equal(answer.from, 'workspace');
+    // one of the example's builds, whose line table names lds_tiles.hip
+    assert.equal(answer.codeObjects.length, 1);
+    assert.match(answer.codeObjects[0], /[\\/]examples[\\/]lds_tiles[\\/]lds_tiles\.[\w.]+\.(co|o)$/);
+    assert.ok((await hintsByLine()).size > 0);
   });
 });

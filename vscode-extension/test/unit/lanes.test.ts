@@ -59,6 +59,8 @@ describe('lane descriptions', () => {
 
   it('combine state, work-item and position', () => {
     assert.equal(laneDescription(lane(3, 'active', { workItem: [67, 1, 0], source: { name: 'k.hip' }, line: 4 })), 'active · (67,1,0) · k.hip:4');
+    // a dump that does not hold the lane's work-item id (an Intel core without its implicit arguments)
+    assert.equal(laneDescription(lane(3, 'active', { workItem: undefined, line: 4 })), 'active · (?) · line 4');
   });
 
   it('pick items mark the focused lane', () => {

@@ -72,6 +72,21 @@ describe('validateConfiguration', () => {
     });
   }
 
+  it('tells the server the workspace folder, where it looks for sources too', () => {
+    const r = validateConfiguration(base, '/work/proj');
+    assert.ok(r.ok);
+    if (r.ok) assert.equal(r.config.workspaceFolder, '/work/proj');
+    const named = validateConfiguration({ ...base, workspaceFolder: 'src' }, '/work/proj');
+    assert.ok(named.ok);
+    if (named.ok) assert.equal(named.config.workspaceFolder, path.resolve('/work/proj', 'src'));
+    const none = validateConfiguration(base);
+    assert.ok(none.ok);
+    if (none.ok) assert.equal(none.config.workspaceFolder, undefined);
+    const bad = validateConfiguration({ ...base, workspaceFolder: 3 });
+    assert.equal(bad.ok, false);
+    if (!bad.ok) assert.match(bad.error, /"workspaceFolder"/);
+  });
+
   it('resolves a relative socket and secret file against the folder', () => {
     const r = validateConfiguration({ ...base, socket: 'run/aspace.sock' }, '/work/proj');
     assert.ok(r.ok);

@@ -7,6 +7,7 @@ import {
   LENS_SERVER_ARGS,
   initializationOptions,
   lensAction,
+  lensStatus,
   lensWanted,
   readLensSettings,
   sendsToRunningServer,
@@ -81,12 +82,17 @@ describe('initializationOptions', () => {
 describe('lensAction', () => {
   const a: LensSettings = { codeObjects: ['a.co'] };
 
-  it('runs the server only while code objects are named', () => {
+  it('runs the server while code objects are named, or once a kernel source was open', () => {
     assert.equal(lensWanted(a), true);
     assert.equal(lensWanted({ codeObjects: [] }), false);
+    assert.equal(lensWanted({ codeObjects: [] }, true), true);
     assert.equal(lensAction(undefined, { codeObjects: [] }), 'none');
+    assert.equal(lensAction(undefined, { codeObjects: [] }, true), 'start');
     assert.equal(lensAction(undefined, a), 'start');
     assert.equal(lensAction(a, { codeObjects: [] }), 'stop');
+    // the setting cleared with a source open: the server goes on finding code objects itself
+    assert.equal(lensAction(a, { codeObjects: [] }, true), 'restart');
+    assert.equal(lensAction({ codeObjects: [] }, { codeObjects: [], ldsBudget: 8 }, true), 'none');
   });
 
   it('restarts when the code objects or the interpreter change', () => {
@@ -105,6 +111,26 @@ describe('lensAction', () => {
     assert.equal(sendsToRunningServer(a, { codeObjects: [] }), false);
     assert.equal(sendsToRunningServer(a, { codeObjects: ['b.co'] }), false);
     assert.equal(sendsToRunningServer(undefined, a), false);
+  });
+});
+
+describe('lens status', () => {
+  it('names the code object the hints come from, and where it was found', () => {
+    const found = lensStatus({ codeObjects: ['/w/build/k.co'], from: 'workspace', searched: 3, note: null }, '/w/k.hip');
+    assert.equal(found?.text, '$(symbol-structure) k.co');
+    assert.match(found?.tooltip ?? '', /hints from \/w\/build\/k.co, found in the workspace: its line table names this file/);
+    const named = lensStatus({ codeObjects: ['/w/a.co', '/w/b.co'], from: 'setting', searched: 2, note: null }, '/w/k.cu');
+    assert.equal(named?.text, '$(symbol-structure) a.co +1');
+    assert.match(named?.tooltip ?? '', /named by aspace.codeObjects/);
+  });
+
+  it('says when no code object names a kernel source, and shows nothing for other files', () => {
+    const none = lensStatus({ codeObjects: [], from: 'workspace', searched: 12, note: 'stopped after 3 s' }, '/w/k.cu');
+    assert.equal(none?.text, '$(symbol-structure) no code object');
+    assert.match(none?.tooltip ?? '', /\(12 looked into\).*\nstopped after 3 s$/s);
+    assert.equal(lensStatus({ codeObjects: [], from: 'workspace', searched: 12, note: null }, '/w/main.cpp'), undefined);
+    assert.equal(lensStatus({ codeObjects: 'x' }, '/w/k.cu'), undefined);
+    assert.equal(lensStatus(null, '/w/k.cu'), undefined);
   });
 });
 

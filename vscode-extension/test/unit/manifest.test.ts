@@ -32,7 +32,7 @@ describe('package.json', () => {
 
   it('describes every launch attribute the validator knows', () => {
     const props = manifest.contributes.debuggers[0].configurationAttributes.launch.properties;
-    assert.deepEqual(Object.keys(props).sort(), ['codeObject', 'lane', 'port', 'pythonPath', 'secret', 'secretFile', 'socket', 'sourceMap', 'state', 'wave']);
+    assert.deepEqual(Object.keys(props).sort(), ['codeObject', 'lane', 'port', 'pythonPath', 'secret', 'secretFile', 'socket', 'sourceMap', 'state', 'wave', 'workspaceFolder']);
     assert.equal(manifest.contributes.debuggers[0].type, 'aspace-gpu');
   });
 

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { parseMemoryLayout, readPage, type MemoryPage } from '../../src/memoryLayout';
-import { byteOwners, elementCells, elementKindFormat, renderMemoryView, typedCells } from '../../src/memoryViewHtml';
+import { byteOwners, elementCells, elementKindFormat, nameLabels, nextRowBytes, renderMemoryView, typedCells } from '../../src/memoryViewHtml';
 
 function page(bytes: number[], address = 0x400n, valid?: boolean[]): MemoryPage {
   return { address, bytes: Uint8Array.from(bytes), valid: valid ?? bytes.map(() => true) };
@@ -67,6 +67,42 @@ describe('memory view', () => {
     assert.ok(html.includes('title="row_sums +4"'));
     assert.ok(html.includes('title="not in the dump">??'));
     assert.ok(!html.includes('Open in Hex Editor'));
+  });
+
+  it('lays rows out 8 bytes wide, each row\'s typed cells its own, names over first bytes', () => {
+    const p = page([...f32(1.5), ...f32(-2), 7, 0, 0, 0, 0x41, 0, 0, 0]);
+    const owners = byteOwners(p, vars);
+    assert.deepEqual(typedCells(p, owners, vars, 0, 'auto', undefined, 8).map((c) => c.text), ['1.5', '-2']);
+    assert.deepEqual(typedCells(p, owners, vars, 8, 'auto', undefined, 8).map((c) => c.text), ['7', '65']);
+    const html = renderMemoryView({
+      title: 'LDS', memoryReference: 'local#0x0', offset: 0x400, size: 0x800, page: p, variables: vars, rowBytes: 8,
+      format: 'auto', hexEditorAvailable: false, cspSource: 'vscode-resource:', nonce: 'n0',
+    });
+    // two rows of 8 bytes, each under a row naming the variable that starts there
+    assert.equal((html.match(/<th>0x0000040[08]<\/th>/g) ?? []).length, 2);
+    assert.ok(html.includes('data-row-bytes="8"'));
+    assert.match(html, /<tr class="names"><th><\/th><td class="name t0" colspan="8" title="row_sums: float\[2\]">row_sums<\/td>/);
+    assert.match(html, /<tr class="names"><th><\/th><td class="name t1" colspan="8" title="count: int">count<\/td>/);
+    // a width the view does not know is refused: 16 bytes per row
+    assert.ok(renderMemoryView({
+      title: 'LDS', memoryReference: 'local#0x0', offset: 0x400, page: p, variables: vars, rowBytes: 5,
+      format: 'auto', hexEditorAvailable: false, cspSource: 'vscode-resource:', nonce: 'n0',
+    }).includes('data-row-bytes="16"'));
+  });
+
+  it('names a variable begun on an earlier page at its first byte here, with the offset into it', () => {
+    const p = page([0, 0, 0, 0, 7, 0, 0, 0], 0x404n);
+    const labels = nameLabels(p, byteOwners(p, vars), vars);
+    assert.deepEqual([...labels.entries()], [[0, { owner: 0, text: 'row_sums +0x4' }], [4, { owner: 1, text: 'count' }]]);
+  });
+
+  it('narrows rows that overflow, and does not grow back into a width that overflowed', () => {
+    const overflowed = new Map<number, number>();
+    assert.equal(nextRowBytes(16, 8, 540, overflowed), 8);
+    assert.equal(nextRowBytes(8, 16, 540, overflowed), 8); // 16 did not fit 540 px
+    assert.equal(nextRowBytes(8, 16, 1200, overflowed), 16); // the group was widened
+    assert.equal(nextRowBytes(16, 3, 540, overflowed), 16);
+    assert.equal(nextRowBytes(16, 'x', 540, overflowed), 16);
   });
 
   it('reads a page across holes without inventing bytes', async () => {

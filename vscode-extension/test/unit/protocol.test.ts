@@ -26,8 +26,10 @@ describe('parseLanes', () => {
       lanes: [
         { lane: 0, state: 'active', workItem: [64, 0, 0], pc: '0x1000', source: { path: '/s/k.hip', name: 'k.hip' }, line: 12 },
         { lane: 1, state: 'exited', workItem: [65, 0, 0], pc: '0x1000' },
+        { lane: 2, state: 'active', pc: '0x1000' },
       ],
     });
+    assert.equal(reply.lanes[2].workItem, undefined);
     assert.equal(reply.focus, 1);
     assert.deepEqual(reply.lanes[0].source, { path: '/s/k.hip', name: 'k.hip' });
     assert.equal(reply.lanes[0].line, 12);
