@@ -248,10 +248,12 @@ def _check_geometry(dispatch) -> None:
     if dispatch.grid_size is None or dispatch.workgroup_size is None:
         raise StateError(f"{dispatch.geometry_unknown or 'the work-group size is unknown'}; a dump folder must "
                          "give each dispatch's grid_size and workgroup_size", dispatch.path)
+    if not dispatch.local_ids:
+        return  # (lanes numbered as a dump folder numbers them: no wave needs a look)
     sx, sy, _ = (max(int(n), 1) for n in dispatch.workgroup_size)
-    for workgroup in dispatch.workgroups:
-        for wave in workgroup.waves:
-            ids = (dispatch.local_ids or {}).get(wave.id)
+    for workgroup in passing(dispatch.workgroups):
+        for wave in passing(workgroup.waves):
+            ids = dispatch.local_ids.get(wave.id)
             if ids is None:
                 continue
             if isinstance(ids, str):
