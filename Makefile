@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-extension test-host setup bench clean vsix
+.PHONY: demo test test-python test-extension test-host host-deps setup bench clean vsix
 
 setup: $(STAMP)
 
@@ -16,20 +16,31 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m aspace_dap demo
 
-test: test-python test-extension test-host
+# The Python tests run beside the extension's build, tests and host checks (their lines interleave);
+# the tests themselves on every core (pytest-xdist, an idle worker takes tests queued for another;
+# PYTEST_JOBS=1 runs them in one process).
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j4 test-python test-host
+
+PYTEST_JOBS ?= auto
 
 test-python: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal
 
 EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
 
+# the .vsix (typecheck, bundle, unit tests, package) and the DebugClient tests against the real server
 test-extension: $(STAMP)
-	$(MAKE) -C vscode-extension test PYTHON=$(abspath $(PY))
-	$(MAKE) -C vscode-extension test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
+	$(MAKE) -C vscode-extension test test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
+
+# code-server and playwright-core for the host checks, installed while the extension builds (nothing
+# without Chromium: the checks are skipped then)
+host-deps:
+	$(MAKE) -C vscode-extension host-deps-if-chromium
 
 # The packaged extension in a real VS Code (code-server + Chromium); skipped with a SKIPPED line
 # when there is no Chromium, a failure then with REQUIRE_HOST_TESTS=1 (see vscode-extension/Makefile).
-test-host: test-extension
+test-host: test-extension host-deps
 	$(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
 
 # the VS Code extension as vscode-extension/aspace-gpu.vsix (needs node and npm; see the README's "VS Code")

@@ -458,6 +458,7 @@ class Disassembler(ABC):
     tool = ""  # the command it runs, as users know it
     package = ""  # what provides the tool, as the user is told when it is missing
     min_size = 4  # the shortest instruction in bytes (the step of rows that cannot be decoded)
+    max_size = 16  # the longest: how many bytes a number of rows can span (what to decode for them)
 
     @abstractmethod
     def decode(self, code_object, start: int, end: int) -> list[DecodedInstruction]:

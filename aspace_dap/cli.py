@@ -7,9 +7,20 @@ import os
 import sys
 
 
+COMMANDS = """\
+commands (each takes --help):
+  aspace-dap inspect STATE        the call stack and variables of one lane of a dump or GPU core
+  aspace-dap state validate PATH  check a dump against the format (or open a GPU core)
+  aspace-dap state convert CORE NEW_FOLDER
+                                  write a GPU core dump (ROCm, CUDA, Intel) as a dump folder
+  aspace-dap lsp [--stdio]        the language server: where each source variable lives
+  aspace-dap demo [STATE]         start the server on a bundled example and walk through it"""
+
+
 def _server(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="aspace-dap", description="Post-mortem GPU debugger (Debug Adapter Protocol). "
-                                "Without --socket or --port, speaks DAP on stdin/stdout.")
+                                "Without --socket or --port, speaks DAP on stdin/stdout.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMMANDS)
     p.add_argument("--socket", metavar="PATH", help="listen on a Unix-domain socket that only you can connect "
                    "to (VS Code's DebugAdapterNamedPipeServer, nvim-dap's pipe adapter)")
     p.add_argument("--port", type=int, help="listen on TCP (0 picks a free port); clients must present the secret "
@@ -85,6 +96,10 @@ def _main(argv: list[str]) -> int:
         from .lsp.server import main as lsp_main
         return lsp_main()
     if argv and argv[0] == "demo":
+        p = argparse.ArgumentParser(prog="aspace-dap demo", description="Start the DAP server on a bundled "
+                                    "example (or STATE) and walk through it as a client would.")
+        p.add_argument("state", nargs="?", help="dump folder, .zip or GPU core (default: the bundled lds_tiles dump)")
+        args = p.parse_args(argv[1:])
         from .demo import main as demo_main
-        return demo_main(argv[1:])
+        return demo_main([] if args.state is None else [args.state])
     return _server(argv)

@@ -8,8 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# the examples: in a checkout beside the package, in an installed package inside it (pyproject.toml's package-data)
+PACKAGE = Path(__file__).resolve().parent
+ROOT = next((p for p in (PACKAGE.parent, PACKAGE) if (p / "examples" / "lds_tiles" / "dumps").is_dir()), PACKAGE.parent)
 DEFAULT_DUMP = ROOT / "examples" / "lds_tiles" / "dumps" / "gfx90a.O0"
+# where the server runs: the checkout, or the installed examples (never the package folder itself, whose
+# modules would shadow the standard library's for `python -m`)
+SERVER_CWD = ROOT if ROOT != PACKAGE else ROOT / "examples"
 
 
 class Client:
@@ -17,7 +22,7 @@ class Client:
 
     def __init__(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "aspace_dap"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd=ROOT)
+                                     stdout=subprocess.PIPE, cwd=SERVER_CWD)
         self.seq = 0
         self.events: list[dict] = []
 

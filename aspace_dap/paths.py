@@ -37,7 +37,7 @@ from typing import Iterator
 from .errors import AspaceError
 from .limits import limit_hint
 # temporary folders and what is removed at exit live in tempfiles.py
-from .tempfiles import forget_at_exit, remove_at_exit, writing
+from .tempfiles import forget_at_exit, forget_if_empty_at_exit, remove_at_exit, remove_if_empty_at_exit, writing
 
 MAX_PATH_BYTES = 4096  # Linux's PATH_MAX
 MAX_NAME_BYTES = 255  # NAME_MAX of every common file system
@@ -274,7 +274,8 @@ def check_save_place(target: Path, path: object) -> None:
     """
     parent = target.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        with writing():  # (SIGTERM removes what a save made: it never races this)
+            parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         raise _cannot_save(path) from None
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
@@ -292,15 +293,18 @@ def check_save_place(target: Path, path: object) -> None:
 
 @contextlib.contextmanager
 def save_place(target: Path, path: object) -> Iterator[None]:
-    """check_save_place, then the body (the save); if the body fails or is cancelled, the parent folders
-    the check created (as `mkdir -p` would) are removed again, so nothing of the save is left."""
+    """check_save_place, then the body (the save); if the body fails or is cancelled, or SIGTERM ends the
+    server during it, the parent folders the check created (as `mkdir -p` would) are removed again, so
+    nothing of the save is left."""
     created = []
     for folder in [target.parent, *target.parent.parents]:
         if os.path.lexists(folder):
             break
         created.append(folder)
-    check_save_place(target, path)
+    names = [str(folder) for folder in created]
+    remove_if_empty_at_exit(names)  # before they exist: no moment where SIGTERM would leave them
     try:
+        check_save_place(target, path)
         yield
     except BaseException:
         for folder in created:  # the deepest first; one that is not empty (someone else's) stops it
@@ -309,6 +313,8 @@ def save_place(target: Path, path: object) -> Iterator[None]:
             except OSError:
                 break
         raise
+    finally:
+        forget_if_empty_at_exit(names)
 
 
 def _partial_prefix(target: Path) -> str:
@@ -358,7 +364,8 @@ def writing_folder(target: Path) -> Iterator[Path]:
     """
     parent = target.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        with writing():
+            parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         raise _cannot_save(target) from None
     for entry in parent.glob(_partial_prefix(target).replace("[", "[[]") + "*"):

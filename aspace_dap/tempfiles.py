@@ -31,6 +31,7 @@ TEMP_PREFIX = "aspace-"  # every temporary folder's name starts so (see sweep_de
 LOCK_NAME = ".aspace-lock"
 
 _exit_paths: set[str] = set()  # removed at exit and on SIGTERM
+_exit_folders: dict[str, int] = {}  # folders removed after those if empty (a save's new parents), deepest first
 _locks: dict[str, int] = {}  # temporary folder -> descriptor of its locked lock file
 _lock = threading.RLock()  # an RLock: the SIGTERM handler may interrupt the main thread holding it
 _exit_gate = threading.RLock()  # writers hold it per piece; the SIGTERM handler takes it for good
@@ -51,6 +52,22 @@ def remove_at_exit(path: str) -> None:
 def forget_at_exit(path: str) -> None:
     with _lock:
         _exit_paths.discard(path)
+
+
+def remove_if_empty_at_exit(folders: list[str]) -> None:
+    """Remove these folders (the deepest first) at exit and on SIGTERM if they are empty then: the
+    parents a save created, which it leaves when it is stopped; a folder that holds anything stays."""
+    with _lock:
+        for folder in folders:
+            _exit_folders[folder] = _exit_folders.get(folder, 0) + 1
+
+
+def forget_if_empty_at_exit(folders: list[str]) -> None:
+    with _lock:
+        for folder in folders:
+            count = _exit_folders.pop(folder, 0) - 1
+            if count > 0:  # another save that made the same folder still runs
+                _exit_folders[folder] = count
 
 
 def _remove(path: str) -> None:
@@ -158,8 +175,15 @@ def remove_all_at_exit() -> None:
     with _lock:
         paths = list(_exit_paths)
         _exit_paths.clear()
+        folders = sorted(_exit_folders, key=lambda f: -f.count(os.sep))  # inner folders before their parents
+        _exit_folders.clear()
     for path in paths:
         _remove(path)
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass  # not empty (or gone): it stays
 
 
 atexit.register(remove_all_at_exit)

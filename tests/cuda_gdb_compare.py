@@ -40,6 +40,11 @@ _NO_VALUE = re.compile(r"^<(?:value )?(?:optimized out|unavailable|not saved|err
                        r"^<unavailable:.*>$")
 
 
+class CudaGdbDifference(UserWarning):
+    """A difference from cuda-gdb that does not fail the test, shown as a warning (a class in a module
+    every pytest process imports: pytest-xdist's workers send warnings to the main process by class)."""
+
+
 @dataclass(frozen=True)
 class Difference:
     severity: str

@@ -13,6 +13,7 @@ import io
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +292,32 @@ def test_a_bundle_entry_that_is_a_relocatable_object_is_relocated():
 ])
 def test_field_values_follow_amdgpus_table(rtype, s, a, p, value):
     assert field_value(rtype, s, a, p) == value
+
+
+def test_an_object_of_a_million_records_costs_about_twice_its_size(tmp_path):
+    """The records are read where they lie, a slice at a time, and only what relocating changes is copied:
+    loading grows the process's peak by about the file (read) and the relocated object, not by copies
+    per record (each record's fields in int64 and Python integers cost eight times the file)."""
+    data = OBJECT.read_bytes()
+    at, count, _ = _rela(data, ".rela.debug_str_offsets")
+    records = data[at:at + 24 * count]
+    n = 1_000_000
+    big = bytearray(data) + bytes(-len(data) % 8)
+    where = len(big)
+    big += (records * -(-n // count))[:24 * n]  # its own records again and again: all valid
+    header = ELFFile(io.BytesIO(data))
+    index = next(i for i, s in enumerate(header.iter_sections()) if s.name == ".rela.debug_str_offsets")
+    struct.pack_into("<QQ", big, header.header["e_shoff"] + 64 * index + 24, where, 24 * n)
+    path = tmp_path / "many.o"
+    path.write_bytes(big)
+    size = len(big)
+    probe = ("import sys; from pathlib import Path; from aspace_dap.codeobj import load_code_objects\n"
+             "hwm = lambda: next(int(l.split()[1]) << 10 for l in Path('/proc/self/status').read_text().splitlines()"
+             " if l.startswith('VmHWM'))\n"
+             "before = hwm(); (co,) = load_code_objects(sys.argv[1]); assert co.relocated; print(hwm() - before)")
+    grown = int(subprocess.run([sys.executable, "-c", probe, str(path)], check=True, capture_output=True, text=True,
+                               cwd=ROOT, timeout=120).stdout)
+    assert grown < 2 * size + (16 << 20), f"{grown >> 20} MiB for a {size >> 20} MiB object"
+    # the records past the first slices were applied as the first ones are
+    (co,) = load_code_objects(big, name="many.o")
+    assert co.section_data(".debug_str_offsets") == load(OBJECT).section_data(".debug_str_offsets")

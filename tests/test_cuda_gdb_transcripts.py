@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_gdb_compare import BUILTINS, compare, compare_value, load_known
+from cuda_gdb_compare import BUILTINS, CudaGdbDifference, compare, compare_value, load_known
 from cuda_gdb_transcript import (Focus, assignments, examined, frames, kernel_rows, parse, parse_focus_line,
                                  parse_frame, printed_value, read, register_rows)
 from dap_client import REPO_ROOT
@@ -32,10 +32,6 @@ DUMPS = Path(REPO_ROOT) / "examples" / "cuda" / "dumps"
 REAL = Path(REPO_ROOT) / "examples" / "cuda" / "real" / "cores"
 DIVERGENT = Path(__file__).parent / "cuda_gdb" / "divergent_call.sm_90.G.exception.HANDWRITTEN.cuda-gdb.txt"
 LDS = Path(__file__).parent / "cuda_gdb" / "lds_tiles.sm_90.G.HANDWRITTEN.cuda-gdb.txt"
-
-
-class CudaGdbDifference(UserWarning):
-    """A difference from cuda-gdb that does not fail the test (see cuda_gdb_compare)."""
 
 
 def _core_from_header(transcript, tmp_path: Path) -> Path:

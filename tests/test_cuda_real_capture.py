@@ -295,8 +295,11 @@ def test_capture_runs_every_program_asks_cuda_gdb_and_packs(tmp_path):
 
 def test_capture_leaves_out_the_biggest_cores_when_the_archive_is_too_big(tmp_path):
     env = _stand_ins(tmp_path)
-    env["STAND_IN_CORE_BYTES"] = str(12 << 20)  # incompressible: 9 cores of 12 MiB do not fit in 56 MiB
-    # (the 8 lightweight cores, the hang's too, are 16 times smaller, as their memories are left out)
+    # incompressible: 9 cores of 12 MiB would not fit in the 56 MiB of the trip (the 8 lightweight cores, the
+    # hang's too, are 16 times smaller, as their memories are left out); all scaled down 8 times (the packing
+    # is the same, gzip has an eighth of the bytes to compress)
+    env["STAND_IN_CORE_BYTES"] = str(12 << 20 >> 3)
+    env["CAPTURE_MAX_PACK_BYTES"], env["CAPTURE_PART_BYTES"] = str(56 << 20 >> 3), str(15 << 20 >> 3)
     out = tmp_path / "out"
     done = _bash(str(out), env=env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -314,7 +317,7 @@ def test_capture_leaves_out_the_biggest_cores_when_the_archive_is_too_big(tmp_pa
     assert sum(n.endswith(".cuda-gdb.txt") for n in files) == len(kept)
     written = len(plan.PROGRAMS) + faulting + 1  # each program, the lightweight ones, bad_store with global memory
     assert (out / "capture.log").read_text().count("pack: left out ") == written - len(kept)
-    assert len(list(out.glob("cores.tar.gz.*"))) >= 2  # split into parts of 15 MiB
+    assert len(list(out.glob("cores.tar.gz.*"))) >= 2  # split into parts (of 15 MiB at full size)
 
 
 def test_capture_stops_starting_steps_at_its_deadline_and_still_packs(tmp_path):

@@ -239,3 +239,50 @@ def test_bad_memory_reference_is_a_clear_error():
     finally:
         c.request("disconnect")
         c.close()
+
+
+def test_one_request_runs_the_tool_at_most_twice_per_section_it_reaches():
+    """Rows across every function of a code object (lds_tiles -O0 has 35 units between its function
+    symbols; each ran llvm-objdump once): the unit of the address, then the rest of the range in one
+    run; none when asked again."""
+    session = Session.open(str(EXAMPLES / "lds_tiles/dumps/gfx90a.O0"))
+    tool_or_skip(session.adapter.disassembler())
+    program = session.program_for(session.wave())
+    code = session.disassembly._code(program.code_object)
+    start = program.load_address + code.units[0][0]
+    assert len(code.units) > 30 and len(code.sections) == 1
+    rows = session.instructions(start, 20_000)
+    assert session.disassembly.decoder_runs == 2
+    expected = listing(session, program)
+    shown = [r for r in rows if isinstance(r, Instruction)]
+    assert [r.address - program.load_address for r in shown] == sorted(expected)
+    assert all(r.text == expected[r.address - program.load_address] for r in shown)
+    session.instructions(program.load_address + code.units[-1][0], 200, -100)
+    session.function_instructions(start)
+    assert session.disassembly.decoder_runs == 2
+
+
+def test_the_disassembly_view_host_check_skips_what_needs_a_missing_tool(tmp_path):
+    """vscode-extension/test/host/disassembly.mjs without the vendors' tools: each case says SKIPPED with what
+    provides the tool, as the tests here skip, and nothing is started; with REQUIRE_HOST_TESTS it fails."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (apt-get install nodejs): the host checks cannot run")
+    script = Path(REPO_ROOT) / "vscode-extension" / "test" / "host" / "disassembly.mjs"
+    env = {**os.environ, "PYTHON": sys.executable, "ASPACE_LLVM_OBJDUMP": str(tmp_path / "no-llvm-objdump"),
+           "ASPACE_NVDISASM": str(tmp_path / "no-nvdisasm"), "TMPDIR": str(tmp_path)}
+    env.pop("REQUIRE_HOST_TESTS", None)
+    done = subprocess.run([node, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED: ")]
+    assert len(skipped) == 2, done.stdout
+    assert "AMD divergent_call did not run: llvm-objdump missing" in skipped[0] and "llvm-19" in skipped[0]
+    assert "CUDA divergent_call did not run: nvdisasm missing" in skipped[1] and "provides it" in skipped[1]
+    required = subprocess.run([node, str(script)], capture_output=True, text=True,
+                              env={**env, "REQUIRE_HOST_TESTS": "1"}, timeout=120)
+    assert required.returncode == 1 and "FAILED: REQUIRE_HOST_TESTS is set but" in required.stderr, required.stderr

@@ -288,3 +288,50 @@ def test_the_readme_configurations_read_the_secret_where_the_server_writes_it():
     assert 'args = { "--socket", "${pipe}" }' in readme and 'host "127.0.0.1" port 4711' in readme
     extension = (ROOT / "vscode-extension" / "src" / "serverSecret.ts").read_text()
     assert "'.aspace-dap', `port-${port}.secret`" in extension
+
+
+def _start_refused(home: Path) -> str:
+    result = subprocess.run([sys.executable, "-m", "aspace_dap", "--port", "0"], capture_output=True, text=True,
+                            cwd=ROOT, env={**_server_env(), "HOME": str(home)}, timeout=TIMEOUT)
+    assert result.returncode == 1, result.stderr
+    return result.stderr
+
+
+def test_the_secret_folder_is_no_symbolic_link_and_no_shared_sticky_folder(tmp_path):
+    """~/.aspace-dap as a symbolic link (to a folder of the user's, even) or as a sticky folder others may
+    write (where another user could make the secret file's name first) is refused: the server does not start."""
+    home = tmp_path / "home"
+    home.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (home / ".aspace-dap").symlink_to(elsewhere)
+    assert "is a symbolic link" in _start_refused(home)
+    (home / ".aspace-dap").unlink()
+    (home / ".aspace-dap").mkdir()
+    (home / ".aspace-dap").chmod(0o1777)
+    assert "may be changed by other users (mode 1777)" in _start_refused(home)
+    assert not list(elsewhere.iterdir()) and not list((home / ".aspace-dap").iterdir())
+
+
+def test_a_killed_servers_secret_file_is_removed_by_the_next_server(tmp_path):
+    """SIGKILL leaves the secret file behind; the next server to start removes it, and leaves a living
+    server's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    servers = [start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"], env={"HOME": str(home)})
+               for _ in range(2)]
+    (killed, _, killed_port), (living, _, living_port) = servers
+    folder = home / ".aspace-dap"
+    try:
+        killed.kill()
+        killed.wait(TIMEOUT)
+        assert (folder / f"port-{killed_port}.secret").exists()
+        process, _, port = start_tcp_server_subprocess(["-m", "aspace_dap", "--port", "0"], env={"HOME": str(home)})
+        try:
+            assert sorted(p.name for p in folder.iterdir()) == sorted([f"port-{living_port}.secret",
+                                                                      f"port-{port}.secret"])
+        finally:
+            stop(process)
+    finally:
+        stop(living)
+    assert not list(folder.iterdir())

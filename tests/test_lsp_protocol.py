@@ -504,3 +504,55 @@ def test_hints_asked_with_the_open_come_before_its_diagnostics(tmp_path):
         assert order == ["hints", "diagnostics"]
     finally:
         client.close()
+
+
+def test_confused_clients_get_clear_words_and_no_tracebacks(tmp_path):
+    """A change to a document that is not open, settings of the wrong types, notifications whose parameters
+    do not fit the protocol and requests with ill-typed fields: one clear line each (on stderr, in a log
+    message or in the error answer), never a traceback or Python's own text, and the server goes on."""
+    def message(rid, method, params):
+        body = {"jsonrpc": "2.0", "method": method, "params": params} | ({} if rid is None else {"id": rid})
+        data = json.dumps(body).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+    doc = {"uri": (tmp_path / "a.hip").as_uri()}
+    sent = b"".join([
+        message(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                                  "initializationOptions": {"aspace": {"scratchBudget": -4}}}),
+        message(None, "initialized", {}),
+        message(None, "textDocument/didChange", {"textDocument": doc | {"version": 2}, "contentChanges": [{"text": "x"}]}),
+        message(None, "workspace/didChangeConfiguration", {"settings": {"aspace": {"codeObjects": 5}}}),
+        message(None, "workspace/didChangeConfiguration", {"settings": {"aspace": {"codeObjects": ["a.co", 7],
+                                                                                   "ldsBudget": "x"}}}),
+        message(None, "textDocument/didOpen", {"textDocument": 5}),
+        message(None, "textDocument/didOpen", {"textDocument": doc | {"languageId": "hip", "version": "x", "text": ""}}),
+        message(2, "textDocument/hover", {"textDocument": doc, "position": {"line": "x", "character": 0}}),
+        message(3, "textDocument/hover", {"textDocument": doc, "position": "here"}),
+        message(4, "textDocument/codeLens", {"textDocument": doc}),
+        message(5, "shutdown", None), message(None, "exit", None)])
+    done = subprocess.run([sys.executable, "-m", "aspace_dap", "lsp"], input=sent, capture_output=True, cwd=ROOT,
+                          timeout=60)
+    answers, out = [], done.stdout
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        answers.append(json.loads(rest[:length]))
+        out = rest[length:]
+    errors = {a["id"]: a["error"]["message"] for a in answers if "error" in a}
+    assert errors == {2: "invalid parameters for textDocument/hover: $.params.position.line: expected an integer",
+                      3: "invalid parameters for textDocument/hover: $.params.position: expected an object"}
+    assert next(a["result"] for a in answers if a.get("id") == 4) == []
+    logged = [a["params"]["message"] for a in answers if a.get("method") == "window/logMessage"]
+    assert logged == ["aspace.codeObjects is 5: it takes a path or a list of paths (globs relative to the workspace)",
+                      "aspace.codeObjects: 7 left out: not a path",
+                      'aspace.ldsBudget is "x": it takes a number of bytes (0 or more); no budget is checked']
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert stderr.splitlines() == [
+        "aspace-dap lsp: aspace.scratchBudget is -4: it takes a number of bytes (0 or more); no budget is checked",
+        f"aspace-dap lsp: ignored a change to {doc['uri']}: it is not open (textDocument/didOpen comes first)",
+        "aspace-dap lsp: ignored a textDocument/didOpen notification with invalid parameters: "
+        "$.params.textDocument: expected an object",
+        "aspace-dap lsp: ignored a textDocument/didOpen notification with invalid parameters: "
+        "$.params.textDocument.version: expected an integer"], stderr
+    assert done.returncode == 0

@@ -460,27 +460,30 @@ def _mutations(data: bytes, rng: random.Random):
         yield name, bytes(out)
 
 
-def _exercise(path: Path) -> None:
-    """Open the core and touch everything a debugger would: any failure must be an AspaceError."""
+def _exercise(state) -> None:
+    """Touch everything a debugger would of an opened core: any failure must be an AspaceError."""
     try:
-        with load_state(path) as state:
-            state.summary()
-            for wave in state.waves:
-                wave.registers.value("pc")
-                if wave.private is not None:
-                    wave.private.wave_view.read(0, min(wave.private.size, 4096))
-                if wave.workgroup.lds is not None:
-                    wave.workgroup.lds.read(0, 256)
-            session = Session(state)
-            session.programs()
+        for wave in state.waves:
+            wave.registers.value("pc")
+            if wave.private is not None:
+                wave.private.wave_view.read(0, min(wave.private.size, 4096))
+            if wave.workgroup.lds is not None:
+                wave.workgroup.lds.read(0, 256)
+        session = Session(state)
+        session.programs()
     except AspaceError as exc:
         assert str(exc), "an error without a message"
 
 
+# Mutations 0-59 run everywhere; 60-199, more of the same fuzzing, run where CI is set (.ci/run sets it)
+ROUNDS = [pytest.param(0, 60, id="0-59"), pytest.param(60, 200, id="60-199", marks=pytest.mark.ci)]
+
+
+@pytest.mark.parametrize("first, end", ROUNDS)
 @pytest.mark.parametrize("dump, host_core", [("lds_tiles/dumps/gfx90a.O0", False),
                                              ("lds_tiles/dumps/gfx1030.O0", True),
                                              (TWO_GPUS, False)])
-def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path):
+def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, first, end, tmp_path):
     if dump == TWO_GPUS:  # two agents and two queues, each save area in its own layout: all are mutated
         source = _two_gpu_core(tmp_path / "gpucore.src")
     else:
@@ -491,21 +494,23 @@ def test_200_malformed_cores_give_clean_errors_quickly(dump, host_core, tmp_path
     path = tmp_path / "gpucore.bad"
     errors = 0
     worst = 0.0
-    for n, (what, mutated) in zip(range(200), _mutations(data, rng)):
+    for n, (what, mutated) in zip(range(end), _mutations(data, rng)):
+        if n < first:
+            continue  # (made all the same: the random sequence goes on as in one run of 200)
         path.write_bytes(mutated)
         # CPU time of this process: the machine's other work must not decide the outcome
         start, wall = time.process_time(), time.perf_counter()
         try:
-            with load_state(path) as state:
+            with load_state(path) as state:  # opened once: what it refuses, and everything it accepts touched
                 state.summary()
+                _exercise(state)
         except StateError as exc:
             errors += 1
             assert str(exc) and exc.path, (n, what)
-        _exercise(path)
         worst = max(worst, time.process_time() - start)
         assert time.process_time() - start < 1.0, (n, what)
         assert time.perf_counter() - wall < 10.0, (n, what)  # nothing waits on anything
-    assert errors > 60, errors       # most mutations hit something the reader must refuse
+    assert errors > 0.3 * (end - first), errors  # most mutations hit something the reader must refuse
     assert worst < 1.0
 
 

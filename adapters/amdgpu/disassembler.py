@@ -72,6 +72,7 @@ class LlvmObjdump(Disassembler):
     tool = "llvm-objdump"
     package = PACKAGE
     min_size = 4
+    max_size = 20  # LLVM's MaxInstLength for AMDGPU with the NSA image encodings (16 without)
 
     def locate(self) -> tuple[str, int]:
         override = os.environ.get(ENV)

@@ -27,6 +27,7 @@ compiler's bytes, as a disassembler of the `.o` shows them.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import dataclass
 
@@ -118,20 +119,27 @@ def relocate_object(data: bytes, label: str = "object") -> bytes:
     """The object with its allocated sections laid out, its symbols moved and its relocations applied.
 
     Applying again to the result changes nothing: a section that already has an address keeps it,
-    and RELA records carry their addends.
+    and RELA records carry their addends. Only the bytes that change are copied (the section headers,
+    symbol tables and the sections relocated), and the records are read in place a slice at a time, so
+    an object of millions of records costs about twice its size: itself and the result.
     """
     data = bytes(data)
     if not is_relocatable_amdgpu(data):
         raise CodeObjectError(f"{label}: not a relocatable AMDGPU ELF64 object")
     sections = section_table(data, label)
-    out = bytearray(data)
     laid_out = any(s.addr for s in sections if s.flags & SHF_ALLOC)
+    targets = [sections[r.info] for r in sections
+               if r.type == SHT_RELA and r.size and 0 < r.info < len(sections) and sections[r.info].type != SHT_NOBITS]
+    headers = sections[0].header_at if sections else 0
+    out = _Edits(data, [(headers, headers + 64 * len(sections))]
+                 + [(s.offset, s.offset + s.size) for s in sections if s.type == SHT_SYMTAB]
+                 + [(s.offset, s.offset + s.size) for s in targets])
     if laid_out:  # our own earlier result
         addresses = {s.index: s.addr for s in sections if s.flags & SHF_ALLOC}
     else:
         addresses = layout(sections)
         for index, address in addresses.items():
-            struct.pack_into("<Q", out, sections[index].header_at + 16, address)  # sh_addr
+            out.view(sections[index].header_at + 16, 8)[:] = np.frombuffer(struct.pack("<Q", address), np.uint8)
     symbols = {s.index: _symbols(s, data, out, addresses, label, move=not laid_out)
                for s in sections if s.type == SHT_SYMTAB}
     for rela in sections:
@@ -145,8 +153,38 @@ def relocate_object(data: bytes, label: str = "object") -> bytes:
         table = symbols.get(rela.link)
         if table is None:
             raise CodeObjectError(f"{label}: {rela.name} names section {rela.link} as its symbol table")
-        _apply(rela, sections[rela.info], out, table, addresses, label)
-    return bytes(out)
+        _apply(rela, sections[rela.info], data, out, table, addresses, label)
+    return out.result()
+
+
+class _Edits:
+    """Writable copies of the byte ranges of `data` that relocating changes (overlapping ones merged);
+    `result` is `data` with them in place, made in one join: the rest, the relocation records above all,
+    is copied once, into the result."""
+
+    def __init__(self, data: bytes, ranges: list[tuple[int, int]]):
+        self._data = data
+        merged: list[list[int]] = []
+        for start, end in sorted((a, min(b, len(data))) for a, b in ranges if b > a):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self._starts = [start for start, _ in merged]
+        self._copies = [bytearray(memoryview(data)[start:end]) for start, end in merged]
+
+    def view(self, offset: int, size: int) -> np.ndarray:
+        """data[offset:offset + size] as a writable uint8 array (a range given to __init__ holds it)."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return np.frombuffer(self._copies[i], np.uint8, size, offset - self._starts[i])
+
+    def result(self) -> bytes:
+        whole, parts, at = memoryview(self._data), [], 0
+        for start, copy in zip(self._starts, self._copies):
+            parts += [whole[at:start], copy]
+            at = start + len(copy)
+        parts.append(whole[at:])
+        return b"".join(parts)
 
 
 @dataclass
@@ -156,7 +194,7 @@ class _SymbolValues:
     unknown: np.ndarray  # bool: defined in a section this reader cannot name (extended section index)
 
 
-def _symbols(symtab: Section, data: bytes, out: bytearray, addresses: dict[int, int], label: str,
+def _symbols(symtab: Section, data: bytes, out: _Edits, addresses: dict[int, int], label: str,
              move: bool) -> _SymbolValues:
     if symtab.entsize != _SYM.itemsize or symtab.size % _SYM.itemsize:
         raise CodeObjectError(f"{label}: symbol table {symtab.name} has entries of {symtab.entsize} bytes")
@@ -171,7 +209,7 @@ def _symbols(symtab: Section, data: bytes, out: bytearray, addresses: dict[int, 
     in_section = (shndx > SHN_UNDEF) & (shndx < SHN_LORESERVE)
     if move and placed.any():
         table["value"][placed] += base[placed]
-        out[symtab.offset:symtab.offset + symtab.size] = table.tobytes()
+        out.view(symtab.offset, symtab.size)[:] = table.view(np.uint8)
     value = np.where(in_section | (shndx == SHN_ABS), table["value"], 0).astype(np.uint64)
     weak = (table["info"] >> 4) == STB_WEAK
     defined = in_section | (shndx == SHN_ABS) | ((shndx == SHN_UNDEF) & weak)
@@ -183,21 +221,33 @@ def _symbols(symtab: Section, data: bytes, out: bytearray, addresses: dict[int, 
     return _SymbolValues(value, defined, unknown)
 
 
-def _apply(rela: Section, target: Section, out: bytearray, symbols: _SymbolValues, addresses: dict[int, int],
-           label: str) -> None:
+_SLICE = 1 << 16  # records read and applied at a time: bounded temporaries whatever their number
+
+
+def _apply(rela: Section, target: Section, data: bytes, out: _Edits, symbols: _SymbolValues,
+           addresses: dict[int, int], label: str) -> None:
     if rela.entsize not in (0, _RELA.itemsize) or rela.size % _RELA.itemsize:
         raise CodeObjectError(f"{label}: {rela.name} has entries of {rela.entsize} bytes")
     if target.type == SHT_NOBITS:
         raise CodeObjectError(f"{label}: {rela.name} relocates {target.name}, which has no bytes")
-    records = np.frombuffer(out, _RELA, rela.size // _RELA.itemsize, rela.offset).copy()
+    count = rela.size // _RELA.itemsize
+    bytes_ = out.view(target.offset, target.size)  # the relocated section's bytes, patched in place
+    for first in range(0, count, _SLICE):
+        records = np.frombuffer(data, _RELA, min(_SLICE, count - first), rela.offset + first * _RELA.itemsize)
+        _apply_records(records, first, rela, target, bytes_, symbols, addresses, label)
+
+
+def _apply_records(records: np.ndarray, first: int, rela: Section, target: Section, bytes_: np.ndarray,
+                   symbols: _SymbolValues, addresses: dict[int, int], label: str) -> None:
+    """Records first.. of `rela` (entry numbers in errors count from the section's first)."""
     offsets = records["offset"]
     sym = (records["info"] >> np.uint64(32)).astype(np.int64)
     rtype = (records["info"] & np.uint64(0xFFFFFFFF)).astype(np.int64)
     bad_symbol = np.flatnonzero(sym >= len(symbols.value))
     if bad_symbol.size:
         n = int(bad_symbol[0])
-        raise CodeObjectError(f"{label}: {rela.name} entry {n} names symbol {int(sym[n])}, past the end of its "
-                              f"symbol table ({len(symbols.value)} symbols)")
+        raise CodeObjectError(f"{label}: {rela.name} entry {first + n} names symbol {int(sym[n])}, past the end of "
+                              f"its symbol table ({len(symbols.value)} symbols)")
     dwarf = target.is_dwarf
     allowed = DWARF_TYPES if dwarf else STATIC_TYPES
     known = np.isin(rtype, list(allowed))
@@ -206,28 +256,30 @@ def _apply(rela: Section, target: Section, out: bytearray, symbols: _SymbolValue
         if wrong.size:
             n = int(wrong[0])
             raise CodeObjectError(
-                f"{label}: {rela.name} entry {n}: {relocation_name(int(rtype[n]))} at {target.name}+"
+                f"{label}: {rela.name} entry {first + n}: {relocation_name(int(rtype[n]))} at {target.name}+"
                 f"{int(offsets[n]):#x} is not applied to DWARF (only R_AMDGPU_ABS32, R_AMDGPU_ABS64, "
                 f"R_AMDGPU_ABS32_LO and R_AMDGPU_ABS32_HI are)")
         apply = known
     else:
         # code and data: what a static link resolves; GOT-relative, dynamic and unresolved ones keep their bytes
         apply = known & symbols.defined[sym]
-    widths = np.zeros(len(records), np.int64)
+    widths = np.zeros(len(records), np.uint64)
     for t, w in _WIDTH.items():
         widths[rtype == t] = w
-    beyond = np.flatnonzero(apply & (offsets.astype(object) + widths.astype(object) > target.size))
+    size = np.uint64(target.size)
+    beyond = np.flatnonzero(apply & ((offsets > size) | (size - np.minimum(offsets, size) < widths)))
     if beyond.size:
         n = int(beyond[0])
-        raise CodeObjectError(f"{label}: {rela.name} entry {n} patches {target.name}+{int(offsets[n]):#x}, "
+        raise CodeObjectError(f"{label}: {rela.name} entry {first + n} patches {target.name}+{int(offsets[n]):#x}, "
                               f"past its {target.size} bytes")
     if dwarf:
         unknown = np.flatnonzero(apply & symbols.unknown[sym])
         if unknown.size:
             n = int(unknown[0])
-            raise CodeObjectError(f"{label}: {rela.name} entry {n} names symbol {int(sym[n])}, defined in a "
+            raise CodeObjectError(f"{label}: {rela.name} entry {first + n} names symbol {int(sym[n])}, defined in a "
                                   f"section given by an extended index, which is not read")
-        _write_absolute(records["addend"], symbols.value[sym], rtype, offsets, apply, target, out, rela, label)
+        _write_absolute(records["addend"], symbols.value[sym], rtype, offsets, apply, target, bytes_, rela, label,
+                        first)
         return
     place = addresses.get(target.index, 0)  # P: the place's address
     for n in np.flatnonzero(apply).tolist():
@@ -236,12 +288,12 @@ def _apply(rela: Section, target: Section, out: bytearray, symbols: _SymbolValue
         if value is None:
             continue  # a branch out of reach: the linker would refuse it; the compiler's bytes stay
         width = _WIDTH[t]
-        at = target.offset + int(offsets[n])
-        out[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+        at = int(offsets[n])
+        bytes_[at:at + width] = np.frombuffer((value & ((1 << (8 * width)) - 1)).to_bytes(width, "little"), np.uint8)
 
 
 def _write_absolute(addend: np.ndarray, s: np.ndarray, rtype: np.ndarray, offsets: np.ndarray, apply: np.ndarray,
-                    target: Section, out: bytearray, rela: Section, label: str) -> None:
+                    target: Section, buf: np.ndarray, rela: Section, label: str, first: int) -> None:
     """The DWARF's records, all at once (a big object has hundreds of thousands): S + A, its halves, or
     S + A checked to fit 32 bits."""
     total = s + addend.view(np.uint64)  # S + A modulo 2**64
@@ -258,10 +310,9 @@ def _write_absolute(addend: np.ndarray, s: np.ndarray, rtype: np.ndarray, offset
         n = int(misfit[0])
         value = int(s[n]) + int(addend[n])
         raise CodeObjectError(
-            f"{label}: {rela.name} entry {n}: {relocation_name(R_AMDGPU_ABS32)} value {value:#x} does not fit "
+            f"{label}: {rela.name} entry {first + n}: {relocation_name(R_AMDGPU_ABS32)} value {value:#x} does not fit "
             f"the 32-bit field at {target.name}+{int(offsets[n]):#x}")
-    buf = np.frombuffer(out, np.uint8)
-    at = (offsets + np.uint64(target.offset)).astype(np.int64)
+    at = offsets.astype(np.int64)
     for kinds, width, field in (((R_AMDGPU_ABS64,), 8, total),
                                 ((R_AMDGPU_ABS32, R_AMDGPU_ABS32_LO), 4, total & np.uint64(0xFFFFFFFF)),
                                 ((R_AMDGPU_ABS32_HI,), 4, total >> np.uint64(32))):

@@ -19,18 +19,21 @@ hostile or confused client needs beyond that:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import re
 import select
 import sys
 import threading
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import unquote
 
 import attrs
 import cattrs
 from cattrs.v import format_exception
-from lsprotocol.types import EXIT, INITIALIZE
+from lsprotocol.types import EXIT, INITIALIZE, TEXT_DOCUMENT_DID_CHANGE
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter, run_async
 from pygls.protocol import LanguageServerProtocol
@@ -96,12 +99,20 @@ class AspaceProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except JsonRpcException as exc:
             if not is_request:
+                if method is not None:  # (a client's answer that cannot be read is dropped silently)
+                    say(f"ignored a {method} notification with invalid parameters: {_why(exc)}")
                 return DROPPED
             return Refusal(msg_id, INVALID_PARAMS, f"invalid parameters for {method}: {_why(exc)}")
 
     def handle_message(self, message) -> None:
         if message is DROPPED:
             return
+        if getattr(message, "method", None) == TEXT_DOCUMENT_DID_CHANGE and not hasattr(message, "id") and \
+                self._workspace is not None:
+            uri = message.params.text_document.uri
+            if unquote(uri) not in self._workspace.text_documents:  # (pygls keys them unquoted)
+                say(f"ignored a change to {uri}: it is not open (textDocument/didOpen comes first)")
+                return
         if isinstance(message, Refusal):
             self.answer_error(message.id, message.code, message.message)
         elif not hasattr(message, "jsonrpc"):  # not a JSON object, or one without "jsonrpc"
@@ -118,17 +129,44 @@ class AspaceProtocol(LanguageServerProtocol):
             super().handle_message(message)
 
 
+def say(message: str) -> None:
+    """One line on stderr (the client's log of the server): what was ignored, and why."""
+    print(f"aspace-dap lsp: {message}", file=sys.stderr, flush=True)
+
+
 def _why(exc: JsonRpcException) -> str:
-    """What cattrs found wrong in the parameters, in a few lines."""
+    """What cattrs found wrong in the parameters, in a few lines, with the fields as the protocol names
+    them (`$.params.position.line: expected an integer`)."""
     cause = exc.__cause__
     if isinstance(cause, cattrs.ClassValidationError):
-        return "; ".join(cattrs.transform_error(cause, format_exception=_what)[:3])
-    return str(cause or exc)[:200]
+        said: dict[str, None] = {}
+        for line in cattrs.transform_error(cause, format_exception=_what):
+            what, _, where = line.partition(" @ ")
+            if what == _NOT_AN_OBJECT:  # cattrs read a field of a number or a string: say it of that value
+                what, where = "expected an object", where.rpartition(".")[0]
+            said[f"{_camel(where)}: {what}" if where else what] = None
+        return "; ".join(list(said)[:3])
+    return "they do not have the protocol's types"
+
+
+_NOT_AN_OBJECT = "not an object"
+_EXPECTED = {int: "an integer", str: "a string", bool: "true or false", float: "a number"}
 
 
 def _what(exc: BaseException, kind) -> str:
-    # lsprotocol's validators say what they wanted ("Position.line should be in range [0:2147483647]...")
-    return str(exc) if type(exc) is ValueError and str(exc) else format_exception(exc, kind)
+    if kind is None and type(exc) is ValueError and str(exc):
+        # lsprotocol's validators say what they wanted ("Position.line should be in range [0:2147483647]...")
+        return str(exc)
+    if isinstance(exc, TypeError) and ("subscriptable" in str(exc) or "indices" in str(exc)):
+        return _NOT_AN_OBJECT
+    if kind in _EXPECTED and isinstance(exc, (ValueError, TypeError)):
+        return f"expected {_EXPECTED[kind]}"  # (never Python's own text: "invalid literal for int()...")
+    return format_exception(exc, kind)
+
+
+def _camel(path: str) -> str:
+    """cattrs's `$.text_document.uri` as the protocol writes it: `$.textDocument.uri`."""
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
 
 
 def _input_waiting(fd: int) -> bool:
@@ -241,6 +279,30 @@ def serve_stdio(server, idle: Callable[[], None], has_idle: Callable[[], bool]) 
         server.shutdown()
         os.close(in_fd)
     return 0
+
+
+class _OneLine(logging.Filter):
+    """pygls's own log records as one line each, without a traceback; its "Unable to deserialize message"
+    not at all (AspaceProtocol.structure_message answers or reports those, naming the field)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Unable to deserialize message"):
+            return False
+        record.msg, record.args = message.splitlines()[0][:300] if message else "", None
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+def quiet_pygls() -> None:
+    """pygls logs errors only (it warns of every unknown notification and late $/cancelRequest), each as one line."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_OneLine())
+    handler.setFormatter(logging.Formatter("aspace-dap lsp: %(message)s"))
+    logger = logging.getLogger("pygls")
+    logger.setLevel(logging.ERROR)
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def unreadable_body(error: Exception) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import gc
-import logging
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -37,7 +37,7 @@ from ..errors import AspaceError
 from ..paths import read_regular
 from ..tempfiles import remove_temp_dirs_on_sigterm, sweep_dead_leftovers
 from . import discover, features, globbing
-from .protocol import PARSE_ERROR, AspaceProtocol, serve_stdio, unreadable_body
+from .protocol import PARSE_ERROR, AspaceProtocol, quiet_pygls, say, serve_stdio, unreadable_body
 
 SECTION = "aspace"
 CODE_OBJECTS, CHANGED = "aspace/codeObjects", "aspace/codeObjectsChanged"
@@ -49,6 +49,8 @@ class Settings:
     code_objects: list[str] = field(default_factory=list)
     lds_budget: int | None = None
     scratch_budget: int | None = None
+    # what was given but cannot be used, said to the client (a setting of the wrong type is left out)
+    problems: list[str] = field(default_factory=list, compare=False)
 
     @classmethod
     def from_client(cls, raw) -> "Settings | None":
@@ -57,19 +59,38 @@ class Settings:
             return None
         section = raw.get(SECTION) if isinstance(raw.get(SECTION), dict) else None
         if section is None:
-            dotted = {k[len(SECTION) + 1:]: v for k, v in raw.items() if k.startswith(SECTION + ".")}
+            dotted = {k[len(SECTION) + 1:]: v for k, v in raw.items() if isinstance(k, str) and k.startswith(SECTION + ".")}
             section = dotted or raw
         if not any(k in section for k in ("codeObjects", "ldsBudget", "scratchBudget")):
             return None
-        paths = section.get("codeObjects") or []
-        if isinstance(paths, str):
+        problems: list[str] = []
+        paths = section.get("codeObjects")
+        if paths is None:
+            paths = []
+        elif isinstance(paths, str):
             paths = [paths]
-        return cls([p for p in paths if isinstance(p, str)], _budget(section.get("ldsBudget")),
-                   _budget(section.get("scratchBudget")))
+        elif not isinstance(paths, list):
+            problems.append(f"{SECTION}.codeObjects is {_shown(paths)}: it takes a path or a list of paths (globs "
+                            "relative to the workspace)")
+            paths = []
+        wrong = [p for p in paths if not isinstance(p, str)]
+        if wrong:
+            problems.append(f"{SECTION}.codeObjects: {', '.join(map(_shown, wrong[:3]))} left out: not a path")
+        return cls([p for p in paths if isinstance(p, str)], _budget(section, "ldsBudget", problems),
+                   _budget(section, "scratchBudget", problems), problems)
 
 
-def _budget(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _budget(section: dict, key: str, problems: list[str]) -> int | None:
+    value = section.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    problems.append(f"{SECTION}.{key} is {_shown(value)}: it takes a number of bytes (0 or more); no budget is checked")
+    return None
+
+
+def _shown(value) -> str:
+    text = json.dumps(value) if isinstance(value, (int, float, str, bool, list, dict)) or value is None else "?"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def fs_path(uri: str) -> str | None:
@@ -203,14 +224,12 @@ class AspaceLanguageServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source) -> None:
         """Errors pygls does not answer itself: a body that is not JSON gets a parse error (JSON-RPC's
-        answer with a null id); a failing notification handler goes to stderr (pygls answered and
-        logged a failing request already)."""
+        answer with a null id); a failing notification handler is one line on stderr (pygls answered a
+        failing request already)."""
         if unreadable_body(error):
             self.protocol.answer_error(None, PARSE_ERROR, f"message body is not JSON: {str(error)[:200]}")
         elif source is not FeatureRequestError:
-            data = getattr(error, "data", None)
-            trace = "".join(data.get("traceback", [])) if isinstance(data, dict) else ""
-            print(f"aspace-dap lsp: {error}\n{trace}", file=sys.stderr, flush=True)
+            say(f"a notification could not be handled ({error}); the server goes on")
 
     def schedule_diagnostics(self, uri: str) -> None:
         """Publish the document's diagnostics once no message waits: they read the whole file, and the
@@ -262,6 +281,8 @@ class AspaceLanguageServer(LanguageServer):
     def apply(self, settings: Settings | None) -> None:
         if settings is None:
             return
+        for problem in settings.problems:
+            self.log_warning(problem)
         # the client sends its settings at initialize and again when asked: load code objects only
         # when the list changed (budgets alone just redo the diagnostics)
         same_objects = settings.code_objects == self.settings.code_objects and self._loaded
@@ -280,6 +301,8 @@ server = AspaceLanguageServer()
 def _initialize(ls: AspaceLanguageServer, params: types.InitializeParams) -> None:
     settings = Settings.from_client(params.initialization_options)
     if settings is not None:
+        for problem in settings.problems:
+            say(problem)  # (the client takes log messages only once initialized)
         ls.settings = settings
         ls.reload()
 
@@ -295,7 +318,7 @@ def _initialized(ls: AspaceLanguageServer, params: types.InitializedParams) -> N
             id="aspace-code-objects", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)]))
     if caps is not None and caps.configuration:
         def configured(answer) -> None:
-            if answer:
+            if isinstance(answer, list) and answer:
                 ls.apply(Settings.from_client({SECTION: answer[0]}))
         ls.workspace_configuration(types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]),
                                    configured)
@@ -368,7 +391,6 @@ def _code_objects(ls: AspaceLanguageServer, params) -> dict:
 def main() -> int:
     remove_temp_dirs_on_sigterm()
     sweep_dead_leftovers()  # what a killed server left in the temporary folder
-    # pygls warns on stderr of every unknown notification and late $/cancelRequest; errors still show
-    logging.getLogger("pygls").setLevel(logging.ERROR)
+    quiet_pygls()
     gc.freeze()  # pygls's and lsprotocol's ~600 classes, cattrs's hooks: see _load_lenses
     return serve_stdio(server, server.idle_step, server.has_idle_work)

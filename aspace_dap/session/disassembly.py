@@ -173,6 +173,7 @@ class Disassembly(Part):
         program = function.program
         code = self._code(program.code_object)
         lo, hi = function.start - program.load_address, function.end - program.load_address
+        self._prefetch(code, lo, hi)
         out: list[Instruction] = []
         for ui, (start, end) in enumerate(code.units):
             if end <= lo or start >= hi:
@@ -254,9 +255,37 @@ class Disassembly(Part):
 
     def _decoded(self, code: _Code, ui: int) -> list[DecodedInstruction]:
         found = code.decoded.get(ui)
-        if found is not None:
-            return found
-        start, end = code.units[ui]
+        if found is None:
+            self._decode(code, ui, ui)
+            found = code.decoded[ui]
+        return found
+
+    def _prefetch(self, code: _Code, lo: int, hi: int) -> None:
+        """Decode the units not decoded yet that hold any of the ELF addresses [lo, hi): one run for
+        each stretch of them in one section."""
+        first = max(0, bisect.bisect_right(code.starts, lo) - 1)
+        group: list[int] = []  # adjacent units of one section, not decoded yet
+        for ui in range(first, len(code.units)):
+            start, end = code.units[ui]
+            if start >= hi:
+                break
+            if end <= lo or ui in code.decoded:
+                continue
+            if group and (code.units[group[-1]][1] != start or
+                          self._section(code, start) != self._section(code, code.units[group[0]][0])):
+                self._decode(code, group[0], group[-1])
+                group = []
+            group.append(ui)
+        if group:
+            self._decode(code, group[0], group[-1])
+
+    @staticmethod
+    def _section(code: _Code, elf: int) -> int | None:
+        return next((i for i, (lo, hi, _) in enumerate(code.sections) if lo <= elf < hi), None)
+
+    def _decode(self, code: _Code, first: int, last: int) -> None:
+        """Units first..last (adjacent, in one section) in one run of the vendor's tool."""
+        start, end = code.units[first][0], code.units[last][1]
         disassembler = self.adapter.disassembler()
         try:
             if disassembler is None:
@@ -267,21 +296,19 @@ class Disassembly(Part):
             step = disassembler.min_size if disassembler is not None else 4
             why = f"<not decoded: {exc}>"
             answer = [DecodedInstruction(a, min(step, end - a), why) for a in range(start, end, step)]
-            self._keep(code, ui, answer, decoded=False)
-            return code.decoded[ui]
-        self._keep(code, ui, answer, decoded=True)
-        return code.decoded.setdefault(ui, [])
+            self._keep(code, range(first, last + 1), answer, decoded=False)
+            return
+        self._keep(code, range(first, last + 1), answer, decoded=True)
 
-    def _keep(self, code: _Code, ui: int, answer: list[DecodedInstruction], decoded: bool) -> None:
-        """File every instruction of a decoder's answer under its unit (an answer may cover many units)."""
-        by_unit: dict[int, list[DecodedInstruction]] = {}
+    def _keep(self, code: _Code, units: range, answer: list[DecodedInstruction], decoded: bool) -> None:
+        """File every instruction of a decoder's answer under its unit (an answer may cover more units
+        than those asked for, which get theirs even when empty)."""
+        by_unit: dict[int, list[DecodedInstruction]] = {ui: [] for ui in units}
         for insn in answer:
             i = self._unit_index(code, insn.address)
             if i is not None:
                 by_unit.setdefault(i, []).append(
                     insn if decoded else _Undecoded(insn.address, insn.size, insn.text))
-        if ui not in by_unit:
-            by_unit[ui] = []
         for i, insns in by_unit.items():
             if i not in code.decoded:
                 insns.sort(key=lambda x: x.address)
@@ -323,6 +350,10 @@ class Disassembly(Part):
             if 0 <= i < len(self._decoded(code, ui)):
                 out.append((ui, i))
                 continue
+            # past this unit: the units the remaining rows can reach, in one run (not one per function)
+            reach = (n - len(out)) * self._longest()
+            start, end = code.units[ui]
+            self._prefetch(code, *((end, end + reach) if direction > 0 else (start - reach, start)))
             ui = self._nonempty(code, ui, direction)
             if ui is None:
                 break
@@ -338,6 +369,10 @@ class Disassembly(Part):
     def _min_size(self) -> int:
         d = self.adapter.disassembler()
         return d.min_size if d is not None else 4
+
+    def _longest(self) -> int:
+        d = self.adapter.disassembler()
+        return d.max_size if d is not None else 4
 
     @staticmethod
     def _invalid(address: int) -> Invalid:

@@ -263,14 +263,17 @@ class FolderFiles(DumpFiles):
         return real
 
     def _file(self, rel: str) -> str | None:
-        """The real path of a regular file inside the dump, or None; cached per path."""
+        """The real path of a regular file inside the dump, or None; cached per path, except in a folder
+        listed already, whose listing answers at the cost of the cache (a save of 200,000 waves would
+        otherwise keep a path for each of their files)."""
         try:
             return self._files[rel]
         except KeyError:
             pass
         with self._lock:
             found = self._find(rel)
-            self._files[rel] = found
+            if rel.rpartition("/")[0] not in self._listed:
+                self._files[rel] = found
         return found
 
     def _find(self, rel: str) -> str | None:

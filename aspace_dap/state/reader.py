@@ -77,7 +77,8 @@ class _Builder:
         self.group_dispatch: list[int] = []  # the dispatch of each of those
         self.dispatch_first_group: list[int] = []  # where each dispatch's workgroups start among them
         self.dispatch_list: list[Dispatch] = []
-        self.waves = LazyWaves(0, self.wave, np.zeros(0, np.int64))  # sized once the dispatches are read
+        # sized once the dispatches are read
+        self.waves = LazyWaves(0, self.wave, np.zeros(0, np.int64), partial(self.wave, keep=False))
         target = manifest["target"]
         self.lanes = parse_number(target["lanes"])
 
@@ -179,7 +180,8 @@ class _Builder:
             self.group_entries += groups
             self.group_dispatch += [d] * len(groups)
             waves = WaveSlice(self.waves, first_wave, len(self.wave_entries))
-            workgroups = LazyWorkgroups(len(groups), partial(self.workgroup, first_group), waves)
+            make = partial(self.workgroup, first_group)
+            workgroups = LazyWorkgroups(len(groups), make, waves, make)
             co = entry.get("code_object")
             dispatch = Dispatch(
                 parse_number(entry["id"]), entry["kernel"], None if co is None else parse_number(co),
@@ -223,12 +225,14 @@ class _Builder:
         workgroup.dispatch = self.dispatch_list[d]
         return workgroup
 
-    def wave(self, i: int) -> Wave:
-        """Wave `i` of all dispatches' (GpuState.waves order), with its workgroup."""
+    def wave(self, i: int, keep: bool = True) -> Wave:
+        """Wave `i` of all dispatches' (GpuState.waves order), with its workgroup: the one kept, or
+        without `keep` (a wave made for one look, LazyWaves.passing) a new one unless it was made before."""
         entry = self.wave_entries[i]
         g = int(self.wave_group[i])
         d = self.group_dispatch[g]
-        workgroup = self.dispatch_list[d].workgroups[g - self.dispatch_first_group[d]]
+        workgroups, at = self.dispatch_list[d].workgroups, g - self.dispatch_first_group[d]
+        workgroup = workgroups[at] if keep else next(workgroups.passing(at, at + 1))
         wave = Wave.deferred(_int(entry["id"]), _int(entry["index_in_workgroup"]), self.lanes,
                              f"{workgroup.path}.waves[{i - int(self.group_first[g])}]", partial(self.wave_parts, entry))
         wave.workgroup, wave.dispatch = workgroup, workgroup.dispatch

@@ -27,6 +27,7 @@ from ..paths import writing_folder
 from .memory import Region, SparseMemory, _merge
 from .model import GpuState, Wave, lanes_to_mask
 from .numbers import parse_number
+from .wavetable import passing
 from .writer import Blob, Hole, StateWriter
 
 _CHUNK = 16 << 20
@@ -175,8 +176,10 @@ def save_state(state: GpuState, path: Path) -> Path:
         raise StateError("save needs a new or empty folder", str(path))
     target = state.target
     # the format has one lane count (target.lanes): a core of wave64 and wave32 GPUs has no faithful folder form
-    other = next((w for w in state.waves if w.lanes != target.lanes), None)
-    if other is not None:
+    # (from the table of waves: looking at each wave would make and keep every one of a big dump)
+    others = np.flatnonzero(state.wave_table().lanes != target.lanes)
+    if len(others):
+        other = state.waves[int(others[0])]
         raise StateError(f"cannot save: wave {other.id} has {other.lanes} lanes and the dump format holds one lane "
                          f"count for every wave ({target.lanes}, target.lanes)", other.path or "waves")
     # written beside the target and renamed into place: an interrupted save leaves no half dump
@@ -209,12 +212,13 @@ def _write(state: GpuState, writer: StateWriter) -> None:
             for region in memory.regions:
                 for address, size, blob in region_pieces(memory, region):
                     builder.add_memory(space, address, blob, size, region.bank)
-        for workgroup in dispatch.workgroups:
+        # workgroups and waves not made before are made for this pass and dropped after it
+        for workgroup in passing(dispatch.workgroups):
             lds, lds_size = None, None
             if workgroup.lds is not None:
                 lds_size, lds = _single_file(workgroup.lds, "LDS")
             wg_builder = builder.add_workgroup(workgroup.id, lds, lds_size, workgroup.cluster)
-            for wave in workgroup.waves:
+            for wave in passing(workgroup.waves):
                 check_time()
                 layout, data = _register_file(wave)
                 layout_name = wave.registers.layout_name
@@ -244,10 +248,12 @@ def _check_geometry(dispatch) -> None:
     if dispatch.grid_size is None or dispatch.workgroup_size is None:
         raise StateError(f"{dispatch.geometry_unknown or 'the work-group size is unknown'}; a dump folder must "
                          "give each dispatch's grid_size and workgroup_size", dispatch.path)
+    if not dispatch.local_ids:
+        return  # (lanes numbered as a dump folder numbers them: no wave needs a look)
     sx, sy, _ = (max(int(n), 1) for n in dispatch.workgroup_size)
-    for workgroup in dispatch.workgroups:
-        for wave in workgroup.waves:
-            ids = (dispatch.local_ids or {}).get(wave.id)
+    for workgroup in passing(dispatch.workgroups):
+        for wave in passing(workgroup.waves):
+            ids = dispatch.local_ids.get(wave.id)
             if ids is None:
                 continue
             if isinstance(ids, str):

@@ -91,13 +91,16 @@ class WaveTable:
 
 class _MadeOnDemand(Sequence):
     """`count` items, each made by `make(index)` the first time it is asked for (then kept); the
-    lock makes two readers of one index get one object."""
+    lock makes two readers of one index get one object. `make_passing(index)` makes one that is not
+    kept (see `passing`)."""
 
     _what = "item"
 
-    def __init__(self, count: int, make: Callable[[int], object]):
+    def __init__(self, count: int, make: Callable[[int], object],
+                 make_passing: Callable[[int], object] | None = None):
         self._count = count
         self._make = make
+        self._make_passing = make_passing or make
         self._made: dict[int, object] = {}
 
     def __len__(self) -> int:
@@ -122,14 +125,31 @@ class _MadeOnDemand(Sequence):
     def __iter__(self):
         return map(self.__getitem__, range(self._count))
 
+    def passing(self, start: int = 0, end: int | None = None):
+        """Items start..end: those made before as they are (with what was written to them), the others
+        made for this one look and not kept. One pass over a whole dump (a save) then holds one
+        item at a time, not every wave of it."""
+        made, make = self._made, self._make_passing
+        for i in range(start, self._count if end is None else end):
+            item = made.get(i)
+            yield item if item is not None else make(i)
+
+
+def passing(items: Sequence):
+    """Every item of a sequence, made on demand and not kept where it is a LazyWaves, LazyWorkgroups
+    or WaveSlice (their `passing`); a list's items as they are."""
+    walk = getattr(items, "passing", None)
+    return walk() if walk is not None else iter(items)
+
 
 class LazyWaves(_MadeOnDemand):
     """`count` waves, each made by `make(index)` the first time it is asked for (then kept)."""
 
     _what = "wave"
 
-    def __init__(self, count: int, make: Callable[[int], Wave], ids: np.ndarray):
-        super().__init__(count, make)
+    def __init__(self, count: int, make: Callable[[int], Wave], ids: np.ndarray,
+                 make_passing: Callable[[int], Wave] | None = None):
+        super().__init__(count, make, make_passing)
         self.ids = ids
         self._lookup: Callable[[int], int | None] | None = None
         # the registers holding each wave's pc and execution mask (GpuState.use_register_names)
@@ -198,6 +218,10 @@ class WaveSlice(Sequence):
     def __iter__(self):
         return map(self._waves.__getitem__, range(self._start, self._end))
 
+    def passing(self):
+        """These waves, those not made yet made and not kept (LazyWaves.passing)."""
+        return self._waves.passing(self._start, self._end)
+
     def __repr__(self) -> str:
         return f"WaveSlice({self._start}:{self._end} of {self._waves!r})"
 
@@ -208,8 +232,9 @@ class LazyWorkgroups(_MadeOnDemand):
 
     _what = "workgroup"
 
-    def __init__(self, count: int, make: Callable[[int], Workgroup], waves: WaveSlice):
-        super().__init__(count, make)
+    def __init__(self, count: int, make: Callable[[int], Workgroup], waves: WaveSlice,
+                 make_passing: Callable[[int], Workgroup] | None = None):
+        super().__init__(count, make, make_passing)
         self.waves = waves
 
     def made(self) -> list[Workgroup]:

@@ -89,6 +89,35 @@ def _apertures(apertures) -> dict:
     return {name: {"base": hex_number(base), "size": hex_number(size)} for name, (base, size) in pairs.items()}
 
 
+class _Encoded(str):
+    """An entry of the manifest already encoded as compact JSON (a streaming writer's finished workgroup:
+    its text is a fifth of what its dicts would hold until the manifest is written)."""
+
+
+_LINE_DEPTH = 4  # the depth of a workgroup (manifest, dispatches, a dispatch, workgroups)
+
+
+def _manifest_text(value, depth: int = 0) -> Iterator[str]:
+    """json.dumps(value, indent=1) + a newline, in pieces of at most one workgroup each: the manifest of
+    a dump of 200,000 waves is never held whole as text."""
+    if isinstance(value, _Encoded):
+        value = json.loads(value)
+    if depth >= _LINE_DEPTH or not isinstance(value, (dict, list)) or not value:
+        text = json.dumps(value, indent=1)
+        yield text.replace("\n", "\n" + " " * depth) if depth and "\n" in text else text
+    else:
+        pad = "\n" + " " * (depth + 1)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        yield "{" if isinstance(value, dict) else "["
+        for i, (key, item) in enumerate(items):
+            yield f"{',' if i else ''}{pad}{json.dumps(key)}: " if isinstance(value, dict) else \
+                f"{',' if i else ''}{pad}"
+            yield from _manifest_text(item, depth + 1)
+        yield pad[:-1] + ("}" if isinstance(value, dict) else "]")
+    if depth == 0:
+        yield "\n"
+
+
 def _write_sparse(f, chunk: bytes) -> None:
     """Write `chunk`, seeking over each whole _ZERO_SKIP block of zeros (a file hole)."""
     if len(chunk) < _ZERO_SKIP:
@@ -207,6 +236,10 @@ class DispatchBuilder:
 
     def add_workgroup(self, id: tuple[int, int, int], lds: "bytes | np.ndarray | Blob | None" = None,
                       lds_size: int | None = None, cluster: tuple[int, int, int] | None = None) -> WorkgroupBuilder:
+        workgroups = self.entry["workgroups"]
+        if self._writer.folder is not None and workgroups and not isinstance(workgroups[-1], _Encoded):
+            # a streaming writer's workgroup is finished once the next one is added: keep its text
+            workgroups[-1] = _Encoded(json.dumps(workgroups[-1]))
         entry: dict = {"id": [int(x) for x in id], "waves": []}
         if cluster is not None:
             entry["cluster"] = [int(x) for x in cluster]
@@ -362,7 +395,7 @@ class StateWriter:
         return manifest
 
     def _manifest_bytes(self) -> bytes:
-        return (json.dumps(self.manifest(), indent=1) + "\n").encode()
+        return "".join(_manifest_text(self.manifest())).encode()
 
     def write(self, path: "str | os.PathLike") -> Path:
         """Write the dump as a folder (created if needed). Long runs of zeros become file holes.
@@ -371,16 +404,34 @@ class StateWriter:
         root.mkdir(parents=True, exist_ok=True)
         for rel, blob in self.files.items():
             _write_file(root / rel, blob)
-        manifest = self._manifest_bytes()
+        self._write_manifest(root / "manifest.json")
+        return root
+
+    def _write_manifest(self, target: Path) -> None:
+        """The manifest, written as it is encoded (a dump of 200,000 waves never holds its text whole)."""
         from .. import limits
 
-        if len(manifest) > limits.MAX_MANIFEST_BYTES:  # it could not be opened again
-            raise StateError(f"the manifest would have {len(manifest)} bytes, over the limit of "
+        written, pending, size = 0, [], 0
+        with writing():
+            f = open(target, "w", encoding="utf-8")
+        with f:
+            for piece in _manifest_text(self.manifest()):
+                pending.append(piece)
+                size += len(piece)  # (all ASCII: json.dumps escapes the rest)
+                if size >= 1 << 20:
+                    check_time()
+                    with writing():
+                        f.write("".join(pending))
+                    written, pending, size = written + size, [], 0
+            with writing():
+                f.write("".join(pending))
+            written += size
+        if written > limits.MAX_MANIFEST_BYTES:  # it could not be opened again
+            with writing():
+                target.unlink()
+            raise StateError(f"the manifest would have {written} bytes, over the limit of "
                              f"{limits.MAX_MANIFEST_BYTES} for reading it " + limits.limit_hint("MAX_MANIFEST_BYTES"),
                              "manifest.json")
-        with writing():
-            (root / "manifest.json").write_bytes(manifest)
-        return root
 
     def write_zip(self, path: "str | os.PathLike", compression: int = zipfile.ZIP_STORED) -> Path:
         """Write the dump as a zip; stored (the default) members can be mapped in place."""

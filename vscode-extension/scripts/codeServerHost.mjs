@@ -47,6 +47,39 @@ export function need(name, script) {
   return value;
 }
 
+/**
+ * The cases a host check can run here: those whose `vendor`'s disassembler (llvm-objdump, nvdisasm, iga64)
+ * the project's Python finds. Each other case is SKIPPED with the reason the server would give (what
+ * provides the tool), as pytest skips the tests that need it; with REQUIRE_HOST_TESTS it fails instead.
+ */
+export function casesWithTools(cases, python, script) {
+  const probe = [
+    'import sys',
+    'from aspace_dap.adapters import adapter_for',
+    'from aspace_dap.adapters.base import DisassemblerMissing',
+    'd = adapter_for(sys.argv[1]).make_disassembler()',
+    'try:',
+    '    d.locate()',
+    'except DisassemblerMissing as e:',
+    '    print(f"{d.tool} missing: {e}")',
+  ].join('\n');
+  const missing = new Map();
+  for (const vendor of new Set(cases.map((c) => c.vendor))) {
+    const why = execFileSync(python, ['-c', probe, vendor], { encoding: 'utf8' }).trim();
+    if (why) missing.set(vendor, why);
+  }
+  const skipped = cases.filter((c) => missing.has(c.vendor));
+  for (const c of skipped) {
+    const line = `${script}: ${c.name} did not run: ${missing.get(c.vendor)}`;
+    if (process.env.REQUIRE_HOST_TESTS) {
+      console.error(`FAILED: REQUIRE_HOST_TESTS is set but ${line}`);
+      process.exit(1);
+    }
+    console.log(`SKIPPED: ${line}`);
+  }
+  return cases.filter((c) => !missing.has(c.vendor));
+}
+
 /** Settings every run uses: no trust dialog, no tips or telemetry, the dark theme, a docked debug toolbar. */
 const BASE_SETTINGS = {
   'security.workspace.trust.enabled': false,

@@ -23,8 +23,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand, serverPort, sleep,
-  setPaneExpanded, startCodeServer,
+  casesWithTools, chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand,
+  serverPort, sleep, setPaneExpanded, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -32,23 +32,23 @@ const extensionDir = resolve(here, '..', '..');
 const repo = resolve(extensionDir, '..');
 
 const python = needIn('PYTHON', 'test/host/disassembly.mjs');
-const chromium = playwrightChromium();
 const shots = process.env.SHOTS ? resolve(process.env.SHOTS) : undefined;
 const vsix = join(extensionDir, 'aspace-gpu.vsix');
 
 // The stops (tests/test_disassembly.py checks the same rows against the tools): the PC, its instruction
-// as the vendor's tool prints it, the caller's return address and the call before it.
-const CASES = [
+// as the vendor's tool prints it, the caller's return address and the call before it. A case whose
+// vendor's tool is missing here is skipped, saying what provides it (casesWithTools).
+const CASES = casesWithTools([
   {
-    name: 'AMD divergent_call', dump: 'examples/divergent_call/dumps/clang19.gfx90a.O0', pc: '0x3bfc',
+    name: 'AMD divergent_call', vendor: 'amd', dump: 'examples/divergent_call/dumps/clang19.gfx90a.O0', pc: '0x3bfc',
     text: 'v_accvgpr_read_b32 v0, a7', source: 'acc = acc * 0.5f + (float)(lane + i)', ret: '0x4a18',
     shot: 'vscode-disassembly.png',
   },
   {
-    name: 'CUDA divergent_call', dump: 'examples/cuda/dumps/divergent_call.sm_90.G', pc: '0x270', text: 'MOV R4, R6',
-    source: 'return acc;', ret: '0xe20',
+    name: 'CUDA divergent_call', vendor: 'nvidia', dump: 'examples/cuda/dumps/divergent_call.sm_90.G', pc: '0x270',
+    text: 'MOV R4, R6', source: 'return acc;', ret: '0xe20',
   },
-];
+], python, 'test/host/disassembly.mjs');
 
 // A core whose source is not on this machine (tests/test_exceptions.py writes the same core): what must show.
 const MISSING = {
@@ -237,9 +237,10 @@ let server;
 const log = join(root, 'code-server.log');
 
 async function main() {
+  if (!CASES.length) return; // every case skipped: nothing to start
   const port = await serverPort();
   server = await startCodeServer({ codeServer: codeServerCommand(), vsix, port, root, folder: workspace, log });
-  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  const browser = await playwrightChromium().launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
   try {
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
