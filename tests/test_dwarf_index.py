@@ -16,8 +16,9 @@ from aspace_dap.dwarf.types import ArrayType, BaseType, PointerType, QualifiedTy
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 O2_OBJECTS = sorted(EXAMPLES.glob("*/*.O2.co"))
-# builds with variable information (examples/production_amd is -gline-tables-only: tests/test_production_amd.py)
-ALL_OBJECTS = sorted(p for p in EXAMPLES.glob("*/*.co") if p.parent.name != "production_amd")
+# the debug builds whose variables dwarfdump lists beside them; examples/production_amd and examples/hang are
+# -O3 production builds with their own tests (tests/test_production_amd.py, tests/test_hangs.py)
+ALL_OBJECTS = sorted(p for p in EXAMPLES.glob("*/*.co") if p.parent.name not in ("production_amd", "hang"))
 
 
 # --- a small reader for llvm-dwarfdump's text, used as the oracle -------------------------------

@@ -230,8 +230,8 @@ def test_sources_are_found_beside_the_dump_when_the_build_folder_is_elsewhere(tm
     assert line.file.endswith("examples/opencl/lds_tiles.cl") and not line.file.startswith(str(tmp_path))
     real_exists = __import__("os").path.exists
     with mock.patch("os.path.exists", lambda p: False if p == line.file else real_exists(p)):
-        s._sources._found_sources.clear()
-        assert s.frames()[0].file == str(clone / "lds_tiles.cl")
+        moved = Session(load_state(str(clone / "dumps" / "lds_tiles.pvc.O0")))
+        assert moved.frames()[0].file == str(clone / "lds_tiles.cl")
 
 
 @pytest.mark.parametrize("kernel,build", [("lds_tiles", "tgllp.O0"), ("lds_tiles", "pvc.O0"), ("lds_tiles", "pvc"),
