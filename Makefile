@@ -24,7 +24,10 @@ test: $(STAMP)
 
 PYTEST_JOBS ?= auto
 
+# Byte-code caches first, as an installed package has them: the tests start the server in hundreds of
+# processes, and where PYTHONDONTWRITEBYTECODE is set each would compile every module again (~0.2 s).
 test-python: $(STAMP)
+	$(PY) -m compileall -q aspace_dap adapters tests benchmarks examples
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal
 
 EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
