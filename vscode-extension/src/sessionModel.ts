@@ -64,6 +64,12 @@ export class SessionModel {
     switch (msg.event) {
       case 'stopped': {
         const threadId = integer(field(msg.body, 'threadId'));
+        if (field(msg.body, 'preserveFocusHint') === true) {
+          // a stop that leaves the focus where it is (the stop's badge put back on another wave the
+          // dump stopped in): the shown wave stays, only that thread's frames are new
+          if (threadId !== undefined) this.forgetFrames(threadId);
+          return false;
+        }
         if (threadId !== undefined) this.threadId = threadId;
         this.frameThreads.clear();
         return true;
@@ -114,6 +120,10 @@ export class SessionModel {
       }
     }
     return false;
+  }
+
+  private forgetFrames(threadId: number): void {
+    for (const [frameId, owner] of this.frameThreads) if (owner === threadId) this.frameThreads.delete(frameId);
   }
 
   /** Result of a setFocus request or a focus event. */

@@ -14,6 +14,12 @@
 //   ROCm core   Exception has occurred: SIGSEGV   Memory violation (MEMORY_VIOLATION) ...
 //               Raised by 128 lanes in 2 waves (waves 0-1)
 //
+// The ROCm core's two waves both raised it, so both carry the "Exception" badge, and the badge of the
+// wave without the focus must take nothing from the focus: with the Variables view collapsed (VS Code
+// then asks nothing of the selected frame), the Call Stack selects the focused wave's top frame and
+// GPU Lanes names that wave, after the stop and after `wave 1`; a lane chosen in GPU Lanes stays in
+// the focused wave; both waves keep "Exception".
+//
 //   PYTHON=/abs/.venv/bin/python [CODE_SERVER=...] [PLAYWRIGHT=...] [CHROMIUM=/usr/bin/chromium] \
 //   [SHOTS=../docs] node test/host/exceptions.mjs
 //
@@ -28,7 +34,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   chromiumPath, codeServerCommand, need as needIn, playwrightChromium, runCommand, runHostScript, serverPort,
-  sleep, startCodeServer,
+  setPaneExpanded, sleep, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -83,6 +89,7 @@ const CASES = [
     texts: ['Memory violation (MEMORY_VIOLATION)', 'Raised by 128 lanes in 2 waves (waves 0-1)',
       '64 lanes: 0x7f0000100000 + 0x400000·lane'],
     line: 10,
+    raisedBy: [0, 1], // its waves that raised the exception: the focus starts on wave 0
   },
 ];
 
@@ -137,9 +144,74 @@ async function until(what, probe, tries = 60) {
 let server;
 const log = join(root, 'code-server.log');
 
+const pane = (page, title) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) });
+
+/** The Call Stack as VS Code shows it: each thread's badge, and the selected frame with its thread. */
+async function callStack(page) {
+  return page.evaluate(() => {
+    const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')]
+      .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index));
+    const badges = {};
+    let thread = '';
+    let selected;
+    for (const row of rows) {
+      const text = row.textContent.replace(/\s+/g, ' ').trim();
+      if (row.getAttribute('aria-level') === '1') {
+        thread = text;
+        const wave = / Wave 0:0:0:(\d+) /.exec(` ${text} `)?.[1];
+        if (wave !== undefined) badges[wave] = (row.querySelector('.state')?.textContent ?? '').trim().toLowerCase();
+      } else if (row.classList.contains('selected')) {
+        selected = { thread, frame: text };
+      }
+    }
+    return { badges, selected };
+  });
+}
+
+/** The focus is wave `wave`'s top frame, in the Call Stack and in GPU Lanes; `raised` keep "Exception". */
+async function assertFocus(page, what, wave, raised, lane) {
+  let seen;
+  await until(what, async () => {
+    const stack = await callStack(page);
+    const lanes = ((await pane(page, 'GPU Lanes').locator('.pane-header').textContent()) ?? '').replace(/\s+/g, ' ');
+    const focusLane = ((await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: '◀ focus' }).first()
+      .textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ');
+    seen = { ...stack, lanes, focusLane };
+    const ok = stack.selected !== undefined && stack.selected.thread.includes(`Wave 0:0:0:${wave} `)
+      && /^scatter/.test(stack.selected.frame) && lanes.includes(`Wave 0:0:0:${wave} `)
+      && (lane === undefined || new RegExp(`^Lane ${lane}(?!\\d)`).test(focusLane.trim()))
+      && raised.every((w) => stack.badges[w] === 'exception');
+    return { ok, value: JSON.stringify(seen) };
+  }, 40);
+}
+
+/** The stop's badge on a wave without the focus takes nothing from the focus (see the header). */
+async function checkFocusStays(page, c) {
+  const [first, other] = c.raisedBy;
+  await assertFocus(page, `${c.name}: after the stop, wave ${first}'s top frame is not the focus`, first, c.raisedBy);
+  await setPaneExpanded(page, 'GPU Lanes', true);
+  await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 3(?!\d)/ }).first().click();
+  await assertFocus(page, `${c.name}: Lane 3 chosen in GPU Lanes leaves wave ${first}`, first, c.raisedBy, 3);
+  await page.keyboard.press('Control+Shift+Y');
+  await page.locator('.repl-input-wrapper').waitFor({ timeout: 10000 });
+  await page.locator('.repl-input-wrapper .monaco-editor').click();
+  await page.keyboard.type(`wave ${other}`);
+  await page.keyboard.press('Enter');
+  await assertFocus(page, `${c.name}: after \`wave ${other}\`, wave ${other}'s top frame is not the focus`, other, c.raisedBy);
+  await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 5(?!\d)/ }).first().click();
+  await assertFocus(page, `${c.name}: Lane 5 chosen in GPU Lanes leaves wave ${other}`, other, c.raisedBy, 5);
+  console.log(`ok   ${c.name}: the focus stays on the focused wave's frame (waves ${c.raisedBy.join(', ')} keep Exception)`);
+}
+
 async function check(page, c) {
   await runCommand(page, 'View: Show Run and Debug');
   await sleep(1000);
+  // VS Code asks for the selected frame's scopes only while Variables is open
+  if (c.raisedBy) {
+    // (the start button's hover can stand over the header: the click goes to the header itself)
+    const header = page.locator('.pane-header', { hasText: 'Variables' }).first();
+    if ((await header.getAttribute('aria-expanded')) === 'true') await header.dispatchEvent('click');
+  }
   // pick the configuration in the Run and Debug view's drop-down, then start it
   const select = page.locator('.debug-configuration select, .start-debug-action-item select').first();
   await select.selectOption({ label: c.name });
@@ -170,6 +242,7 @@ async function check(page, c) {
     });
   }
   console.log(`ok   ${c.name}: ${text.slice(0, 160)}…`);
+  if (c.raisedBy) await checkFocusStays(page, c);
   if (shots && c.shot) {
     mkdirSync(shots, { recursive: true });
     if (c.hidePanel) await runCommand(page, 'View: Hide Panel'); // the whole widget in the picture

@@ -52,6 +52,30 @@ describe('SessionModel', () => {
     assert.equal(m.frameOnThread, undefined);
   });
 
+  it('keeps the shown wave when a stop leaves the focus where it is (the stop\'s badge on another wave)', () => {
+    const m = new SessionModel();
+    // the first stop of a core whose waves 0 and 1 both raised the exception: the focus on wave 0
+    m.observeMessage({ type: 'event', event: 'stopped', body: { reason: 'exception', threadId: 1, allThreadsStopped: true } });
+    m.observeRequest({ type: 'request', seq: 1, command: 'stackTrace', arguments: { threadId: 1 } });
+    m.observeMessage({ type: 'response', request_seq: 1, command: 'stackTrace', success: true, body: { stackFrames: [{ id: 10 }] } });
+    m.observeRequest({ type: 'request', seq: 2, command: 'stackTrace', arguments: { threadId: 2 } });
+    m.observeMessage({ type: 'response', request_seq: 2, command: 'stackTrace', success: true, body: { stackFrames: [{ id: 20 }] } });
+    m.observeRequest({ type: 'request', seq: 3, command: 'scopes', arguments: { frameId: 10 } });
+    const badge = { reason: 'exception', threadId: 2, description: 'Exception', preserveFocusHint: true, allThreadsStopped: false };
+    assert.equal(m.observeMessage({ type: 'event', event: 'stopped', body: badge }), false, 'the lanes shown stay');
+    assert.equal(m.threadId, 1);
+    assert.equal(m.frameOnThread, 10, 'the focused wave\'s frames are still known');
+    // wave 1's own frames are new: selecting its new top frame shows it
+    m.observeRequest({ type: 'request', seq: 4, command: 'scopes', arguments: { frameId: 20 } });
+    assert.equal(m.threadId, 1, 'a frame of the old call stack names no wave');
+    // `wave 1`: the focus event and the stop move the shown wave; wave 0's badge put back does not
+    m.observeMessage({ type: 'event', event: 'focus', body: { threadId: 2, lane: 0, active: true, lanes: 64 } });
+    m.observeMessage({ type: 'event', event: 'stopped', body: { reason: 'exception', threadId: 2, allThreadsStopped: true } });
+    m.observeMessage({ type: 'event', event: 'stopped', body: { ...badge, threadId: 1 } });
+    assert.equal(m.threadId, 2);
+    assert.equal(m.focus?.threadId, 2);
+  });
+
   it('applies focus events and setFocus replies', () => {
     const m = new SessionModel();
     m.observeMessage({ type: 'event', event: 'stopped', body: { threadId: 1 } });
