@@ -158,7 +158,7 @@ async function callStack(page) {
       const text = row.textContent.replace(/\s+/g, ' ').trim();
       if (row.getAttribute('aria-level') === '1') {
         thread = text;
-        const wave = / Wave 0:0:0:(\d+) /.exec(` ${text} `)?.[1];
+        const wave = / Wave [\d?]+:[\d?]+:[\d?]+:(\d+) /.exec(` ${text} `)?.[1];  // agent:queue:dispatch:wave
         if (wave !== undefined) badges[wave] = (row.querySelector('.state')?.textContent ?? '').trim().toLowerCase();
       } else if (row.classList.contains('selected')) {
         selected = { thread, frame: text };
@@ -177,8 +177,9 @@ async function assertFocus(page, what, wave, raised, lane) {
     const focusLane = ((await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: '◀ focus' }).first()
       .textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ');
     seen = { ...stack, lanes, focusLane };
-    const ok = stack.selected !== undefined && stack.selected.thread.includes(`Wave 0:0:0:${wave} `)
-      && /^scatter/.test(stack.selected.frame) && lanes.includes(`Wave 0:0:0:${wave} `)
+    const named = (text) => new RegExp(` Wave [\\d?]+:[\\d?]+:[\\d?]+:${wave} `).test(` ${text} `);
+    const ok = stack.selected !== undefined && named(stack.selected.thread)
+      && /^scatter/.test(stack.selected.frame) && named(lanes)
       && (lane === undefined || new RegExp(`^Lane ${lane}(?!\\d)`).test(focusLane.trim()))
       && raised.every((w) => stack.badges[w] === 'exception');
     return { ok, value: JSON.stringify(seen) };
