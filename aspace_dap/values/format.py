@@ -11,7 +11,7 @@ import struct
 
 from ..dwarf.storage import IMPLICIT_POINTER, OK, OPTIMIZED_OUT
 from ..dwarf.types import (ATE_BOOLEAN, ATE_FLOAT, ATE_SIGNED_CHAR, ATE_UNSIGNED_CHAR, ATE_UTF, ArrayType, BaseType,
-                           EnumType, FunctionType, PointerType, StructType, VoidType)
+                           EnumType, FunctionType, PointerType, StructType, VoidType, byte_size)
 from ..deadline import check_time
 from .objects import Obj
 
@@ -174,10 +174,18 @@ def _format_array(obj: Obj, lane: int, hex: bool, shown: _Shown) -> str:
         if text is not None:
             return text
     items = []
-    for i in range(min(count, MAX_ELEMENTS)):
+    shown_count = min(count, MAX_ELEMENTS)
+    numbers = obj.number_elements(lane, shown_count)
+    number_type = et.strip()
+    for i in range(shown_count):
         if not shown.take():
             break
-        items.append(_format(obj.element(i), lane, hex, False, shown))
+        if numbers is not None and numbers[1][i] == OK:  # an array of numbers: no object per element
+            value = numbers[0][i]
+            items.append(_format_enum(number_type, value, hex) if isinstance(number_type, EnumType)
+                         else format_scalar(number_type, value, byte_size(et), hex=hex))
+        else:
+            items.append(_format(obj.element(i), lane, hex, False, shown))
     out, i = [], 0
     while i < len(items):
         j = i

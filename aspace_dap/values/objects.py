@@ -159,6 +159,25 @@ class Obj:
             raise EvaluationError(f"{self.type.display_name()} is not an array")
         return self.sub(et, index * self.element_stride())
 
+    def number_elements(self, lane: int, count: int):
+        """The first `count` elements of an array of 1-, 2-, 4- or 8-byte numbers (base or enum types) as lane
+        `lane` (an index into lanes) sees them, from one read of this object's bytes: (values, states) with
+        each element's value as scalar_bits gives it (None where its bytes are not all there) and the worst
+        state of its bytes. None where the elements are not such numbers laid end to end inside this object
+        (format.py then makes an object per element)."""
+        et = self.element_type()
+        t = et.strip() if et is not None else None
+        size = byte_size(et) if et is not None else None
+        if not isinstance(t, (BaseType, EnumType)) or size not in (1, 2, 4, 8) or self.error is not None \
+                or self.bit_size is not None or self.element_stride() != size or count * size > self.size \
+                or self.size > EAGER_LIMIT or (self.location is None and self._data is None):
+            return None
+        data, state = self.bytes(0, count * size)
+        kind = np.dtype(f"<{'i' if _is_signed(t) else 'u'}{size}")
+        values = np.ascontiguousarray(data[lane]).view(kind).tolist()
+        states = state[lane].reshape(count, size).max(axis=1).tolist() if count else []
+        return [v if st == OK else None for v, st in zip(values, states)], states
+
     # ---------------------------------------------------------------- scalars
 
     def scalar_bits(self):
