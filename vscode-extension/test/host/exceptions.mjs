@@ -186,12 +186,27 @@ async function assertFocus(page, what, wave, raised, lane) {
   }, 40);
 }
 
+/** Click Lane `lane` in GPU Lanes until it is the focus lane: a click that lands while the list redraws
+ * for a new wave is lost, as a user's would be, and the user clicks again. */
+async function chooseLane(page, c, lane) {
+  const row = () => pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: new RegExp(`^Lane ${lane}(?!\\d)`) }).first();
+  const focusLane = async () => ((await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: '◀ focus' })
+    .first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ').trim();
+  await row().click();
+  await until(`${c.name}: Lane ${lane} chosen in GPU Lanes is not the focus lane`, async () => {
+    const now = await focusLane();
+    const ok = new RegExp(`^Lane ${lane}(?!\\d)`).test(now);
+    if (!ok) await row().click().catch(() => {});
+    return { ok, value: now || '(no focus lane)' };
+  }, 20);
+}
+
 /** The stop's badge on a wave without the focus takes nothing from the focus (see the header). */
 async function checkFocusStays(page, c) {
   const [first, other] = c.raisedBy;
   await assertFocus(page, `${c.name}: after the stop, wave ${first}'s top frame is not the focus`, first, c.raisedBy);
   await setPaneExpanded(page, 'GPU Lanes', true);
-  await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 3(?!\d)/ }).first().click();
+  await chooseLane(page, c, 3);
   await assertFocus(page, `${c.name}: Lane 3 chosen in GPU Lanes leaves wave ${first}`, first, c.raisedBy, 3);
   await page.keyboard.press('Control+Shift+Y');
   await page.locator('.repl-input-wrapper').waitFor({ timeout: 10000 });
@@ -199,7 +214,7 @@ async function checkFocusStays(page, c) {
   await page.keyboard.type(`wave ${other}`);
   await page.keyboard.press('Enter');
   await assertFocus(page, `${c.name}: after \`wave ${other}\`, wave ${other}'s top frame is not the focus`, other, c.raisedBy);
-  await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: /^Lane 5(?!\d)/ }).first().click();
+  await chooseLane(page, c, 5);
   await assertFocus(page, `${c.name}: Lane 5 chosen in GPU Lanes leaves wave ${other}`, other, c.raisedBy, 5);
   console.log(`ok   ${c.name}: the focus stays on the focused wave's frame (waves ${c.raisedBy.join(', ')} keep Exception)`);
 }
