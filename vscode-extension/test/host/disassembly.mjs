@@ -125,20 +125,33 @@ async function startSession(page, name) {
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: /divergent/ }).first().waitFor({ timeout: 90000 });
 }
 
-/** Right-click a Call Stack frame and choose "Open Disassembly View". */
+/** Right-click a Call Stack frame and choose "Open Disassembly View". VS Code enables it for the frame
+ * it has focused; right after a stop the Call Stack can show the top frame selected while no frame is
+ * focused yet (the menu item is disabled), and a user then clicks the frame: so does this check, and
+ * says so. */
 async function openFromCallStack(page, frameName) {
   const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: new RegExp(`^${frameName}`) }).first();
   await frame.waitFor({ timeout: 30000 });
   // on a loaded machine the menu's click can land while the Call Stack redraws: the menu stays open
   for (let attempt = 0; ; attempt++) {
     await frame.click({ button: 'right' });
-    await page.locator('.context-view .action-label', { hasText: 'Open Disassembly View' }).first().click({ timeout: 10000 });
+    const item = page.locator('.context-view .action-item', { hasText: 'Open Disassembly View' }).first();
+    const disabled = ((await item.getAttribute('class', { timeout: 10000 }).catch(() => '')) ?? '').includes('disabled');
+    if (disabled) {
+      await page.keyboard.press('Escape');
+      console.log(`note ${frameName}: "Open Disassembly View" disabled (no focused frame yet): the frame is clicked first`);
+      await frame.click();
+      await sleep(500);
+      if (attempt >= 3) throw new Error(`"Open Disassembly View" stays disabled on ${frameName} after it was clicked`);
+      continue;
+    }
+    await item.locator('.action-label').click({ timeout: 10000 });
     try {
       await page.locator('.disassembly-view').first().waitFor({ timeout: 10000 });
       return;
     } catch (error) {
       await page.keyboard.press('Escape');
-      if (attempt >= 2) throw error;
+      if (attempt >= 3) throw error;
     }
   }
 }
