@@ -17,12 +17,13 @@ demo: $(STAMP)
 	$(PY) -m aspace_dap demo
 
 # The Python tests run beside the extension's build, tests and host checks (their lines interleave);
-# the tests themselves on every core (pytest-xdist, an idle worker takes tests queued for another;
-# PYTEST_JOBS=1 runs them in one process).
+# the tests themselves in one worker more than there are cores, since many wait on a server process or
+# a timeout (pytest-xdist, an idle worker takes tests queued for another; PYTEST_JOBS=1 runs them in
+# one process).
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j4 test-python test-host
 
-PYTEST_JOBS ?= auto
+PYTEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 
 # Byte-code caches first, as an installed package has them: the tests start the server in hundreds of
 # processes, and where PYTHONDONTWRITEBYTECODE is set each would compile every module again (~0.2 s).
