@@ -95,7 +95,7 @@ def test_disassemble_the_current_function(amd, amd_listing):
     assert sum(line.startswith("=> ") for line in body) == 1
 
 
-def test_disassemble_with_source(amd):
+def test_disassemble_with_source(amd, amd_listing):  # (the listing: skipped without llvm-objdump)
     text = repl_in(amd, "disassemble /s")
     source = (EXAMPLES / "divergent_call/divergent_call.hip").read_text().splitlines()
     assert f"12\t{source[11]}" in text.splitlines()
@@ -106,7 +106,7 @@ def test_disassemble_with_source(amd):
     assert lines[1].endswith("divergent_call.hip:")
 
 
-def test_disassemble_raw_bytes_and_ranges(amd):
+def test_disassemble_raw_bytes_and_ranges(amd, amd_listing):  # (skipped without llvm-objdump)
     pc = int(amd.frames[0]["instructionPointerReference"], 16)
     data = ELFFile(open(AMD_CODE, "rb"))
     text = data.get_section_by_name(".text")
