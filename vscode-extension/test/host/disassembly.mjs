@@ -127,8 +127,8 @@ async function startSession(page, name) {
 
 /** Right-click a Call Stack frame and choose "Open Disassembly View". VS Code enables it for the frame
  * it has focused; right after a stop the Call Stack can show the top frame selected while no frame is
- * focused yet (the menu item is disabled), and a user then clicks the frame: so does this check, and
- * says so. */
+ * focused yet (the menu item is disabled, or enabled but opening nothing), and a user then clicks the
+ * frame: so does this check, and says so. */
 async function openFromCallStack(page, frameName) {
   const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: new RegExp(`^${frameName}`) }).first();
   await frame.waitFor({ timeout: 30000 });
@@ -152,6 +152,14 @@ async function openFromCallStack(page, frameName) {
     } catch (error) {
       await page.keyboard.press('Escape');
       if (attempt >= 3) throw error;
+      // nothing opened: VS Code's focused frame is not the one shown selected. A user chooses another
+      // thread, then the frame again, and runs the command from the palette.
+      console.log(`note ${frameName}: "Open Disassembly View" opened nothing: another thread, then the frame, chosen first`);
+      await page.locator('.debug-call-stack .monaco-list-row[aria-level="1"]').last().click().catch(() => {});
+      await frame.click();
+      await sleep(1000);
+      await runCommand(page, 'Open Disassembly View').catch(() => {});
+      if (await page.locator('.disassembly-view').first().waitFor({ timeout: 10000 }).then(() => true, () => false)) return;
     }
   }
 }
