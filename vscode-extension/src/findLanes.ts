@@ -3,7 +3,7 @@
 // Waves" view shows for a search. No vscode import: the unit tests use it as
 // the view does.
 
-import { ProtocolError } from './protocol';
+import { int, list, obj, str } from './checked';
 import { groupRow, parseGroupList, type RequestTarget, type WaveGroup } from './waveGroups';
 
 export interface FoundLane {
@@ -32,30 +32,6 @@ export interface LanesFound {
   groups: FoundGroup[];
   /** What the vendor's debugger calls a wave (warp, thread). */
   waveWord: string;
-}
-
-function fail(what: string, expected: string, value: unknown): never {
-  throw new ProtocolError(`${what}: expected ${expected}, got ${JSON.stringify(value)}`);
-}
-
-function obj(value: unknown, what: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(what, 'an object', value);
-  return value as Record<string, unknown>;
-}
-
-function int(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail(what, 'a non-negative integer', value);
-  return value as number;
-}
-
-function str(value: unknown, what: string): string {
-  if (typeof value !== 'string') fail(what, 'a string', value);
-  return value as string;
-}
-
-function list(value: unknown, what: string): unknown[] {
-  if (!Array.isArray(value)) fail(what, 'a list', value);
-  return value as unknown[];
 }
 
 /** Body of a `findLanes` response. */

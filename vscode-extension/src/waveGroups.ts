@@ -3,6 +3,7 @@
 // the rows of the "GPU Waves" tree built from it. No vscode import: the unit and
 // integration tests use it as the view does.
 
+import { fail, int, list, obj, str } from './checked';
 import { ProtocolError } from './protocol';
 
 export interface GroupFrame {
@@ -44,28 +45,8 @@ export interface RequestTarget {
   customRequest(command: string, args?: unknown): Thenable<unknown>;
 }
 
-function fail(what: string, expected: string, value: unknown): never {
-  throw new ProtocolError(`${what}: expected ${expected}, got ${JSON.stringify(value)}`);
-}
-
-function obj(value: unknown, what: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(what, 'an object', value);
-  return value as Record<string, unknown>;
-}
-
-function int(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail(what, 'a non-negative integer', value);
-  return value as number;
-}
-
-function str(value: unknown, what: string): string {
-  if (typeof value !== 'string') fail(what, 'a string', value);
-  return value as string;
-}
-
 function ints(value: unknown, what: string): number[] {
-  if (!Array.isArray(value)) fail(what, 'a list', value);
-  return (value as unknown[]).map((v, i) => int(v, `${what}[${i}]`));
+  return list(value, what).map((v, i) => int(v, `${what}[${i}]`));
 }
 
 function parseFrame(value: unknown, what: string): GroupFrame {
