@@ -69,11 +69,19 @@ class Scope:
     lanes: np.ndarray
 
 
-class _Parser:
-    def __init__(self, text: str, scope: Scope):
+# precedence climbing over C's binary operators, loosest first
+BINARY_PRECEDENCE = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
+                     ("+", "-"), ("*", "/", "%")]
+
+
+class TokenCursor:
+    """A recursive-descent parser's place in an expression's tokens (this module's evaluator and
+    vector_expressions.py's tree builder): `parse` reads one whole expression with the subclass's
+    `ternary` and refuses anything left over."""
+
+    def __init__(self, text: str):
         self.toks = tokenize(text)
         self.i = 0
-        self.scope = scope
         self.text = text
 
     def peek(self, k=0):
@@ -81,22 +89,32 @@ class _Parser:
         return self.toks[j] if j < len(self.toks) else ("eof", "")
 
     def take(self, value=None):
-        check_time()
         tok = self.peek()
         if value is not None and tok[1] != value:
             raise AspaceError(f"expected {value!r} in {self.text!r}, found {tok[1] or 'end'!r}")
         self.i += 1
         return tok
 
-    def parse(self) -> Obj:
-        v = self.ternary()
+    def parse(self):
+        node = self.ternary()
         if self.peek()[0] != "eof":
             raise AspaceError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
-        return v
+        return node
 
-    # precedence climbing over C's binary operators
-    _PREC = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
-             ("+", "-"), ("*", "/", "%")]
+    def ternary(self):
+        raise NotImplementedError
+
+
+class _Parser(TokenCursor):
+    def __init__(self, text: str, scope: Scope):
+        super().__init__(text)
+        self.scope = scope
+
+    def take(self, value=None):
+        check_time()
+        return super().take(value)
+
+    _PREC = BINARY_PRECEDENCE
 
     def ternary(self):
         cond = self.binary(0)

@@ -27,7 +27,8 @@ from .deadline import check_time
 from .dwarf.storage import OK
 from .dwarf.types import (ATE_FLOAT, ArrayType, BaseType, EnumType, PointerType, StructType, Type, byte_size)
 from .errors import AspaceError, EvaluationError
-from .expressions import BUILTIN_TYPES, CLASSIFY, DOUBLE, FLOAT, INT, LONG, UINT, ULONG, _literal, _member, tokenize
+from .expressions import (BINARY_PRECEDENCE, BUILTIN_TYPES, CLASSIFY, DOUBLE, FLOAT, INT, LONG, UINT, ULONG, TokenCursor,
+                          _literal, _member)
 from .values.format import state_text
 from .values.objects import Obj, _is_signed
 
@@ -63,8 +64,7 @@ class Num:
 
 # --------------------------------------------------------------------------- parsing
 
-_PREC = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
-         ("+", "-"), ("*", "/", "%")]
+_PREC = BINARY_PRECEDENCE
 
 
 def parse(text: str, is_type) -> tuple:
@@ -75,29 +75,10 @@ def parse(text: str, is_type) -> tuple:
     return _Parser(text, is_type).parse()
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, text: str, is_type):
-        self.toks = tokenize(text)
-        self.i = 0
-        self.text = text
+        super().__init__(text)
         self.is_type = is_type
-
-    def peek(self, k=0):
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else ("eof", "")
-
-    def take(self, value=None):
-        tok = self.peek()
-        if value is not None and tok[1] != value:
-            raise AspaceError(f"expected {value!r} in {self.text!r}, found {tok[1] or 'end'!r}")
-        self.i += 1
-        return tok
-
-    def parse(self):
-        node = self.ternary()
-        if self.peek()[0] != "eof":
-            raise AspaceError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
-        return node
 
     def ternary(self):
         cond = self.binary(0)
