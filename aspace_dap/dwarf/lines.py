@@ -104,7 +104,8 @@ class LineTable:
             self._reach.append(reach)
         self._loaded = True
 
-    def lookup(self, pc: int) -> LineInfo | None:
+    def _covering(self, pc: int):
+        """(sequence, row index) of the row covering `pc`, or None."""
         self._load()
         i = bisect.bisect_right(self._starts, pc) - 1
         # Sequences may overlap (e.g. discarded functions at address 0): walk back
@@ -112,29 +113,28 @@ class LineTable:
         while i >= 0 and self._reach[i] > pc:
             seq = self._sequences[i]
             if pc < seq.addresses[-1]:
-                j = bisect.bisect_right(seq.addresses, pc) - 1
-                file_no, line, column, is_stmt = seq.rows[j]
-                return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
+                return seq, bisect.bisect_right(seq.addresses, pc) - 1
             i -= 1
         return None
+
+    def _row(self, seq, j: int) -> LineInfo:
+        file_no, line, column, is_stmt = seq.rows[j]
+        return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
+
+    def lookup(self, pc: int) -> LineInfo | None:
+        found = self._covering(pc)
+        return None if found is None else self._row(*found)
 
     def lookup_stated(self, pc: int) -> LineInfo | None:
         """The row covering `pc`, or where that row has line 0 (code the compiler attributes to no line)
         the nearest row before it in its sequence that has a line; None when there is none."""
-        self._load()
-        i = bisect.bisect_right(self._starts, pc) - 1
-        while i >= 0 and self._reach[i] > pc:
-            seq = self._sequences[i]
-            if pc < seq.addresses[-1]:
-                j = bisect.bisect_right(seq.addresses, pc) - 1
-                while j >= 0 and not seq.rows[j][1]:
-                    j -= 1
-                if j < 0:
-                    return None
-                file_no, line, column, is_stmt = seq.rows[j]
-                return LineInfo(self.files.get(file_no, f"<file {file_no}>"), line, column, is_stmt, seq.addresses[j])
-            i -= 1
-        return None
+        found = self._covering(pc)
+        if found is None:
+            return None
+        seq, j = found
+        while j >= 0 and not seq.rows[j][1]:
+            j -= 1
+        return None if j < 0 else self._row(seq, j)
 
     def has_inline_info(self) -> bool:
         """Whether the program says which inlined call each row belongs to (NVIDIA's extension)."""
@@ -148,16 +148,13 @@ class LineTable:
         self._load()
         if not self._inlined:
             return None
-        i = bisect.bisect_right(self._starts, pc) - 1
-        while i >= 0 and self._reach[i] > pc:
-            seq = self._sequences[i]
-            if pc < seq.addresses[-1]:
-                j = bisect.bisect_right(seq.addresses, pc) - 1
-                file_no, line, column, _ = seq.rows[j]
-                context, name = seq.inline[j] if seq.inline is not None else (0, 0)
-                return self._chain(seq, file_no, line, column, context, name)
-            i -= 1
-        return None
+        found = self._covering(pc)
+        if found is None:
+            return None
+        seq, j = found
+        file_no, line, column, _ = seq.rows[j]
+        context, name = seq.inline[j] if seq.inline is not None else (0, 0)
+        return self._chain(seq, file_no, line, column, context, name)
 
     def _chain(self, seq: "_Sequence", file_no: int, line: int, column: int, context: int,
                name: int) -> list[InlinedAt]:
