@@ -129,18 +129,25 @@ def row_table() -> list[int]:
     return rows
 
 
-def scatter_rows_state(folder: Path):
-    cubin = PRODUCTION / "scatter_rows.sm_90.lineinfo.cubin"
+def _cubin_state(cubin: Path, sass: dict[int, str], kernel: str, param_size: int):
+    """(relocated image, kernel parameters, writer, code object index) for a dump of one cubin whose
+    nvdisasm listing beside it holds `sass` and whose kernel's parameters are `param_size` bytes at
+    c[0x0][0x210]."""
     image = relocate_cubin(cubin.read_bytes(), cubin.name)
-    expect(listing(cubin.with_name(cubin.name + ".gi.txt")), SCATTER_ROWS_SASS, cubin.name)
-    params = kernel_parameters(image, KERNEL, cubin.name)
-    if params is None or (params.offset, params.size) != (0x210, 32):
-        raise ValueError(f"{cubin.name}: the parameters are not at c[0x0][0x210] (32 bytes): {params}")
-    uregs, upreds = uniform_registers(image)
+    expect(listing(cubin.with_name(cubin.name + ".gi.txt")), sass, cubin.name)
+    params = kernel_parameters(image, kernel, cubin.name)
+    if params is None or (params.offset, params.size) != (0x210, param_size):
+        raise ValueError(f"{cubin.name}: the parameters are not at c[0x0][0x210] ({param_size} bytes): {params}")
     writer = StateWriter("nvidia", processor(image), LANES,
                          apertures={"shared": (SHARED_WINDOW, WINDOW_SIZE), "local": (LOCAL_WINDOW, WINDOW_SIZE)},
                          producer="examples/dumpgen/production.py")
-    co = writer.add_code_object(image, 0, name=cubin.name)
+    return image, params, writer, writer.add_code_object(image, 0, name=cubin.name)
+
+
+def scatter_rows_state(folder: Path):
+    cubin = PRODUCTION / "scatter_rows.sm_90.lineinfo.cubin"
+    image, params, writer, co = _cubin_state(cubin, SCATTER_ROWS_SASS, KERNEL, 32)
+    uregs, upreds = uniform_registers(image)
     inputs = np.arange(ROWS * WIDTH, dtype=np.float32) * np.float32(0.5)
     writer.add_memory("global", IN, inputs.tobytes())
     writer.add_memory("global", ROW_TABLE, np.array(row_table(), "<i4").tobytes())
@@ -199,16 +206,8 @@ TRITON_SASS = {
 
 def triton_state(folder: Path):
     cubin = TRITON / "scatter_rows_kernel.sm_90.cubin"
-    image = relocate_cubin(cubin.read_bytes(), cubin.name)
-    expect(listing(cubin.with_name(cubin.name + ".gi.txt")), TRITON_SASS, cubin.name)
-    params = kernel_parameters(image, TRITON_KERNEL, cubin.name)
-    if params is None or (params.offset, params.size) != (0x210, 48):
-        raise ValueError(f"{cubin.name}: the parameters are not at c[0x0][0x210] (48 bytes): {params}")
+    image, params, writer, co = _cubin_state(cubin, TRITON_SASS, TRITON_KERNEL, 48)
     uregs, upreds = uniform_registers(image)
-    writer = StateWriter("nvidia", processor(image), LANES,
-                         apertures={"shared": (SHARED_WINDOW, WINDOW_SIZE), "local": (LOCAL_WINDOW, WINDOW_SIZE)},
-                         producer="examples/dumpgen/production.py")
-    co = writer.add_code_object(image, 0, name=cubin.name)
     inputs = np.arange(TRITON_PROGRAMS * WIDTH, dtype=np.float32) * np.float32(0.5)
     rows = list(range(TRITON_PROGRAMS))
     rows[TRITON_FAULT_ROW] = STALE
