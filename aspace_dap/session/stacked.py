@@ -289,15 +289,7 @@ class PlaceLeaves:
             target.prefetch(target.dump_registers(registers))
 
     def variable(self, name: str):
-        found = self._seen.get(name)
-        if found is None:
-            try:
-                found = self._seen[name] = (self._variable(name), None)
-            except (AspaceError, NotVectorized) as e:
-                found = self._seen[name] = (None, e)
-        if found[1] is not None:
-            raise found[1]
-        return found[0]
+        return _remembered(self._seen, name, self._variable)
 
     def _variable(self, name: str):
         found = self._located(name)
@@ -313,15 +305,7 @@ class PlaceLeaves:
     def _located(self, name: str):
         """What the name is here: ("object", a builtin's rows), or ("variable", the variable, its read for
         the first row's wave (locations, not values), what working it out read of that wave)."""
-        found = self._where.get(name)
-        if found is None:
-            try:
-                found = self._where[name] = (self._locate(name), None)
-            except (AspaceError, NotVectorized) as e:
-                found = self._where[name] = (None, e)
-        if found[1] is not None:
-            raise found[1]
-        return found[0]
+        return _remembered(self._where, name, self._locate)
 
     def _locate(self, name: str):
         frame = self.frame
@@ -564,3 +548,16 @@ def _object(t, values: np.ndarray, known: np.ndarray) -> Obj:
     data = np.ascontiguousarray(values).view(np.uint8).reshape(n, -1)
     state = np.broadcast_to(np.where(known[:, None], 0, UNAVAILABLE).astype(np.uint8), data.shape).copy()
     return Obj(t, None, None, lanes=np.arange(n), data=data.copy(), state=state)
+
+
+def _remembered(cache: dict, name: str, work):
+    """work(name), worked out once: its value, or the error it raised (raised again each time)."""
+    found = cache.get(name)
+    if found is None:
+        try:
+            found = cache[name] = (work(name), None)
+        except (AspaceError, NotVectorized) as e:
+            found = cache[name] = (None, e)
+    if found[1] is not None:
+        raise found[1]
+    return found[0]
