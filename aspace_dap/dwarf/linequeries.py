@@ -50,16 +50,16 @@ class LineQueries:
         return self._tables(self._cus_for_pc(pc) or None)
 
     def line_for_pc(self, pc: int) -> LineInfo | None:
-        for table in self._tables_for_pc(pc):
-            info = table.lookup(pc)
-            if info is not None:
-                return info
-        return None
+        return self._first_row(pc, LineTable.lookup)
 
     def stated_line_for_pc(self, pc: int) -> LineInfo | None:
         """line_for_pc, except that code at line 0 belongs to the nearest line before it (in its sequence)."""
+        return self._first_row(pc, LineTable.lookup_stated)
+
+    def _first_row(self, pc: int, lookup) -> LineInfo | None:
+        """lookup(table, pc) in the first of the tables for `pc` that has a row for it."""
         for table in self._tables_for_pc(pc):
-            info = table.lookup_stated(pc)
+            info = lookup(table, pc)
             if info is not None:
                 return info
         return None

@@ -211,18 +211,10 @@ class Frames(Part):
     def _frames_at(self, program: Program, pc: int) -> list[FrameInfo]:
         """The DWARF's frames at an ELF pc, looked up once per program and pc (thousands of waves stand at
         a few pcs)."""
-        key = (id(program), pc)
-        found = self._at.get(key)
-        if found is None or found[0] is not program:
-            found = self._at[key] = (program, program.index.frames_at(pc))
-        return found[1]
+        return _per_program(self._at, program, pc, program.index.frames_at)
 
     def _line_at(self, program: Program, pc: int):
-        key = (id(program), pc)
-        found = self._lines.get(key)
-        if found is None or found[0] is not program:
-            found = self._lines[key] = (program, program.index.line_for_pc(pc))
-        return found[1]
+        return _per_program(self._lines, program, pc, program.index.line_for_pc)
 
     def frame_target(self, frame: Frame, dialect: Dialect):
         """The wave as seen from a frame: a caller frame sees its unwound registers."""
@@ -261,3 +253,13 @@ class Frames(Part):
         if line is None:
             return None, None, None
         return self.sources.map_source(line.file, tell=True), line.line, line.column
+
+
+def _per_program(cache: dict, program: Program, pc: int, work):
+    """work(pc) for `program`, worked out once per program and pc (the program is kept beside the answer:
+    the id of a program that is gone may be another's)."""
+    key = (id(program), pc)
+    found = cache.get(key)
+    if found is None or found[0] is not program:
+        found = cache[key] = (program, work(pc))
+    return found[1]
