@@ -173,10 +173,9 @@ class Obj:
                 or self.size > EAGER_LIMIT or (self.location is None and self._data is None):
             return None
         data, state = self.bytes(0, count * size)
-        kind = np.dtype(f"<{'i' if _is_signed(t) else 'u'}{size}")
-        values = np.ascontiguousarray(data[lane]).view(kind).tolist()
-        states = state[lane].reshape(count, size).max(axis=1).tolist() if count else []
-        return [v if st == OK else None for v, st in zip(values, states)], states
+        # each element of the lane's row read as scalar_bits reads one value per lane
+        return self._whole_scalar_bits(data[lane].reshape(count, size), state[lane].reshape(count, size), size,
+                                       _is_signed(t))
 
     # ---------------------------------------------------------------- scalars
 
