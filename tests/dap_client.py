@@ -324,6 +324,29 @@ def start_server_subprocess(args: list[str], launcher: list[str] | tuple = (), p
     return client
 
 
+def start_server() -> DapTestClient:
+    """`python -m aspace_dap` as a stdio server, forked from this test process's warm server
+    (forked_servers: the same code, its imports done once), or started anew where it cannot be."""
+    from forked_servers import start_forked
+
+    forked = start_forked(_server_env(), REPO_ROOT)
+    if forked is None:
+        return start_server_subprocess(["-m", "aspace_dap"])
+    sock, stderr_pipe, process = forked
+    # buffered reads: debugpy's from_socket reads its headers a byte at a time
+    stream = JsonIOStream(sock.makefile("rb"), sock.makefile("wb", 0), "server")
+
+    def closer() -> None:  # what closing a server's stdin is: it reads the end, still writes
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    client = DapTestClient(stream, sock.sendall, closer, process)
+    client.stderr = _StderrCollector(stderr_pipe)
+    return client
+
+
 def launched(state_path, launch_arguments: dict | None = None,
              **initialize_arguments) -> tuple[DapTestClient, dict[str, Any]]:
     """`python -m aspace_dap` launched on a dump in VS Code's order; (client, stopped event body).
@@ -331,7 +354,7 @@ def launched(state_path, launch_arguments: dict | None = None,
     The initialize response's capabilities are kept as `client.capabilities`; `launch_arguments` go with
     the state (a workspaceFolder, a sourceMap).
     """
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c = start_server()
     c.capabilities = c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True,
                                               "columnsStartAt1": True, **initialize_arguments})
     c.wait_event("initialized")

@@ -46,7 +46,7 @@ import hashlib
 import os
 import re
 
-from dap_client import start_server_subprocess
+from dap_client import start_server
 
 VERSIONS = ("0.6.0", "0.10.0")
 
@@ -77,7 +77,7 @@ class NvimDapReplay:
     def __init__(self, version: str, state_path: str, **launch_arguments):
         assert version in VERSIONS
         self.version = version
-        self.c = start_server_subprocess(["-m", "aspace_dap"])
+        self.c = start_server()
         self.next_message = 0
         self.callbacks: dict[int, object] = {}
         self.threads: dict[int, dict] = {}

@@ -364,9 +364,9 @@ def test_a_gzip_compressed_core_launches_as_it_inspects(tmp_path, capsys):
 
 
 def start_server_only():
-    from dap_client import start_server_subprocess
+    from dap_client import start_server
 
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c = start_server()
     c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
     c.wait_event("initialized")
     return c

@@ -18,6 +18,7 @@ from dap_client import (
     connect_tcp,
     frame,
     minimal_server_args,
+    start_server,
     start_server_subprocess,
     start_tcp_server_subprocess,
 )
@@ -188,7 +189,7 @@ def launched(client):
 @pytest.fixture(scope="module")
 def real():
     """One launched session shared by the tests below; each leaves it usable for the next."""
-    client = start_server_subprocess(["-m", "aspace_dap"])
+    client = start_server()
     client.thread_id = launched(client)
     yield client
     client.close()
@@ -222,7 +223,7 @@ def user_error(client, command, arguments, expected):
 
 
 def test_real_before_initialize_and_bad_launch():
-    client = start_server_subprocess(["-m", "aspace_dap"])
+    client = start_server()
     try:
         error_for(client, "threads", None, "before initialize")
         error_for(client, "stackTrace", {"threadId": 1}, "before initialize")

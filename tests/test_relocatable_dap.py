@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 
 from aspace_dap.state.sample import private_lanes, vgpr_values
 from aspace_dap.state.writer import StateWriter
-from dap_client import launched, start_server_subprocess
+from dap_client import launched, start_server
 from dwarfdump_listing import line_tables
 from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths
 
@@ -52,7 +52,7 @@ def everything_shown(c) -> dict:
 
 
 def shown_with(state: Path, code_object: Path) -> dict:
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c = start_server()
     try:
         c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
         c.wait_event("initialized")
@@ -185,7 +185,7 @@ def test_a_launch_with_an_object_that_cannot_be_relocated_says_why(tmp_path):
     bad = tmp_path / "bad.o"
     bad.write_bytes(_patched(OBJECT.read_bytes(), ".rela.debug_addr", 0, rtype=7))  # R_AMDGPU_GOTPCREL
     dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c = start_server()
     try:
         c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
         c.wait_event("initialized")
@@ -210,7 +210,7 @@ def test_an_object_the_dump_cannot_place_is_refused_not_shown_at_the_linked_addr
     (entry,) = manifest["code_objects"]
     (staged / entry["path"]).write_bytes(PLACEHOLDER)
     (staged / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    c = start_server_subprocess(["-m", "aspace_dap"])
+    c = start_server()
     try:
         c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
         c.wait_event("initialized")
