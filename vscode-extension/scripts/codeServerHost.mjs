@@ -80,7 +80,8 @@ export function casesWithTools(cases, python, script) {
   return cases.filter((c) => !missing.has(c.vendor));
 }
 
-/** Settings every run uses: no trust dialog, no tips or telemetry, the dark theme, a docked debug toolbar. */
+/** Settings every run uses: no trust dialog, no tips or telemetry, the dark theme, a docked debug toolbar,
+ * and less to draw and poll on a machine the tests keep busy. */
 const BASE_SETTINGS = {
   'security.workspace.trust.enabled': false,
   'workbench.startupEditor': 'none',
@@ -94,6 +95,14 @@ const BASE_SETTINGS = {
   'extensions.ignoreRecommendations': true,
   'extensions.autoCheckUpdates': false,
   'extensions.autoUpdate': false,
+  // nothing drawn that the checks do not look at: no animations, no blinking cursor, no git status
+  'workbench.reduceMotion': 'on',
+  'editor.cursorBlinking': 'solid',
+  'editor.smoothScrolling': false,
+  'workbench.list.smoothScrolling': false,
+  'git.enabled': false,
+  'git.autoRepositoryDetection': false,
+  'workbench.enableExperiments': false,
 };
 
 /**
