@@ -3,9 +3,9 @@
 Starting `python -m aspace_dap` costs about 0.45 CPU-seconds before it answers `initialize`
 (interpreter, imports), and a session's first `launch` imports the adapters, numpy and pyelftools
 on top; the tests start a few hundred servers. Here one process per test process imports all of it
-once and forks a child per client: the child is that server (`aspace_dap.cli.main([])`, stdin and
-stdout on one end of a socket pair, stderr on a pipe of the test's), so what the tests talk to is the
-same code from the same modules, only not imported again.
+once and forks a child per client: the child is that server (`aspace_dap.cli.main(argv)`: the DAP
+server, or `lsp`), its stdin and stdout on one end of a socket pair, its stderr on a pipe of the
+test's. What the tests talk to is the same code from the same modules, only not imported again.
 
 Where a test needs what only its own process gives (a return code, signals, a launcher, another
 environment or folder), it starts one with dap_client.start_server_subprocess; start_server falls
@@ -17,6 +17,7 @@ Run as a script, this file is the warm process: `python forked_servers.py SOCKET
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -100,23 +101,24 @@ def _comparable(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k != "PYTEST_CURRENT_TEST"}
 
 
-def start_forked(env: dict[str, str], cwd: str):
-    """(socket to the server, its stderr pipe to read, ForkedServer), or None (see _warm_server)."""
+def start_forked(env: dict[str, str], cwd: str, argv: tuple[str, ...] = (), stderr: bool = True):
+    """`aspace-dap *argv` forked: (socket to its stdin and stdout, its stderr pipe to read or None
+    where `stderr` is False (then /dev/null), ForkedServer), or None (see _warm_server)."""
     path = _warm_server(env, cwd)
     if path is None:
         return None
-    err_read, err_write = os.pipe()
+    err_read, err_write = os.pipe() if stderr else (None, os.open(os.devnull, os.O_WRONLY))
     request = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         request.connect(path)
         ours, theirs = socket.socketpair()
-        socket.send_fds(request, [b"s"], [theirs.fileno(), err_write])
+        socket.send_fds(request, [json.dumps(list(argv)).encode()], [theirs.fileno(), err_write])
         theirs.close()
         os.close(err_write)
         pid = int(_read_line(request))
     finally:
         request.close()
-    return ours, os.fdopen(err_read, "rb"), ForkedServer(pid)
+    return ours, (os.fdopen(err_read, "rb") if stderr else None), ForkedServer(pid)
 
 
 def _read_line(sock: socket.socket) -> bytes:
@@ -141,8 +143,8 @@ def _import_everything() -> None:
     import aspace_dap
     for package in (aspace_dap, adapters):
         for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            if module.name.startswith("aspace_dap.lsp") or module.name.endswith("__main__"):
-                continue  # the language server is not started through here; __main__ would run
+            if module.name.endswith("__main__"):
+                continue  # it would run
             try:
                 importlib.import_module(module.name)
             except ImportError:
@@ -158,7 +160,8 @@ def _serve_forks(path: str) -> None:
     sys.stdout.flush()
     while True:
         conn, _ = listener.accept()
-        _, fds, _, _ = socket.recv_fds(conn, 16, 2)
+        message, fds, _, _ = socket.recv_fds(conn, 4096, 2)
+        argv = json.loads(message)
         pid = os.fork()
         if pid == 0:
             listener.close()
@@ -173,7 +176,7 @@ def _serve_forks(path: str) -> None:
             from aspace_dap.cli import main
             code = 1
             try:
-                code = main([]) or 0
+                code = main(argv) or 0
             finally:
                 sys.stderr.flush()
                 os._exit(code)

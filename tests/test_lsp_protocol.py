@@ -20,12 +20,34 @@ EXAMPLES = ROOT / "examples"
 ARROW = "\u27f6"
 
 
+class ForkedLsp:
+    """`aspace-dap lsp` forked from the warm server, with the stdin, stdout, wait, poll and kill of a
+    subprocess.Popen (no exit code)."""
+
+    @classmethod
+    def start(cls):
+        from dap_client import REPO_ROOT, _server_env
+        from forked_servers import start_forked
+
+        forked = start_forked(_server_env(), REPO_ROOT, ("lsp",), stderr=False)
+        return None if forked is None else cls(*forked)
+
+    def __init__(self, sock, _stderr, server):
+        self._sock, self._server = sock, server
+        self.stdin, self.stdout = sock.makefile("wb"), sock.makefile("rb")
+        self.wait, self.poll, self.kill = server.wait, server.poll, server.kill
+
+
 class LspProcess:
     """A minimal synchronous LSP client: requests wait for their answer, notifications are kept."""
 
-    def __init__(self, root: Path, settings: dict, capabilities: dict | None = None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "aspace_dap", "lsp"], cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def __init__(self, root: Path, settings: dict, capabilities: dict | None = None, own_process: bool = False):
+        """`own_process`: a process of its own (its exit code is read), not one forked from the
+        test process's warm server (forked_servers)."""
+        self.proc = None if own_process else ForkedLsp.start()
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "aspace_dap", "lsp"], cwd=ROOT, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.incoming: queue.Queue = queue.Queue()
         self.notifications: list[dict] = []
         self.server_requests: list[dict] = []
@@ -399,7 +421,7 @@ def test_a_client_preferring_utf8_gets_utf8_columns(tmp_path):
 
 
 def test_unknown_requests_commands_and_exit_without_shutdown(tmp_path):
-    client = LspProcess(tmp_path, {"codeObjects": []})
+    client = LspProcess(tmp_path, {"codeObjects": []}, own_process=True)
     try:
         for method in ("textDocument/documentSymbol", "no/such"):
             assert client.answer(method, {})["error"]["code"] == -32601  # MethodNotFound
