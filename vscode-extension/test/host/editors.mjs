@@ -536,8 +536,14 @@ async function main() {
           }, 10).catch(() => { throw new Error(`the picker lists ${JSON.stringify(listed)} in ${cores}`); });
           await shot(page, 'vscode-pick-core.png');
         }
-        await input.fill('');
-        await page.keyboard.type(join(cores, core), { delay: 5 });
+        // typed as a user types it; the dialog rewrites its value as it resolves each folder, and a
+        // keystroke landing meanwhile is lost on a busy machine: the user sees that and types again
+        await until(`${core}: the path is typed`, async () => {
+          await input.fill('');
+          await page.keyboard.type(join(cores, core), { delay: 5 });
+          await sleep(300);
+          return (await input.inputValue()) === join(cores, core);
+        }, 5);
         await page.keyboard.press('Enter');
         await laneItem(page).waitFor({ timeout: 60000 });
         let seen;
