@@ -1,4 +1,4 @@
-"""DAP servers for the tests, forked from one warm process per test process instead of started anew.
+"""DAP and language servers for the tests, forked from one warm process per test process, not started anew.
 
 Starting `python -m aspace_dap` costs about 0.45 CPU-seconds before it answers `initialize`
 (interpreter, imports), and a session's first `launch` imports the adapters, numpy and pyelftools
