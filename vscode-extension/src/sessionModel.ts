@@ -108,6 +108,7 @@ export class SessionModel {
     if (msg.command === 'threads' && msg.success) {
       const threads = field(msg.body, 'threads');
       if (!Array.isArray(threads)) return false;
+      const shownName = this.threadName;
       for (const t of threads) {
         const id = integer(field(t, 'id'));
         const name = field(t, 'name');
@@ -118,6 +119,8 @@ export class SessionModel {
         this.threadId = first;
         return true;
       }
+      // the shown wave's name can arrive after its focus and lanes did (views name the wave)
+      return this.threadName !== shownName;
     }
     return false;
   }

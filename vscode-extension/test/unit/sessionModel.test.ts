@@ -20,6 +20,17 @@ describe('SessionModel', () => {
     assert.equal(m.threadName, 'AMDGPU Wave 0:0:1:3');
   });
 
+  it('asks the views to refresh when the shown wave\'s name arrives after its focus, and only then', () => {
+    const m = new SessionModel();
+    m.applyFocus({ threadId: 2, lane: 0, active: true, lanes: 64 });
+    assert.equal(m.threadName, undefined);
+    const threads = { type: 'response', command: 'threads', success: true, body: { threads: [{ id: 1, name: 'w0' }, { id: 2, name: 'w1' }] } } as const;
+    assert.equal(m.observeMessage(threads), true);
+    assert.equal(m.threadName, 'w1');
+    // the same names again change nothing the views show
+    assert.equal(m.observeMessage(threads), false);
+  });
+
   it('takes the first thread when the stop names none', () => {
     const m = new SessionModel();
     m.observeMessage({ type: 'event', event: 'stopped', body: { reason: 'exception', allThreadsStopped: true } });
