@@ -45,8 +45,9 @@ host-deps:
 
 # The packaged extension in a real VS Code (code-server + Chromium); skipped with a SKIPPED line
 # when there is no Chromium, a failure then with REQUIRE_HOST_TESTS=1 (see vscode-extension/Makefile).
+# (niced: the Python tests beside them are the longer path, the checks mostly wait on the browser)
 test-host: test-extension host-deps
-	$(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
+	nice -n 5 $(MAKE) -C vscode-extension host-checks PYTHON=$(abspath $(PY))
 
 # the VS Code extension as vscode-extension/aspace-gpu.vsix (needs node and npm; see the README's "VS Code")
 vsix:
