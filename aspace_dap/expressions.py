@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +75,7 @@ BINARY_PRECEDENCE = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<
                      ("+", "-"), ("*", "/", "%")]
 
 
-class TokenCursor:
+class TokenCursor(ABC):
     """A recursive-descent parser's place in an expression's tokens (this module's evaluator and
     vector_expressions.py's tree builder): `parse` reads one whole expression with the subclass's
     `ternary` and refuses anything left over."""
@@ -101,8 +102,9 @@ class TokenCursor:
             raise AspaceError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
         return node
 
+    @abstractmethod
     def ternary(self):
-        raise NotImplementedError
+        """The whole expression's tree, from the cursor on (the grammar's top rule)."""
 
 
 class _Parser(TokenCursor):

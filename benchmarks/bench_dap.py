@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +65,7 @@ def _framed(seq: int, command: str, arguments: dict | None) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-class _Client:
+class _Client(ABC):
     """Request/response over some byte transport; events are kept aside."""
 
     def __init__(self):
@@ -73,11 +74,13 @@ class _Client:
         self._buffer = bytearray()
         self._responses: list[dict] = []  # parsed, not yet looked at
 
+    @abstractmethod
     def _write(self, data: bytes) -> None:
-        raise NotImplementedError
+        """Send `data` to the server."""
 
+    @abstractmethod
     def _read_more(self) -> bytes:
-        raise NotImplementedError
+        """The next bytes the server sent (empty at its end)."""
 
     def send(self, command: str, arguments: dict | None = None) -> int:
         self.seq += 1
