@@ -28,13 +28,14 @@ import tempfile
 import threading
 import time
 
-_WARM: dict = {}  # this test process's warm server: process, socket path, environment
+_WARM: dict = {}  # this test process's warm server: process, socket path, environment, folder
 _LOCK = threading.Lock()
 
 
 class ForkedServer:
     """The child's side of subprocess.Popen that the tests use: pid, poll, wait, kill, terminate.
-    Its exit status is its parent's (the warm process reaps it): returncode stays None."""
+    Its exit status goes to its parent (the warm process reaps it): returncode stays None, wait
+    returns None, and poll says only whether it still runs (None) or not (0)."""
 
     returncode = None
 
@@ -84,14 +85,14 @@ def _warm_server(env: dict[str, str], cwd: str) -> str | None:
             ready = process.stdout.readline()
             if ready.strip() != b"ready":
                 raise RuntimeError(f"the warm server did not start: {ready!r}")
-            _WARM.update(process=process, path=path, env=dict(env), cwd=cwd)
+            _WARM.update(process=process, path=path, env=_comparable(env), cwd=cwd)
 
             def stop():
                 process.kill()
                 process.wait()
                 shutil.rmtree(folder, ignore_errors=True)
             atexit.register(stop)
-        if _comparable(_WARM["env"]) != _comparable(env) or _WARM["cwd"] != cwd or _WARM["process"].poll() is not None:
+        if _WARM["env"] != _comparable(env) or _WARM["cwd"] != cwd or _WARM["process"].poll() is not None:
             return None
         return _WARM["path"]
 

@@ -33,7 +33,6 @@ class ForkedLsp:
         return None if forked is None else cls(*forked)
 
     def __init__(self, sock, _stderr, server):
-        self._sock, self._server = sock, server
         self.stdin, self.stdout = sock.makefile("wb"), sock.makefile("rb")
         self.wait, self.poll, self.kill = server.wait, server.poll, server.kill
 

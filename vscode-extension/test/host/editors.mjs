@@ -239,6 +239,14 @@ async function debugViews(page) {
   };
 }
 
+/** The Call Stack's selected row is a frame of wave `wave` ('selected'), or no row is selected
+ * ('none': VS Code's CallStackView drops the selection when the focus lands while a refresh of the
+ * tree is still under way, which a loaded machine makes likely after a stop), or neither (false). */
+function callStackSelection(seen, wave, frame = /./) {
+  if (seen.thread.includes(`Wave 0:?:0:${wave} `) && frame.test(seen.frame)) return 'selected';
+  return seen.thread === '' && seen.frame === '' ? 'none' : false;
+}
+
 /** VS Code shows wave `wave` stopped at lane `lane` (lds_tiles): Call Stack, toolbar, Variables, Watch. */
 async function assertStopped(page, what, wave, lane) {
   const tx = String(lane % 16);
@@ -247,13 +255,9 @@ async function assertStopped(page, what, wave, lane) {
   try {
     await until(what, async () => {
       seen = await debugViews(page);
-      // tx and ty name the wave and the lane: Variables and Watch read VS Code's focused frame.
-      // The Call Stack's selected row is that frame's, or none: VS Code (CallStackView) drops the
-      // selection when the focus lands while a refresh of the tree is still under way, which a
-      // loaded machine makes likely after a stop; a row of another wave is a failure
-      const selected = seen.thread.includes(`Wave 0:?:0:${wave} `) && /transpose_tiles/.test(seen.frame);
-      const none = seen.thread === '' && seen.frame === '';
-      return (selected || none) && seen.running.length === 0
+      // tx and ty name the wave and the lane: Variables and Watch read VS Code's focused frame,
+      // whether or not the Call Stack kept its selection; a row of another wave is a failure
+      return callStackSelection(seen, wave, /transpose_tiles/) && seen.running.length === 0
         && seen.toolbar.continue > 0 && seen.toolbar.pause === 0
         && seen.variables.tx === tx && seen.variables.ty === ty && seen.watch.ty === ty;
     }, 30);
@@ -376,14 +380,14 @@ async function main() {
       // 16x16 blocks on wave64: wave 2 lane 2 has threadIdx.y = 4 * 2 + 2 / 16 = 8
       if (value !== '8') throw new Error(`ty printed "${value}"`);
       // the selected frame belongs to wave 2's thread (the nearest thread row above it), or no row
-      // is selected (VS Code can drop the selection, see assertStopped) and Variables show wave 2
-      let selected;
+      // is selected and Variables show wave 2 lane 2
+      let selection;
       await until('Call Stack selects a frame of wave 2', async () => {
         const seen = await debugViews(page);
-        selected = seen.thread;
-        return /Wave 0:\?:0:2/.test(seen.thread) || (seen.thread === '' && seen.variables.ty === '8' && seen.variables.tx === '2');
+        selection = callStackSelection(seen, 2);
+        return selection === 'selected' || (selection === 'none' && seen.variables.ty === '8' && seen.variables.tx === '2');
       });
-      if (selected === '') console.log('note `wave 2`: the Call Stack lost its selection (Variables show wave 2 lane 2)');
+      if (selection === 'none') console.log('note `wave 2`: the Call Stack lost its selection (Variables show wave 2 lane 2)');
       await until('GPU Lanes names wave 2', async () =>
         /0:\?:0:2/.test(await page.locator('.pane-header', { hasText: 'GPU Lanes' }).textContent()));
       await repl(page, 'info waves');
