@@ -210,19 +210,37 @@ def _examine(s: Session, n: int, fmt: str, unit: str, where: str) -> str:
         raise LimitExceeded(f"x/{n}: {n * size} bytes is over the limit of {MAX_EXAMINE_BYTES}; use readMemory")
     start, data, valid = s.read_memory(where, 0, n * size)
     space = where.split("#")[0]
+    whole = min(n, len(data) // size, len(valid) // size)  # units read in full (the rest: past the end)
+    known = np.asarray(valid[:whole * size], bool).reshape(whole, size).all(axis=1).tolist()
+    texts = _unit_texts(bytes(data[:whole * size]), size, fmt)
     lines, per_line = [], max(1, 16 // size)
     for i in range(n):
         if i % 1024 == 0:
             check_time()
-        chunk, ok = data[i * size:(i + 1) * size], valid[i * size:(i + 1) * size]
-        if len(chunk) < size or not ok.all():
-            text = "<unavailable>"
-        else:
-            v = int.from_bytes(chunk, "little")
-            text = {"x": f"0x{v:0{size * 2}x}", "d": str(int.from_bytes(chunk, "little", signed=True)),
-                    "u": str(v), "o": f"0{v:o}", "t": f"{v:b}", "c": f"{v} {chr(v)!r}" if 32 <= v < 127 else str(v),
-                    "f": str(np.frombuffer(chunk, {4: "<f4", 8: "<f8"}.get(size, "<u1"))[0])}.get(fmt, f"0x{v:x}")
         if i % per_line == 0:
             lines.append(f"{space}#0x{start + i * size:x}:")
-        lines[-1] += "\t" + text
+        lines[-1] += "\t" + (texts[i] if i < whole and known[i] else "<unavailable>")
     return "\n".join(lines)
+
+
+def _unit_texts(data: bytes, size: int, fmt: str) -> list[str]:
+    """Each `size`-byte little-endian unit of `data` as `x/FMT` shows it (one numpy pass, not a loop
+    per unit: an x/16384xw answers in milliseconds)."""
+    if fmt == "f":
+        if size in (4, 8):
+            return [str(v) for v in np.frombuffer(data, f"<f{size}")]
+        return [str(v) for v in np.frombuffer(data, "<u1")[::size]]  # no float of this size: its first byte
+    if fmt == "d":
+        return list(map(str, np.frombuffer(data, f"<i{size}").tolist()))
+    values = np.frombuffer(data, f"<u{size}").tolist()
+    if fmt == "x":
+        return [f"0x{v:0{size * 2}x}" for v in values]
+    if fmt == "u":
+        return list(map(str, values))
+    if fmt == "o":
+        return [f"0{v:o}" for v in values]
+    if fmt == "t":
+        return [f"{v:b}" for v in values]
+    if fmt == "c":
+        return [f"{v} {chr(v)!r}" if 32 <= v < 127 else str(v) for v in values]
+    return [f"0x{v:x}" for v in values]
