@@ -10,6 +10,7 @@ from aspace_dap.dwarf.target import Dialect, FrameContext
 from aspace_dap.errors import AspaceError, LimitExceeded
 
 from fake_target import FakeTarget
+from fuzz_rounds import rounds
 
 DIALECTS = [Dialect(vendor_ops="amd", heterogeneous=True), Dialect(vendor_ops="amd"), Dialect(vendor_ops="gnu"),
             Dialect(vendor_ops="intel"), Dialect(vendor_ops="nvidia")]
@@ -23,7 +24,7 @@ def frame_for(dialect):
                         addrx=lambda i: i * 8)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=rounds(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=48), d=st.sampled_from(DIALECTS), lanes=st.sampled_from([1, 64]),
        kind=st.sampled_from(["location", "value"]))
 def test_random_bytes_only_raise_project_errors(data, d, lanes, kind):

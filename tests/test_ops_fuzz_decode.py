@@ -10,6 +10,7 @@ from aspace_dap.dwarf.opcodes import FIXED_KINDS, specs_for
 from aspace_dap.dwarf.ops import Op, decode, disassemble
 from aspace_dap.dwarf.target import Dialect
 from aspace_dap.errors import DecodeError
+from fuzz_rounds import rounds
 
 DIALECTS = [
     Dialect(vendor_ops="gnu"),
@@ -34,7 +35,7 @@ def _check_well_formed(ops: list[Op], raw: bytes) -> None:
     assert position == len(raw)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=rounds(2000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=_expressions, dialect=st.sampled_from(DIALECTS))
 def test_random_bytes_only_raise_decode_error(raw, dialect):
     try:
@@ -120,7 +121,7 @@ def _program(draw, dialect: Dialect):
     return separator.join(texts), expected, legacy
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=rounds(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), dialect=st.sampled_from(DIALECTS))
 def test_random_programs_round_trip(data, dialect):
     text, expected, legacy = data.draw(_program(dialect))
@@ -131,7 +132,7 @@ def test_random_programs_round_trip(data, dialect):
     assert assemble(disassemble(ops, dialect), dialect, legacy_amd=legacy) == raw
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=rounds(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), dialect=st.sampled_from(DIALECTS))
 def test_truncated_programs_fail_cleanly(data, dialect):
     text, _expected, legacy = data.draw(_program(dialect))
