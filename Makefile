@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-extension test-host host-deps setup bench clean vsix
+.PHONY: demo test test-python test-extension extension-deps test-host host-deps setup bench clean vsix
 
 setup: $(STAMP)
 
@@ -20,7 +20,7 @@ demo: $(STAMP)
 # the tests themselves in one worker more than there are cores, since many wait on a server process or
 # a timeout (pytest-xdist, an idle worker takes tests queued for another; PYTEST_JOBS=1 runs them in
 # one process).
-test: $(STAMP)
+test:
 	@$(MAKE) --no-print-directory -j4 test-python test-host
 
 PYTEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
@@ -35,8 +35,12 @@ test-python: $(STAMP)
 EXAMPLE_STATE := $(abspath examples/lds_tiles/dumps/gfx90a.O0)
 
 # the .vsix (typecheck, bundle, unit tests, package) and the DebugClient tests against the real server
-test-extension: $(STAMP)
+test-extension: $(STAMP) extension-deps
 	$(MAKE) -C vscode-extension test test-integration PYTHON=$(abspath $(PY)) EXAMPLE_STATE=$(EXAMPLE_STATE)
+
+# the extension's npm packages, which need no Python: under make test they install beside the .venv
+extension-deps:
+	$(MAKE) -C vscode-extension deps
 
 # code-server and playwright-core for the host checks, installed while the extension builds (nothing
 # without Chromium: the checks are skipped then)

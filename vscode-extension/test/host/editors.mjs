@@ -167,7 +167,11 @@ async function until(what, probe, tries = 60) {
 
 async function stopDebugging(page) {
   await runCommand(page, 'Debug: Stop').catch(() => {});
-  await sleep(1500);
+  // ended once the lane's status bar item goes: on a busy machine a stop can take longer than a moment,
+  // and a session still stopping can reopen its frame's editor after the next check closed them all
+  await until('the debug session ends', async () => (await page.locator('.statusbar-item', { hasText: /Lane \d+\/\d+/ }).count()) === 0, 40)
+    .catch(() => {});
+  await sleep(500);
 }
 
 async function startConfig(page, name) {
@@ -523,7 +527,11 @@ async function main() {
     await check('F5 lists a folder of GPU cores and opens each, its path typed and Enter pressed', async () => {
       for (const [core, thread] of [[CUDA_CORE, 'sm 0 warp '], ['gpucore.4242', 'Wave 0:1:0:']]) {
         // F5 offers the debuggers only where no editor of another language is active
-        await runCommand(page, 'View: Close All Editor Groups');
+        await until('no editor is open', async () => {
+          await runCommand(page, 'View: Close All Editor Groups');
+          await sleep(300);
+          return (await page.locator('.editor-group-container .tab').count()) === 0;
+        }, 10);
         await runCommand(page, 'Debug: Start Debugging');
         await quickPick(page, 'GPU State Dump (aspace)');
         const input = page.locator('.quick-input-widget input');
