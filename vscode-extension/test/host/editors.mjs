@@ -143,11 +143,28 @@ function row(page, paneTitle, text) {
   return pane.locator('.monaco-list-row', { hasText: text }).first();
 }
 
+/**
+ * Evaluates `text` in the Debug Console, from a cleared console, and waits for its answer: the text's own
+ * row, then a row after it. Typed again when no answer comes: a busy workbench can lose a keystroke, or
+ * switch the console to a session just starting, whose history is empty. (Every command the checks send
+ * is one that can run twice.)
+ */
 async function repl(page, text) {
-  await page.locator('.repl-input-wrapper .monaco-editor').click();
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await sleep(1200);
+  const rows = page.locator('.repl .monaco-list-row');
+  for (let attempt = 0; ; attempt++) {
+    await page.locator('.part.panel > .title .action-label[aria-label="Clear Console"]').click({ timeout: 5000 });
+    await page.locator('.repl-input-wrapper .monaco-editor').click();
+    await page.keyboard.type(text);
+    await page.keyboard.press('Enter');
+    const answered = await until(`the Debug Console answers ${text}`, async () => {
+      const shown = (await rows.allTextContents()).map((t) => t.trim());
+      const at = shown.lastIndexOf(text);
+      return at >= 0 && at < shown.length - 1;
+    }, 16).catch(() => false);
+    if (answered) break;
+    if (attempt >= 2) throw new Error(`the Debug Console did not answer ${text}: ${JSON.stringify(await rows.allTextContents())}`);
+  }
+  await sleep(300); // what the answer changed (the focus) reaches the views
 }
 
 async function replLast(page) {
@@ -207,16 +224,25 @@ async function callStackRows(page) {
 async function selectTopFrame(page, wave) {
   const name = `Wave 0:?:0:${wave} `;
   const stack = page.locator('.debug-call-stack .monaco-list-row');
-  await stack.filter({ hasText: name }).first().click();
-  if ((await stack.filter({ hasText: name }).first().getAttribute('aria-expanded')) !== 'true') await page.keyboard.press('ArrowRight');
-  let index;
-  await until(`wave ${wave} shows its frame`, async () => {
-    const rows = await callStackRows(page);
-    const at = rows.findIndex(([, text]) => text.includes(name));
-    index = rows[at + 1]?.[3];
-    return at >= 0 && rows[at + 1]?.[0] === '2';
-  });
-  await page.locator(`.debug-call-stack .monaco-list-row[data-index="${index}"]`).click();
+  // again from the thread's row when the tree redraws meanwhile (a refresh can collapse the thread or
+  // scroll its frame away between finding the row and clicking it)
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await stack.filter({ hasText: name }).first().click({ timeout: 10000 });
+      if ((await stack.filter({ hasText: name }).first().getAttribute('aria-expanded')) !== 'true') await page.keyboard.press('ArrowRight');
+      let index;
+      await until(`wave ${wave} shows its frame`, async () => {
+        const rows = await callStackRows(page);
+        const at = rows.findIndex(([, text]) => text.includes(name));
+        index = rows[at + 1]?.[3];
+        return at >= 0 && rows[at + 1]?.[0] === '2';
+      });
+      await page.locator(`.debug-call-stack .monaco-list-row[data-index="${index}"]`).click({ timeout: 5000 });
+      break;
+    } catch (error) {
+      if (attempt >= 2) throw error;
+    }
+  }
   await sleep(1000);
 }
 
