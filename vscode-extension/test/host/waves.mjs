@@ -189,10 +189,17 @@ async function main() {
         return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
       });
       const marked = ((await waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first().textContent()) ?? '');
-      const value = `status bar "${lane}", thread "${thread}", frame "${frame}", row "${marked.trim()}"`;
-      return { ok: /Lane 1\//.test(lane) && thread.includes('Wave 0:?:0:3997 ') && /lds_tiles\.hip\s*30:/.test(frame)
-        && marked.includes('◀ focus'), value };
+      const shown = Object.fromEntries(await variables.locator('.monaco-list-row').evaluateAll((rows) => rows.map((r) =>
+        [r.querySelector('.name')?.textContent.replace(/\s*=\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])));
+      const value = `status bar "${lane}", thread "${thread}", frame "${frame}", row "${marked.trim()}", tx = ${shown.tx}, ty = ${shown.ty}`;
+      const selected = thread.includes('Wave 0:?:0:3997 ') && /lds_tiles\.hip\s*30:/.test(frame);
+      // VS Code's Call Stack can lose its selection when the focus moves while it redraws (its own race, see
+      // editors.mjs); VS Code's focus is then proven by Variables: wave 3997 is the second of its 16x16
+      // workgroup, so its lane 1 is work-item 65, (1, 4)
+      const unselected = thread === '' && frame === '' && shown.tx === '1' && shown.ty === '4';
+      return { ok: /Lane 1\//.test(lane) && (selected || unselected) && marked.includes('◀ focus'), value };
     });
+    if (!laneNow.includes('thread "AMDGPU')) console.log(`note choosing "${FOUND_LANE}": the Call Stack lost its selection (${laneNow})`);
 
     console.log(`ok   GPU Waves: first row "${firstText}"`);
     console.log(`ok   Find Lanes Where ${SEARCH}: "${header}"; choosing "${FOUND_LANE}": ${laneNow}`);
