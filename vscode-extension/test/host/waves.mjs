@@ -128,16 +128,26 @@ async function main() {
     await chosen.waitFor({ timeout: 30000 });
     await chosen.click();
 
-    // the Call Stack selects a frame at line 30 of the chosen wave's thread (the nearest thread row above it)
-    const callStack = await until('the Call Stack does not select the chosen wave\'s frame at line 30', async () => {
-      const [thread, frame] = await page.evaluate(() => {
-        const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
-        const at = rows.findIndex((r) => r.classList.contains('selected') || r.classList.contains('focused'));
-        const owner = rows.slice(0, at + 1).reverse().find((r) => r.getAttribute('aria-level') === '1');
-        return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
-      });
+    // the Call Stack selects a frame at line 30 of the chosen wave's thread (the nearest thread row above it);
+    // or, where VS Code's Call Stack lost its selection (its race when the focus moves while it redraws, see
+    // editors.mjs), no row, and Variables below prove VS Code's focus
+    const selection = () => page.evaluate(() => {
+      const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
+      const at = rows.findIndex((r) => r.classList.contains('selected') || r.classList.contains('focused'));
+      const owner = rows.slice(0, at + 1).reverse().find((r) => r.getAttribute('aria-level') === '1');
+      return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
+    });
+    const selectedWhat = 'the Call Stack does not select the chosen wave\'s frame at line 30';
+    let unselected = false;
+    const callStack = await until(selectedWhat, async () => {
+      const [thread, frame] = await selection();
       const value = `thread "${thread}", frame "${frame}"`;
       return { ok: thread.includes(`Wave 0:?:0:${CHOSEN} `) && /lds_tiles\.hip\s*30:/.test(frame), value };
+    }, 30).catch(async (error) => {
+      const [thread, frame] = await selection();
+      if (thread !== '' || frame !== '') throw error;
+      unselected = true;
+      return 'without a selected row';
     });
     // the editor follows: its cursor is on line 30
     const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
@@ -156,6 +166,17 @@ async function main() {
       const names = (await variables.locator('.monaco-list-row .name').allTextContents()).map((n) => n.replace(/\s*=$/, ''));
       return { ok: names.includes('row_sum') && names.includes('k'), value: names.join(', ') };
     });
+    if (unselected) {
+      // wave 3998 is the third of its 16x16 workgroup: its lane n is work-item 128 + n
+      const lane = Number(/Lane (\d+)\//.exec((await laneItem.textContent()) ?? '')?.[1]);
+      const shown = await until(`Variables do not show wave ${CHOSEN} lane ${lane}`, async () => {
+        const values = Object.fromEntries(await variables.locator('.monaco-list-row').evaluateAll((rows) => rows.map((r) =>
+          [r.querySelector('.name')?.textContent.replace(/\s*=\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])));
+        const value = `lane ${lane}: tx = ${values.tx}, ty = ${values.ty}`;
+        return { ok: values.tx === String((128 + lane) % 16) && values.ty === String(Math.floor((128 + lane) / 16)), value };
+      });
+      console.log(`note choosing wave ${CHOSEN}: the Call Stack lost its selection (Variables show ${shown})`);
+    }
     // the lane status-bar item's hover names the focused wave
     await laneItem.hover();
     const hover = await until('the lane status-bar item does not name the wave', async () => {
@@ -196,8 +217,8 @@ async function main() {
       // VS Code's Call Stack can lose its selection when the focus moves while it redraws (its own race, see
       // editors.mjs); VS Code's focus is then proven by Variables: wave 3997 is the second of its 16x16
       // workgroup, so its lane 1 is work-item 65, (1, 4)
-      const unselected = thread === '' && frame === '' && shown.tx === '1' && shown.ty === '4';
-      return { ok: /Lane 1\//.test(lane) && (selected || unselected) && marked.includes('◀ focus'), value };
+      const noRow = thread === '' && frame === '' && shown.tx === '1' && shown.ty === '4';
+      return { ok: /Lane 1\//.test(lane) && (selected || noRow) && marked.includes('◀ focus'), value };
     });
     if (!laneNow.includes('thread "AMDGPU')) console.log(`note choosing "${FOUND_LANE}": the Call Stack lost its selection (${laneNow})`);
 
