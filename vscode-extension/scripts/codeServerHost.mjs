@@ -103,6 +103,8 @@ const BASE_SETTINGS = {
   'git.enabled': false,
   'git.autoRepositoryDetection': false,
   'workbench.enableExperiments': false,
+  // no sticky headers over a tree's rows: a thread row held at the top of the Call Stack covers the row under it
+  'workbench.tree.enableStickyScroll': false,
 };
 
 /**
