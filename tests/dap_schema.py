@@ -102,7 +102,7 @@ def validate_message(message: dict[str, Any]) -> None:
         _check(name)(message)
         return
     except fastjsonschema.JsonSchemaException as failed:
-        first = f"{failed.message}"
+        first = failed.message
     errors = sorted(_validator(name).iter_errors(message), key=lambda e: list(e.absolute_path))
     details = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:5]) or first
     raise SchemaViolation(f"{name} violated by {json.dumps(message)[:500]}: {details}")

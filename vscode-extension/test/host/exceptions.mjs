@@ -36,6 +36,7 @@ import {
   chromiumPath, codeServerCommand, need as needIn, playwrightChromium, runCommand, runHostScript, serverPort,
   setPaneExpanded, sleep, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
+import { pane } from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
@@ -143,8 +144,6 @@ async function until(what, probe, tries = 60) {
 
 let server;
 const log = join(root, 'code-server.log');
-
-const pane = (page, title) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) });
 
 /** The Call Stack as VS Code shows it: each thread's badge, and the selected frame with its thread. */
 async function callStack(page) {

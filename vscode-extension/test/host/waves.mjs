@@ -27,6 +27,7 @@ import {
   chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
   startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
+import { ldsTilesItem, pane, paneValues } from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
@@ -74,10 +75,6 @@ writeFileSync(
     configurations: [{ type: 'aspace-gpu', request: 'launch', name: '4,000 waves', state: dump, pythonPath: python }],
   }),
 );
-
-function pane(page, title) {
-  return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) });
-}
 
 /** Polls `probe` until it returns something truthy; the error names `what` and the last value seen. */
 async function until(what, probe, tries = 60) {
@@ -167,13 +164,13 @@ async function main() {
       return { ok: names.includes('row_sum') && names.includes('k'), value: names.join(', ') };
     });
     if (unselected) {
-      // wave 3998 is the third of its 16x16 workgroup: its lane n is work-item 128 + n
+      // wave 3998 is the third of its workgroup (4 waves each, in order)
       const lane = Number(/Lane (\d+)\//.exec((await laneItem.textContent()) ?? '')?.[1]);
+      const expected = ldsTilesItem(CHOSEN % 4, lane);
       const shown = await until(`Variables do not show wave ${CHOSEN} lane ${lane}`, async () => {
-        const values = Object.fromEntries(await variables.locator('.monaco-list-row').evaluateAll((rows) => rows.map((r) =>
-          [r.querySelector('.name')?.textContent.replace(/\s*=\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])));
+        const values = await paneValues(page, 'Variables');
         const value = `lane ${lane}: tx = ${values.tx}, ty = ${values.ty}`;
-        return { ok: values.tx === String((128 + lane) % 16) && values.ty === String(Math.floor((128 + lane) / 16)), value };
+        return { ok: values.tx === expected.tx && values.ty === expected.ty, value };
       });
       console.log(`note choosing wave ${CHOSEN}: the Call Stack lost its selection (Variables show ${shown})`);
     }
@@ -203,19 +200,13 @@ async function main() {
     await foundLane.click();
     const laneNow = await until(`choosing "${FOUND_LANE}" does not focus lane 1 of wave 3997`, async () => {
       const lane = ((await laneItem.textContent()) ?? '').trim();
-      const [thread, frame] = await page.evaluate(() => {
-        const rows = [...document.querySelectorAll('.debug-call-stack .monaco-list-row')];
-        const at = rows.findIndex((r) => r.classList.contains('selected') || r.classList.contains('focused'));
-        const owner = rows.slice(0, at + 1).reverse().find((r) => r.getAttribute('aria-level') === '1');
-        return [owner?.textContent ?? '', at >= 0 ? rows[at].textContent : ''];
-      });
+      const [thread, frame] = await selection();
       const marked = ((await waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first().textContent()) ?? '');
-      const shown = Object.fromEntries(await variables.locator('.monaco-list-row').evaluateAll((rows) => rows.map((r) =>
-        [r.querySelector('.name')?.textContent.replace(/\s*=\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])));
+      const shown = await paneValues(page, 'Variables');
       const value = `status bar "${lane}", thread "${thread}", frame "${frame}", row "${marked.trim()}", tx = ${shown.tx}, ty = ${shown.ty}`;
       const selected = thread.includes('Wave 0:?:0:3997 ') && /lds_tiles\.hip\s*30:/.test(frame);
       // VS Code's Call Stack can lose its selection when the focus moves while it redraws (its own race, see
-      // editors.mjs); VS Code's focus is then proven by Variables: wave 3997 is the second of its 16x16
+      // editors.mjs); VS Code's focus is then proven by Variables: wave 3997 is the second of its
       // workgroup, so its lane 1 is work-item 65, (1, 4)
       const noRow = thread === '' && frame === '' && shown.tx === '1' && shown.ty === '4';
       return { ok: /Lane 1\//.test(lane) && (selected || noRow) && marked.includes('◀ focus'), value };

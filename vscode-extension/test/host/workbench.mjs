@@ -135,14 +135,25 @@ export async function selectTopFrame(page, wave) {
   await sleep(1000);
 }
 
+/** The `name = value` rows a pane shows (Variables, Watch), by name. */
+export async function paneValues(page, title) {
+  return pane(page, title).locator('.monaco-list-row').evaluateAll((list) => Object.fromEntries(
+    list.map((r) => [r.querySelector('.name')?.textContent.replace(/[:=]\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])
+      .filter(([name]) => name)));
+}
+
+/** tx and ty, as Variables show them, of lane `lane` of the `waveInGroup`-th wave of a workgroup in the
+ * lds_tiles examples (16x16 workgroups of 64-lane waves: that lane is work-item 64 * waveInGroup + lane). */
+export function ldsTilesItem(waveInGroup, lane) {
+  const item = 64 * waveInGroup + lane;
+  return { tx: String(item % 16), ty: String(Math.floor(item / 16)) };
+}
+
 /** What the debug views show of the stop. */
 export async function debugViews(page) {
   const rows = await callStackRows(page);
   const at = rows.findIndex(([, , selected]) => selected);
   const thread = at < 0 ? '' : rows.slice(0, at + 1).reverse().find(([level]) => level === '1')?.[1] ?? '';
-  const values = async (title) => pane(page, title).locator('.monaco-list-row').evaluateAll((list) => Object.fromEntries(
-    list.map((r) => [r.querySelector('.name')?.textContent.replace(/[:=]\s*$/, '').trim(), r.querySelector('.value')?.textContent.trim()])
-      .filter(([name]) => name)));
   const toolbar = await page.evaluate(() => {
     const shown = (icon) => [...document.querySelectorAll(`.debug-toolbar .codicon-${icon}, .part.sidebar > .title .codicon-${icon}`)]
       .filter((e) => e.offsetParent !== null).length;
@@ -154,7 +165,7 @@ export async function debugViews(page) {
   return {
     thread, frame: at < 0 ? '' : rows[at][1],
     running: [header, ...rows.map(([, text]) => text)].filter((text) => /Running/.test(text)),
-    toolbar, variables: await values('Variables'), watch: await values('Watch'),
+    toolbar, variables: await paneValues(page, 'Variables'), watch: await paneValues(page, 'Watch'),
   };
 }
 
@@ -168,8 +179,7 @@ export function callStackSelection(seen, wave, frame = /./) {
 
 /** VS Code shows wave `wave` stopped at lane `lane` (lds_tiles): Call Stack, toolbar, Variables, Watch. */
 export async function assertStopped(page, what, wave, lane) {
-  const tx = String(lane % 16);
-  const ty = String(4 * wave + Math.floor(lane / 16));
+  const { tx, ty } = ldsTilesItem(wave, lane); // (the dump's waves 0-3 are one workgroup's)
   let seen;
   try {
     await until(what, async () => {
