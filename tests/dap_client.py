@@ -347,6 +347,20 @@ def start_server() -> DapTestClient:
     return client
 
 
+def initialized(**initialize_arguments) -> DapTestClient:
+    """A server that answered `initialize` as VS Code sends it (its capabilities kept as
+    `client.capabilities`) and said `initialized`: ready for a launch."""
+    c = start_server()
+    try:
+        c.capabilities = c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True,
+                                                  "columnsStartAt1": True, **initialize_arguments})
+        c.wait_event("initialized")
+    except BaseException:
+        c.close()
+        raise
+    return c
+
+
 def launched(state_path, launch_arguments: dict | None = None,
              **initialize_arguments) -> tuple[DapTestClient, dict[str, Any]]:
     """`python -m aspace_dap` launched on a dump in VS Code's order; (client, stopped event body).
@@ -354,10 +368,7 @@ def launched(state_path, launch_arguments: dict | None = None,
     The initialize response's capabilities are kept as `client.capabilities`; `launch_arguments` go with
     the state (a workspaceFolder, a sourceMap).
     """
-    c = start_server()
-    c.capabilities = c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True,
-                                              "columnsStartAt1": True, **initialize_arguments})
-    c.wait_event("initialized")
+    c = initialized(**initialize_arguments)
     seq = c.send("launch", {"state": str(state_path), **(launch_arguments or {})})
     c.request("configurationDone")
     launch = c.wait_response(seq)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cuda_machines import device_key, two_gpus
-from dap_client import REPO_ROOT, launch_answer, launched
+from dap_client import REPO_ROOT, initialized, launch_answer, launched
 from lane_views import cfi_return_addresses, every_lane, thread_key
 
 from aspace_dap.dwarf.target import Dialect
@@ -353,7 +353,7 @@ def test_a_gzip_compressed_core_launches_as_it_inspects(tmp_path, capsys):
     # a gzip file holding no core: the same clear refusal from launch and inspect
     other = tmp_path / "notes.gz"
     other.write_bytes(gzip.compress(b"not a core"))
-    c = start_server_only()
+    c = initialized()
     try:
         answer = launch_answer(c, state=str(other))
         assert not answer["success"] and "not a GPU core file" in answer["message"]
@@ -361,12 +361,3 @@ def test_a_gzip_compressed_core_launches_as_it_inspects(tmp_path, capsys):
         c.close()
     assert main(["inspect", str(other)]) == 1
     assert "not a GPU core file" in capsys.readouterr().err
-
-
-def start_server_only():
-    from dap_client import start_server
-
-    c = start_server()
-    c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-    c.wait_event("initialized")
-    return c

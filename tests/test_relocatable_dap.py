@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 
 from aspace_dap.state.sample import private_lanes, vgpr_values
 from aspace_dap.state.writer import StateWriter
-from dap_client import launched, start_server
+from dap_client import initialized, launched
 from dwarfdump_listing import line_tables
 from test_codeobj_relocatable import IDS, OBJECT, PAIRS, _patched, paths
 
@@ -52,10 +52,8 @@ def everything_shown(c) -> dict:
 
 
 def shown_with(state: Path, code_object: Path) -> dict:
-    c = start_server()
+    c = initialized()
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-        c.wait_event("initialized")
         seq = c.send("launch", {"state": str(state), "codeObject": str(code_object)})
         c.request("configurationDone")
         answer = c.wait_response(seq)
@@ -185,10 +183,8 @@ def test_a_launch_with_an_object_that_cannot_be_relocated_says_why(tmp_path):
     bad = tmp_path / "bad.o"
     bad.write_bytes(_patched(OBJECT.read_bytes(), ".rela.debug_addr", 0, rtype=7))  # R_AMDGPU_GOTPCREL
     dump = EXAMPLES / "lds_tiles" / "dumps" / "gfx90a.O0"
-    c = start_server()
+    c = initialized()
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-        c.wait_event("initialized")
         seq = c.send("launch", {"state": str(dump), "codeObject": str(bad)})
         c.request("configurationDone")
         answer = c.wait_response(seq)
@@ -210,10 +206,8 @@ def test_an_object_the_dump_cannot_place_is_refused_not_shown_at_the_linked_addr
     (entry,) = manifest["code_objects"]
     (staged / entry["path"]).write_bytes(PLACEHOLDER)
     (staged / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    c = start_server()
+    c = initialized()
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-        c.wait_event("initialized")
         seq = c.send("launch", {"state": str(staged), "codeObject": str(obj)})
         c.request("configurationDone")
         c.wait_response(seq)

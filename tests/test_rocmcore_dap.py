@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dap_client import REPO_ROOT, launched, start_server
+from dap_client import REPO_ROOT, initialized, launched
 
 from aspace_dap.state import load_state
 from aspace_dap.adapters.amdgpu.core_writer import QUEUE_ID, write_rocm_core
@@ -155,10 +155,8 @@ def test_missing_file_code_object_is_named_and_codeobject_supplies_it(tmp_path):
     finally:
         c.close()
 
-    c = start_server()
+    c = initialized()
     try:
-        c.request("initialize", {"adapterID": "aspace-gpu", "linesStartAt1": True, "columnsStartAt1": True})
-        c.wait_event("initialized")
         seq = c.send("launch", {"state": str(core), "codeObject": str(original)})
         c.request("configurationDone")
         assert c.wait_response(seq)["success"]
