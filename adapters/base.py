@@ -173,13 +173,14 @@ class TargetAdapter(ABC):
         """Frame base of a kernel whose DWARF gives none (optimized entry functions)."""
         return None
 
-    def thread_name(self, wave, active: int, total: int) -> str:
-        return f"Wave {wave.id} [{active}/{total} active]"
+    def thread_name(self, wave) -> str:
+        """The wave as the vendor's debugger names it as a thread (the session adds its active lanes)."""
+        return f"Wave {wave.id}"
 
-    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+    def thread_names(self, table) -> list[str]:
         """thread_name of every wave of a state's wave table (state/wavetable.py), in its order; an
         adapter names them from the table's columns, without building the waves."""
-        return [self.thread_name(w, a, t) for w, a, t in zip(table.waves, active, total)]
+        return [self.thread_name(w) for w in table.waves]
 
     # --- what the languages and the vendor's debugger name -----------------------------
 

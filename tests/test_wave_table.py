@@ -23,7 +23,8 @@ from aspace_dap.adapters import adapter_for
 from aspace_dap.errors import StateError
 from aspace_dap.session import Session
 from aspace_dap.state import StateWriter, load_state
-from aspace_dap.state.files import FolderFiles, all_plain_paths, is_plain_path, path_problem
+from aspace_dap.state.files import FolderFiles
+from aspace_dap.state.manifest_paths import all_plain_paths, is_plain_path, path_problem
 from aspace_dap.state.wavetable import WaveTable
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,15 +115,13 @@ def test_thread_names_from_the_table_are_the_waves_own(tmp_path, vendor):
     workgroup sizes that spread a warp's first thread over y, dispatches of their own ids)."""
     state = load_state(mixed_dump(tmp_path))
     adapter = adapter_for(vendor)
-    active = [i % 7 for i in range(len(state.waves))]
-    total = [LANES - i % 3 for i in range(len(state.waves))]
-    names = adapter.thread_names(state.wave_table(), active, total)
-    assert names == [adapter.thread_name(w, a, t) for w, a, t in zip(state.waves, active, total)]
+    names = adapter.thread_names(state.wave_table())
+    assert names == [adapter.thread_name(w) for w in state.waves]
     if vendor == "nvidia":
         # cuda-gdb's words in its focus order: kernel, cluster, block, (the warp's first) thread, device
-        assert names[4] == "CUDA kernel 7 cluster (0,0,0) block (0,0,0) thread (32,1,0) device 1 [4/31 active]"
+        assert names[4] == "CUDA kernel 7 cluster (0,0,0) block (0,0,0) thread (32,1,0) device 1"
     if vendor == "amd":  # ROCgdb: agent:queue:dispatch:wave, "?" for what the dump does not say (the queue)
-        assert names[4] == f"AMDGPU Wave 1:?:7:{state.waves[4].id} (0,0,0)/4 [4/31 active]"
+        assert names[4] == f"AMDGPU Wave 1:?:7:{state.waves[4].id} (0,0,0)/4"
 
 
 def test_a_session_names_its_threads_without_making_the_waves(tmp_path):

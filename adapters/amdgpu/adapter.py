@@ -277,24 +277,23 @@ class AmdgpuAdapter(TargetAdapter):
         from .disassembler import LlvmObjdump
         return LlvmObjdump()
 
-    def thread_name(self, wave, active: int, total: int) -> str:
+    def thread_name(self, wave) -> str:
         # ROCgdb: AMDGPU Wave agent:queue:dispatch:wave (workgroup x,y,z)/index-in-workgroup, "?" for what
         # is not known (amd-dbgapi-target.c, wave_coordinates::to_string)
         dispatch = wave.dispatch
         wg = wave.workgroup.id if wave.workgroup is not None else None
         return (f"AMDGPU Wave {_agent(dispatch)}:{_queue(dispatch)}:{dispatch.id if dispatch is not None else '?'}:"
-                f"{wave.id} {_group(wg)}/{wave.index_in_workgroup} [{active}/{total} active]")
+                f"{wave.id} {_group(wg)}/{wave.index_in_workgroup}")
 
-    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+    def thread_names(self, table) -> list[str]:
         dispatches = table.dispatches
         # (index -1: no dispatch)
         prefix = [f"AMDGPU Wave {_agent(d)}:{_queue(d)}:{d.id}:" for d in dispatches] + ["AMDGPU Wave ?:?:?:"]
         x, y, z = table.workgroup_ids.T.tolist()
         has = table.has_workgroup.tolist()
-        return [f"{prefix[d]}{i} ({a},{b},{c})/{k} [{n}/{t} active]" if h else
-                f"{prefix[d]}{i} (?,?,?)/{k} [{n}/{t} active]"
-                for d, i, a, b, c, h, k, n, t in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z, has,
-                                                     table.index_in_workgroup.tolist(), active, total)]
+        return [f"{prefix[d]}{i} ({a},{b},{c})/{k}" if h else f"{prefix[d]}{i} (?,?,?)/{k}"
+                for d, i, a, b, c, h, k in zip(table.dispatch.tolist(), table.ids.tolist(), x, y, z, has,
+                                               table.index_in_workgroup.tolist())]
 
     def wave_target(self, state, wave, dialect):
         return AmdgpuWaveTarget(self, state, wave, dialect)

@@ -416,21 +416,20 @@ class IntelAdapter(TargetAdapter):
         from .disassembler import Iga
         return Iga(self)
 
-    def thread_name(self, wave, active: int, total: int) -> str:
+    def thread_name(self, wave) -> str:
         # gdb-oneapi names a thread of a GPU core by its LWP (intelgt_core_pid_to_str), one inferior per
         # device; the work-group is added as ROCgdb does
         wg = wave.workgroup.id if wave.workgroup is not None else (0, 0, 0)
         return (f"Intel GPU {_thread_text(wave.id, wave.slot, wave.dispatch)} ({wg[0]},{wg[1]},{wg[2]})/"
-                f"{wave.index_in_workgroup} SIMD{wave.lanes} [{active}/{total} active]")
+                f"{wave.index_in_workgroup} SIMD{wave.lanes}")
 
-    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+    def thread_names(self, table) -> list[str]:
         x, y, z = table.workgroup_ids.T.tolist()
         owner = list(table.dispatches) + [None]
         slots = [None] * len(table) if table.slots is None else table.slots
-        return [f"Intel GPU {_thread_text(i, s, owner[d])} ({a},{b},{c})/{k} SIMD{w} [{n}/{t} active]"
-                for i, s, d, a, b, c, k, w, n, t in zip(table.ids.tolist(), slots, table.dispatch.tolist(), x, y, z,
-                                                        table.index_in_workgroup.tolist(), table.lanes.tolist(),
-                                                        active, total)]
+        return [f"Intel GPU {_thread_text(i, s, owner[d])} ({a},{b},{c})/{k} SIMD{w}"
+                for i, s, d, a, b, c, k, w in zip(table.ids.tolist(), slots, table.dispatch.tolist(), x, y, z,
+                                                  table.index_in_workgroup.tolist(), table.lanes.tolist())]
 
     def wave_target(self, state, wave, dialect):
         if state is not None:

@@ -385,7 +385,7 @@ class NvptxAdapter(TargetAdapter):
         from .disassembler import Nvdisasm
         return Nvdisasm()
 
-    def thread_name(self, wave, active: int, total: int) -> str:
+    def thread_name(self, wave) -> str:
         # cuda-gdb's focus words, in its order: kernel (the dispatch), cluster, block, the warp's first
         # thread, device, and where a core says the warp ran: sm and the warp's slot on it
         dispatch = wave.dispatch
@@ -395,12 +395,12 @@ class NvptxAdapter(TargetAdapter):
         cluster = getattr(wave.workgroup, "cluster", None)
         cluster_text = "" if cluster is None else f"cluster ({cluster[0]},{cluster[1]},{cluster[2]}) "
         return (f"CUDA {kernel}{cluster_text}block ({wg[0]},{wg[1]},{wg[2]}) thread ({first[0]},{first[1]},{first[2]})"
-                f"{_device_text(dispatch, wave.slot)} [{active}/{total} active]")
+                f"{_device_text(dispatch, wave.slot)}")
 
-    def thread_names(self, table, active: list[int], total: list[int]) -> list[str]:
+    def thread_names(self, table) -> list[str]:
         dispatches = table.dispatches
         if table.ids.dtype == object or any(max(d.workgroup_size) >= 1 << 31 for d in dispatches):
-            return super().thread_names(table, active, total)
+            return super().thread_names(table)
         kernel = [f"kernel {d.id} " for d in dispatches] + [""]
         slots = table.slots
         # each warp's first thread: lane 0's local id, x fastest (Wave.local_id); none without a dispatch
@@ -415,9 +415,8 @@ class NvptxAdapter(TargetAdapter):
         tx, ty, tz = first.tolist()
         owner = list(dispatches) + [None]
         slots = [None] * len(table) if slots is None else slots
-        return [f"CUDA {kernel[d]}{c}block ({a},{b},{e}) thread ({i},{j},{m}){_device_text(owner[d], s)} [{n}/{t} active]"
-                for c, a, b, e, i, j, m, d, s, n, t in zip(cluster_text, x, y, z, tx, ty, tz, table.dispatch.tolist(),
-                                                           slots, active, total)]
+        return [f"CUDA {kernel[d]}{c}block ({a},{b},{e}) thread ({i},{j},{m}){_device_text(owner[d], s)}"
+                for c, a, b, e, i, j, m, d, s in zip(cluster_text, x, y, z, tx, ty, tz, table.dispatch.tolist(), slots)]
 
     def wave_target(self, state, wave, dialect):
         return NvptxWaveTarget(self, state, wave, dialect)

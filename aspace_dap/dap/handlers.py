@@ -26,7 +26,7 @@ from .dispatch import HandlerTable, Reply
 from .errors import ArgumentError
 from .focus import change_focus, stop_badges, stopped
 from .inputs import not_negative, parsed
-from .protocol import json_type
+from .protocol import JsonText, json_type
 from .refs import thread_ids, wave_of_thread
 from .waves import group_body, lane_rows
 
@@ -121,7 +121,7 @@ def configuration_done(ctx, args):
 @requests.request("threads")
 def threads(ctx, args):
     s = state_of(ctx).need()
-    return {"threads": [{"id": i, "name": name} for i, name in zip(thread_ids(s.wave_ids()), s.thread_names())]}
+    return {"threads": JsonText.of_threads(thread_ids(s.wave_ids()), s.thread_names())}
 
 
 @requests.request("waveGroups", optional={"group": int})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -251,33 +252,55 @@ class Base64Bytes:
         return self.data.decode("ascii")
 
 
+class JsonText:
+    """A value already encoded as JSON (ASCII bytes), spliced into the message as it is: the threads of
+    100,000 waves are written as text in one pass instead of 100,000 dicts through the JSON encoder."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    @classmethod
+    def of_threads(cls, ids: list[int], names: list[str]) -> JsonText:
+        """A threads response's `threads`: [{"id": id, "name": name}, ...]."""
+        entry = '{"id":%d,"name":%s}'.__mod__
+        return cls(("[" + ",".join(map(entry, zip(ids, map(encode_basestring_ascii, names)))) + "]").encode("ascii"))
+
+
+_SPLICED = (Base64Bytes, JsonText)
+
+
 def _as_text(msg: dict[str, Any]) -> dict[str, Any]:
-    """The message as plain JSON values (Base64Bytes as str), for hooks that inspect it."""
+    """The message as plain JSON values (Base64Bytes as str, JsonText parsed), for hooks that inspect it."""
     body = msg.get("body")
-    if isinstance(body, dict) and any(isinstance(v, Base64Bytes) for v in body.values()):
-        return dict(msg, body={k: str(v) if isinstance(v, Base64Bytes) else v for k, v in body.items()})
+    if isinstance(body, dict) and any(isinstance(v, _SPLICED) for v in body.values()):
+        return dict(msg, body={k: str(v) if isinstance(v, Base64Bytes) else json.loads(v.data)
+                               if isinstance(v, JsonText) else v for k, v in body.items()})
     return msg
 
 
 def _dumps_with_base64(msg: dict[str, Any]) -> list[bytes]:
     """The message's JSON as ASCII byte strings to concatenate."""
     body = msg.get("body")
-    spliced: dict[str, bytes] = {}
+    spliced: dict[str, list[bytes]] = {}  # key -> its JSON text, in parts (a megabyte is not copied to quote it)
     if isinstance(body, dict):
         for key, value in body.items():
             if isinstance(value, Base64Bytes):
-                spliced[key] = value.data
+                spliced[key] = [b'"', value.data, b'"']
             elif isinstance(value, Base64Text) and len(value) > 4096:
-                spliced[key] = value.encode("ascii")
+                spliced[key] = [b'"', value.encode("ascii"), b'"']
+            elif isinstance(value, JsonText):
+                spliced[key] = [value.data]
     if not spliced:
         return [json.dumps(msg, allow_nan=False, separators=(",", ":")).encode("ascii")]
-    marks = {key: f"\x00b64:{key}\x00" for key in spliced}
+    marks = {key: f"\x00spliced:{key}\x00" for key in spliced}
     shallow = dict(msg, body={k: (marks[k] if k in marks else v) for k, v in body.items()})
     rest = json.dumps(shallow, allow_nan=False, separators=(",", ":"))
     parts = []
     for key, data in spliced.items():  # in body order, as json.dumps wrote them
         before, _, rest = rest.partition(json.dumps(marks[key]))
-        parts += [before.encode("ascii"), b'"', data, b'"']
+        parts += [before.encode("ascii"), *data]
     parts.append(rest.encode("ascii"))
     return parts
 

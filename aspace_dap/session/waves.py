@@ -184,9 +184,29 @@ class Waves(Part):
         write or a wave's active lanes are worked out anew."""
         key = (self._epoch(), len(self.focus.active_by_wave))
         if self._names is None or self._names[0] != key:
-            active, valid = self.lane_counts()
-            self._names = (key, self.adapter.thread_names(self.state.wave_table(), active.tolist(), valid.tolist()))
+            names = self.adapter.thread_names(self.state.wave_table())
+            if counts_lanes_in_names(len(names)):
+                active, valid = self.lane_counts()
+                names = [f"{name} [{n}/{t} active]" for name, n, t in zip(names, active.tolist(), valid.tolist())]
+            self._names = (key, names)
         return self._names[1]
 
     def thread_name(self, wave) -> str:
-        return self.adapter.thread_name(wave, int(self.focus.active_lanes(wave).sum()), int(wave.valid_lanes.sum()))
+        """The vendor's name of the wave, with its active lanes of valid lanes (`[4/64 active]`) in a
+        dump of up to COUNTED_NAMES_UP_TO waves."""
+        name = self.adapter.thread_name(wave)
+        if not counts_lanes_in_names(len(self.state.waves)):
+            return name
+        return f"{name} [{int(self.focus.active_lanes(wave).sum())}/{int(wave.valid_lanes.sum())} active]"
+
+
+# Thread names count each wave's active lanes in a dump of up to a GPU's worth of waves. A bigger dump
+# (a node's GPUs, 100,000 waves) names its threads as ROCgdb, cuda-gdb and gdb-oneapi do, without
+# the count: counting reads every wave's execution mask, about 0.4 s per 100,000 register files,
+# before the first thread could be listed. waveGroups, `info waves` and the GPU Waves view count
+# lanes at every size.
+COUNTED_NAMES_UP_TO = 16_384
+
+
+def counts_lanes_in_names(waves: int) -> bool:
+    return waves <= COUNTED_NAMES_UP_TO

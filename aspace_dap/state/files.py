@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 import os
-import re
 import stat
 import struct
 import threading
 import weakref
 import zipfile
 from collections import Counter
+from itertools import repeat
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
@@ -23,6 +23,9 @@ from ..inflate import copy_inflated, dump_budget
 from ..paths import PathRefused, read_regular
 from ..tempfiles import make_temp_dir, remove_temp_dir, writing
 from .formats import ELF_MAGIC, GZIP_MAGIC
+from .manifest_paths import is_plain_path, path_problem
+from . import split_read
+from .split_read import SplitRead
 
 # Files up to this size are read into memory instead of mapped: Python's mmap keeps a
 # duplicated descriptor per mapping, and a dump can hold thousands of small register files.
@@ -37,56 +40,6 @@ DUMP_FILE_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", ELF_MAGIC, GZIP_MAGIC)
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
-
-
-def path_problem(rel: object) -> str | None:
-    """Why `rel` is not an acceptable manifest path (relative, '/'-separated, inside the dump)."""
-    if not isinstance(rel, str):
-        return "expected a path string"
-    if not rel:
-        return "empty path"
-    if "\\" in rel:
-        return "paths use '/', not '\\'"
-    if rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
-        return "path must be relative"
-    if "\0" in rel:
-        return "path contains a NUL byte"
-    parts = PurePosixPath(rel).parts
-    if ".." in parts:
-        return "path must stay inside the dump ('..' not allowed)"
-    return None
-
-
-# Paths made only of these characters, without '..', pass path_problem; checked in bulk for big dumps.
-PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+\-]+(?:/[A-Za-z0-9_.+\-]+)*")
-
-
-
-
-def is_plain_path(rel: object) -> bool:
-    """A quick yes for the common path (`regs/wave-7.bin`); False means: ask path_problem."""
-    return type(rel) is str and PLAIN_PATH.fullmatch(rel) is not None and ".." not in rel
-
-
-_PLAIN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-/"
-
-
-def all_plain_paths(rels) -> bool:
-    """is_plain_path for every one, in a few passes over all of them at once (a big dump names 100,000
-    files): only plain characters; no empty path or name (no leading, trailing or doubled '/'); no '..'."""
-    rels = rels if isinstance(rels, list) else list(rels)
-    if not rels:
-        return True
-    if set(map(type, rels)) != {str}:
-        return False
-    try:
-        text = "\n".join(rels).encode("ascii")
-    except UnicodeEncodeError:
-        return False
-    if text.translate(None, _PLAIN_BYTES) != b"\n" * (len(rels) - 1):  # (a newline inside a path leaves one too many)
-        return False
-    lines = b"\n" + text + b"\n"
-    return not (b"\n\n" in lines or b"\n/" in lines or b"/\n" in lines or b"//" in text or b".." in text)
 
 
 class FileSpan:
@@ -193,24 +146,6 @@ class DumpFiles(ABC):
         pass
 
 
-PARALLEL_READERS = 4  # threads that read a folder of many files at once
-PARALLEL_FILES = 4096  # files per thread, at least
-
-
-def _read_names(rels: list[str], cut: int, folder: int, offset: int, length: int) -> list[bytes]:
-    """The range of each file (its name from `cut` on, in the open folder `folder`)."""
-    open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
-    out = []
-    append = out.append
-    for rel in rels:
-        fd = open_(rel[cut:], flags, dir_fd=folder)
-        try:
-            append(pread(fd, length, offset))
-        finally:
-            close(fd)
-    return out
-
-
 class FolderFiles(DumpFiles):
     # A folder asked about more often than this is listed once instead of stat'ed per file.
     LIST_AFTER = 64
@@ -232,6 +167,8 @@ class FolderFiles(DumpFiles):
         self._other: set[str] = set()  # their other entries (symlinks, folders, ...)
         self._direct = True  # every listed folder is where its path says (no symlink on the way)
         self._lock = threading.Lock()
+        self._ahead: tuple[list[str], int, int, SplitRead] | None = None  # prefetch_ranges' read under way
+        self._ahead_at = 0  # how many of its files missing() has been asked about, in order
 
     @property
     def root(self) -> Path:
@@ -332,8 +269,20 @@ class FolderFiles(DumpFiles):
         return self._file(rel) is not None
 
     def missing(self, rels) -> list[str]:
-        # in bulk: list the folders they are in, once each, and compare whole paths as sets
         unsure = rels if isinstance(rels, list) else list(rels)
+        listing = self._prefetched_listing(unsure)
+        if listing is not None:  # the helper reading them ahead listed their folder
+            if not listing.count(0):
+                return []
+            unsure = [rel for rel, regular in zip(unsure, listing) if not regular]
+        # in bulk: list the folders they are in, once each, and compare whole paths as sets
+        if len(unsure) > self.LIST_AFTER:
+            unsure = self._list_folders_of(unsure)
+        return [rel for rel in unsure if not self.exists(rel)]
+
+    def _list_folders_of(self, rels: list) -> list:
+        """List the folders of `rels` (a sample's, then the rest's); those of them not found as regular files."""
+        unsure = rels
         while len(unsure) > self.LIST_AFTER:
             # the folders of a sample of what is left to find; another round lists those of the rest
             folders = {rel.rpartition("/")[0] for rel in unsure[::max(1, len(unsure) // 64)] if type(rel) is str}
@@ -349,7 +298,7 @@ class FolderFiles(DumpFiles):
             unsure = [rel for rel in unsure if rel not in self._plain]
             if not listed:
                 break
-        return [rel for rel in unsure if not self.exists(rel)]
+        return unsure
 
     def size(self, rel: str) -> int | None:
         full = self._file(rel)
@@ -383,23 +332,82 @@ class FolderFiles(DumpFiles):
         except OSError as exc:
             raise StateError(f"cannot read {full}: {exc}", rel) from exc
 
+    def prefetch_ranges(self, rels: list[str], offset: int, length: int) -> None:
+        """Start read_ranges(rels, offset, length) in a helper process (split_read.py), for a later call with
+        the same arguments: many files right in one folder of the dump. The helper's listing of that folder
+        answers missing() for them meanwhile."""
+        self.cancel_prefetch()
+        if len(rels) < split_read.HELPER_FILES or type(rels[0]) is not str:
+            return
+        folder = rels[0].rpartition("/")[0]
+        names = _names_in(rels, folder)
+        real = self._folder(folder) if names is not None and is_plain_path(folder or ".") else None
+        if real is not None and real == (f"{self._root}/{folder}" if folder else str(self._root)):
+            with self._lock:
+                self._ahead, self._ahead_at = (rels, offset, length, SplitRead(real, names, offset, length)), 0
+
+    def cancel_prefetch(self) -> None:
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead[3].cancel()
+
+    def _prefetched_listing(self, rels: list) -> bytes | None:
+        """One byte per rel, 1 where the prefetch's listing has it as a regular file; None when the
+        prefetch does not cover them (rels: all it reads, or the run of them after the last asked)."""
+        ahead = self._ahead
+        if ahead is None:
+            return None
+        every, at = ahead[0], self._ahead_at
+        if every[at:at + len(rels)] != rels:
+            at = 0
+            if every[:len(rels)] != rels:
+                return None
+        mask = ahead[3].regular()
+        if mask is None:
+            return None
+        self._ahead_at = at + len(rels)
+        return mask[at:at + len(rels)]
+
     def read_ranges(self, rels: list[str], offset: int, length: int) -> list[bytes]:
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None and not (ahead[1:3] == (offset, length) and ahead[0] == rels):
+            ahead[3].cancel()
+            ahead = None
+        try:
+            if ahead is not None:
+                out = ahead[3].result()
+                if out.count(None):  # those the helper's listing does not show as regular files
+                    return self._read_ranges(rels, offset, length, out)
+                return out  # type: ignore[return-value]
+            return self._read_ranges(rels, offset, length)
+        finally:
+            if ahead is not None:
+                ahead[3].cancel()
+
+    def _read_ranges(self, rels: list[str], offset: int, length: int,
+                     out: list[bytes | None] | None = None) -> list[bytes]:
+        """read_ranges of the files whose entry in `out` is None (of all, without `out`)."""
+        if len(rels) > self.LIST_AFTER and (out is None or out.count(None) > self.LIST_AFTER):
+            self._list_folders_of(rels if out is None else [rel for rel, data in zip(rels, out) if data is None])
         # a regular file of a listed folder is opened by its path from the root, without a lookup
         plain = self._plain if self._direct else {}
         keys = list(map(plain.get, rels))
-        out: list[bytes | None] = [None] * len(rels)
-        if len(set(keys)) * 2 <= len(rels):  # many names for few files: hard links
-            out = list(map(self._read_linked(rels, keys, offset, length).get, keys))
-            if not out.count(None):
-                return out  # type: ignore[return-value]
+        if out is None:
+            out = [None] * len(rels)
+            if len(set(keys)) * 2 <= len(rels):  # many names for few files: hard links
+                out = list(map(self._read_linked(rels, keys, offset, length).get, keys))
+                if not out.count(None):
+                    return out  # type: ignore[return-value]
+            if rels and out.count(None) == len(rels) and keys.count(None) == 0 and len(self._listed) < 1 << 16:
+                out = self._read_one_folder(rels, keys, f"{self._root}/", offset, length)
+                if not out.count(None):
+                    return out  # type: ignore[return-value]
         root = f"{self._root}/"
         open_, pread, close, flags = os.open, os.pread, os.close, os.O_RDONLY
         # a listed folder's files are opened by name from the folder (openat: no path walk per file)
         folders: dict[str, int] = {}
-        if rels and out.count(None) == len(rels) and keys.count(None) == 0 and len(self._listed) < 1 << 16:
-            fast = self._read_one_folder(rels, keys, root, offset, length)
-            if fast is not None:
-                return fast
         try:
             for i, (rel, key) in enumerate(zip(rels, keys)):
                 if out[i] is not None:
@@ -430,36 +438,16 @@ class FolderFiles(DumpFiles):
         return out  # type: ignore[return-value]
 
     @staticmethod
-    def _read_one_folder(rels: list[str], keys: list[int], root: str, offset: int, length: int) -> list[bytes] | None:
-        """read_ranges of regular files all in one listed folder (a dump's `regs/`): the tightest loop,
-        or None (then file by file, with each problem said). `keys` are their _plain entries, which
-        end in their folder's place."""
+    def _read_one_folder(rels: list[str], keys: list[int], root: str, offset: int, length: int) -> list[bytes | None]:
+        """read_ranges of regular files all in one listed folder (a dump's `regs/`), shared with a helper
+        process when there are many (split_read.py); None for each file left to the loop that says what is
+        wrong."""
         places = np.fromiter(keys, np.uint64, len(keys)) & np.uint64(0xFFFF)
-        if (places != places[0]).any():
-            return None
         folder = rels[0].rpartition("/")[0]
-        prefix = f"{folder}/" if folder else ""
-        open_, close, flags = os.open, os.close, os.O_RDONLY
-        try:
-            at = open_(root + folder if folder else root, flags | os.O_DIRECTORY)
-        except OSError:
-            return None
-        cut = len(prefix)
-        try:
-            # the system calls let go of the interpreter: big folders are read by a few threads at once
-            workers = min(PARALLEL_READERS, os.cpu_count() or 1, len(rels) // PARALLEL_FILES or 1)
-            if workers < 2:
-                return _read_names(rels, cut, at, offset, length)
-            from concurrent.futures import ThreadPoolExecutor
-            step = -(-len(rels) // workers)
-            with ThreadPoolExecutor(workers) as pool:
-                parts = list(pool.map(lambda k: _read_names(rels[k:k + step], cut, at, offset, length),
-                                      range(0, len(rels), step)))
-            return [data for part in parts for data in part]
-        except OSError:
-            return None
-        finally:
-            close(at)
+        names = _names_in(rels, folder) if not (places != places[0]).any() else None
+        if names is None:
+            return [None] * len(rels)
+        return SplitRead(root + folder if folder else root, names, offset, length, names_listed=True).result()
 
     def _read_linked(self, rels: list[str], keys: list[int | None], offset: int, length: int) -> dict[int, bytes]:
         """The range of each file that several of `rels` name (hard links: one inode number in a folder's
@@ -498,6 +486,18 @@ class FolderFiles(DumpFiles):
         if full is None:
             raise StateError("missing", rel)
         return Path(full)
+
+    def close(self) -> None:
+        self.cancel_prefetch()
+
+
+def _names_in(rels: list[str], folder: str) -> list[str] | None:
+    """The names of `rels` in `folder` when every one is a file right in it (no deeper path), else None."""
+    cut = len(folder) + 1 if folder else 0
+    if folder and not all(map(str.startswith, rels, repeat(f"{folder}/"))):
+        return None
+    names = [rel[cut:] for rel in rels]
+    return None if "/" in "".join(names) else names
 
 
 def _local_header_data_offset(zip_path: Path, info: zipfile.ZipInfo) -> int:

@@ -16,13 +16,15 @@ import numpy as np
 
 from ..errors import StateError
 from .formats import is_core_file, load_core_file
-from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files, path_problem
+from .files import DumpFiles, FileSpan, FolderFiles, open_dump_files
+from .manifest_paths import path_problem
 from .memory import Region, SparseMemory
-from .model import (Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target, Unreadable, Wave, WaveHeads,
-                    Workgroup, mask_to_lanes)
+from .model import (DEFAULT_REGISTER_NAMES, Aperture, CodeObjectRef, Dispatch, Focus, GpuState, Stop, Target,
+                    Unreadable, Wave, WaveHeads, Workgroup, mask_to_lanes)
 from .numbers import parse_number
 from .private import PrivateMemory
 from .registers import RegisterFile
+from . import split_read
 from .validate import ManifestChecker, WaveColumns, error_message, memory_problem, read_manifest, register_rules_for
 from .wavetable import LazyWaves, LazyWorkgroups, WaveSlice, WaveTable, int_column
 
@@ -58,6 +60,50 @@ def _num(value: Any, default: int | None = None) -> int | None:
 
 def _apertures(entries: dict | None) -> dict[str, Aperture]:
     return {name: Aperture(parse_number(a["base"]), parse_number(a["size"])) for name, a in (entries or {}).items()}
+
+
+def _head_place(layout: list[tuple[str, int]], lanes: int, pc_name: str, exec_name: str | None) -> tuple:
+    """Where a layout keeps the pc and the execution mask: (first byte, length, pc's (offset, size) in that
+    range, exec's), None for a register it lacks."""
+    offsets, at = {}, 0
+    for reg, size in layout:
+        offsets.setdefault(reg, (at, size))
+        at += size
+    wanted = [offsets.get(pc_name), offsets.get(exec_name) if exec_name else None]
+    if wanted[1] is not None and wanted[1][1] * 8 < lanes:
+        wanted[1] = None  # an exec narrower than the wave says nothing about its upper lanes
+    present = [w for w in wanted if w is not None]
+    first = min((o for o, _ in present), default=0)
+    last = max((o + size for o, size in present), default=0)
+    return (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
+
+
+def _prefetch_heads(manifest: Any, files: DumpFiles) -> None:
+    """Start reading every wave's pc and exec (read_heads' range of each register file) while the manifest
+    is checked: opening a big dump's 100,000 register files takes longer than the rest of loading. Only the
+    plain case (one register layout, waves as the format lays them out) is read ahead; any other manifest
+    is read when asked, and a manifest that fails its check drops what was started."""
+    if not isinstance(files, FolderFiles):
+        return
+    try:
+        target = manifest["target"]
+        waves = [wave for dispatch in manifest["dispatches"] for group in dispatch["workgroups"]
+                 for wave in group["waves"]]
+        if len(waves) < split_read.HELPER_FILES:
+            return
+        registers = list(map(_REGISTERS, waves))
+        layouts = set(map(_LAYOUT, registers))
+        if len(layouts) != 1:
+            return
+        layout = [(reg, parse_number(size)) for reg, size in manifest["register_layouts"][layouts.pop()]]
+        rules = register_rules_for(target["vendor"])
+        names = (rules.pc_register, rules.exec_register) if rules is not None else DEFAULT_REGISTER_NAMES
+        first, length, *_ = _head_place(layout, parse_number(target["lanes"]), *names)
+        rels = list(map(_FILE, registers))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return
+    if length:
+        files.prefetch_ranges(rels, first, length)
 
 
 class _Builder:
@@ -262,19 +308,8 @@ class _Builder:
         n, lanes = len(self.wave_entries), self.lanes
         heads = WaveHeads(np.zeros(n, np.uint64), np.zeros(n, bool), np.zeros(n, np.uint64), np.zeros(n, bool),
                           np.full(n, (1 << lanes) - 1, np.uint64), np.zeros(n, bool))
-        places: dict[str, tuple] = {}  # layout -> (first byte, length, pc slice, exec slice)
-        for name, layout in self.layouts.items():
-            offsets, at = {}, 0
-            for reg, size in layout:
-                offsets.setdefault(reg, (at, size))
-                at += size
-            wanted = [offsets.get(pc_name), offsets.get(exec_name) if exec_name else None]
-            if wanted[1] is not None and wanted[1][1] * 8 < lanes:
-                wanted[1] = None  # an exec narrower than the wave says nothing about its upper lanes
-            present = [w for w in wanted if w is not None]
-            first = min((o for o, _ in present), default=0)
-            last = max((o + size for o, size in present), default=0)
-            places[name] = (first, last - first, *((None if w is None else (w[0] - first, w[1])) for w in wanted))
+        # layout -> (first byte, length, pc slice, exec slice)
+        places = {name: _head_place(layout, lanes, pc_name, exec_name) for name, layout in self.layouts.items()}
         limit, lane_bits = (1 << 64) - 1, (1 << lanes) - 1
         layouts, register_files = self.register_layouts, self.register_files
         if layouts is None or register_files is None:
@@ -444,6 +479,7 @@ def _load(files: DumpFiles) -> GpuState:
     manifest, problem = read_manifest(files)
     if problem is not None:
         raise StateError(problem.message, problem.path)
+    _prefetch_heads(manifest, files)
     # opening needs the register files (the waves table reads them) and the code objects and memories to
     # exist; their lengths only matter once read (short = unavailable tail); an LDS or private memory's
     # entry and file are looked at when first read

@@ -16,7 +16,8 @@ from typing import Any, Callable, NamedTuple, Protocol
 from ..errors import StateError
 import numpy as np
 
-from .files import DumpFiles, all_plain_paths, open_dump_files, path_problem
+from .files import DumpFiles, open_dump_files
+from .manifest_paths import all_plain_paths, path_problem
 from .geometry import grid_problems
 from .numbers import MAX_U64, parse_number
 from .private import LAYOUTS, PER_LANE, SWIZZLED

@@ -24,7 +24,7 @@ from ..tempfiles import writing
 from .model import Aperture, lanes_to_mask
 from .numbers import hex_number
 from .private import SWIZZLED, swizzle
-from .files import path_problem
+from .manifest_paths import path_problem
 from .validate import FORMAT_NAME, FORMAT_VERSION
 
 _ZERO_SKIP = 1 << 16  # all-zero chunks at least this long become holes in the written file
