@@ -83,6 +83,7 @@ class SplitRead:
     def __init__(self, folder: str, names: list[str], offset: int, length: int, names_listed: bool = False):
         self.folder, self.names, self.offset, self.length = folder, names, offset, length
         self._listed = names_listed
+        self._chunk = CHUNK  # (the helper's too)
         self._proc: subprocess.Popen | None = None
         self._fds: list[int] = []
         self._reported = 0  # bytes of progress the helper wrote: its listing, then one per chunk
@@ -103,7 +104,7 @@ class SplitRead:
             self._fds.append(out_fd)
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(HELPER), self.folder, str(self.offset), str(self.length),
-                 str(CHUNK), str(names_fd), str(out_fd)],
+                 str(self._chunk), str(names_fd), str(out_fd)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(names_fd, out_fd))
         except (OSError, ValueError, UnicodeEncodeError, subprocess.SubprocessError):
             _stop(None, self._fds)
@@ -130,8 +131,8 @@ class SplitRead:
         return self._regular
 
     def result(self) -> list[bytes | None]:
-        count = len(self.names)
-        chunks = -(-count // CHUNK)
+        count, chunk = len(self.names), self._chunk
+        chunks = -(-count // chunk)
         done: list[list[bytes | None] | None] = [None] * chunks
         mask = None if self._listed else self.regular()
         taken = own = 0  # chunks taken from the helper (from the start), read here (from the end)
@@ -155,13 +156,13 @@ class SplitRead:
                 if taken + own == chunks:
                     break
                 k = chunks - 1 - own
-                names = self.names[k * CHUNK:(k + 1) * CHUNK]
+                names = self.names[k * chunk:(k + 1) * chunk]
                 if self._listed:
                     done[k] = read_names(names, folder, self.offset, self.length)
                 elif mask is not None:
-                    readable = [name for name, ok in zip(names, mask[k * CHUNK:(k + 1) * CHUNK]) if ok]
+                    readable = [name for name, ok in zip(names, mask[k * chunk:(k + 1) * chunk]) if ok]
                     read = iter(read_names(readable, folder, self.offset, self.length))
-                    done[k] = [next(read) if ok else None for ok in mask[k * CHUNK:(k + 1) * CHUNK]]
+                    done[k] = [next(read) if ok else None for ok in mask[k * chunk:(k + 1) * chunk]]
                 else:
                     done[k] = [None] * len(names)
                 own += 1
@@ -180,6 +181,7 @@ class SplitRead:
         try:
             while data := os.read(fd, 65536):
                 self._reported += len(data)
+            self._proc.poll()  # the end of its output: it has finished (or died); let it go
         except OSError:  # (BlockingIOError: nothing more yet)
             pass
         return self._reported
@@ -193,7 +195,7 @@ class SplitRead:
     def _helper_chunk(self, k: int, at: int) -> tuple[list[bytes | None] | None, int]:
         """Chunk `k` as the helper wrote it at `at` in its output, and where its next begins; None when the
         output does not hold what it should."""
-        count = min(CHUNK, len(self.names) - k * CHUNK)
+        count = min(self._chunk, len(self.names) - k * self._chunk)
         header = self._pread(4 * count, at)
         if header is None or len(header) != 4 * count:
             return None, at
