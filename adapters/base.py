@@ -18,6 +18,7 @@ import numpy as np
 from aspace_dap import limits
 from aspace_dap.dwarf.target import AddressSpace, Dialect, MemoryRead, RegisterInfo
 from aspace_dap.errors import AspaceError, EvaluationError, StateError
+from aspace_dap.tempfiles import make_temp_dir
 
 from .addressing import MemoryAccess
 
@@ -460,6 +461,24 @@ class Disassembler(ABC):
     package = ""  # what provides the tool, as the user is told when it is missing
     min_size = 4  # the shortest instruction in bytes (the step of rows that cannot be decoded)
     max_size = 16  # the longest: how many bytes a number of rows can span (what to decode for them)
+
+    def __init__(self):
+        self._code_files: dict[int, tuple[object, str]] = {}  # id(code object) -> (it, its file)
+        self._code_folder: str | None = None
+
+    def code_file(self, code_object, suffix: str = ".elf") -> str:
+        """A file of the code object's bytes, written once per object in a temporary folder: for tools that
+        read no pipe, and for the others a file read in place beats megabytes fed through a pipe."""
+        held = self._code_files.get(id(code_object))
+        if held is not None and held[0] is code_object:
+            return held[1]
+        if self._code_folder is None:
+            self._code_folder = make_temp_dir(f"aspace-{self.tool}-")
+        path = os.path.join(self._code_folder, f"{len(self._code_files)}{suffix}")
+        with open(path, "wb") as f:
+            f.write(code_object.data)
+        self._code_files[id(code_object)] = (code_object, path)
+        return path
 
     @abstractmethod
     def decode(self, code_object, start: int, end: int) -> list[DecodedInstruction]:

@@ -207,8 +207,8 @@ class AmdgpuAdapter(TargetAdapter):
         hit = cache.get(key)
         if hit is not None and hit[0] is code_object:
             return hit[1]
-        size = next((sym.size for sym in code_object.symbols.values()
-                     if sym.type == "FUNC" and sym.value == function_low and sym.size), None)
+        size = next((size for _, value, size, _ in code_object.symbols_of_types(("FUNC",))
+                     if value == function_low and size), None)
         code = code_object.read_memory(function_low, size) if size and pc - function_low < size else None
         # without the function's extent its loops cannot be followed: no caller frame
         saved = scan(code, pc - function_low, gen, wave64) if code is not None else None

@@ -27,6 +27,7 @@ ENV = "ASPACE_LLVM_OBJDUMP"
 _LINE = re.compile(r"^\t(?P<text>.*?)\s*// (?P<addr>[0-9A-Fa-f]+):(?P<words>(?: [0-9A-Fa-f]{8})+)"
                    r"(?:\s+(?P<target><[^>]*>))?\s*$")
 _VERSION = re.compile(r"LLVM version (\d+)")
+_DEBIAN_LLVM = re.compile(r"/usr/lib/llvm-(\d+)/bin/llvm-objdump")
 _UNKNOWN_CPU = re.compile(r"'([^']+)' is not a recognized processor")
 
 
@@ -50,7 +51,9 @@ def _candidates():
         if path is not None:
             yield major, path
     for path in (shutil.which("llvm-objdump"), *sorted(glob.glob("/opt/rocm*/llvm/bin/llvm-objdump"))):
-        version = _version_of(path) if path else None
+        # Debian's llvm-objdump is a link to one of its llvm-N packages, known by its place (as above)
+        debian = _DEBIAN_LLVM.fullmatch(os.path.realpath(path)) if path else None
+        version = int(debian.group(1)) if debian else _version_of(path) if path else None
         if version is not None:
             yield version, path
 
@@ -87,8 +90,8 @@ class LlvmObjdump(Disassembler):
         path, version = self.locate()
         processor = code_object.processor
         out, err = self.run([path, "-d", f"--mcpu={processor}",
-                             f"--start-address=0x{start:x}", f"--stop-address=0x{end:x}", "-"],
-                            stdin=code_object.data)
+                             f"--start-address=0x{start:x}", f"--stop-address=0x{end:x}",
+                             self.code_file(code_object, ".co")])
         unknown = _UNKNOWN_CPU.search(err)
         if unknown:
             raise self.missing(f"llvm-objdump of LLVM {version} ({path}) does not know {unknown.group(1)}: "

@@ -45,6 +45,7 @@ class Iga(Disassembler):
     min_size = 8
 
     def __init__(self, adapter):
+        super().__init__()
         self.adapter = adapter  # the device: the code object's (ocloc's header, a zebin note) or the dump's
         self._folder: str | None = None
         self._count = 0

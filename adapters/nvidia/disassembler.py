@@ -25,7 +25,6 @@ import os
 import re
 import sys
 
-from aspace_dap.tempfiles import make_temp_dir
 
 from aspace_dap.errors import AspaceError
 
@@ -125,10 +124,6 @@ class Nvdisasm(Disassembler):
     package = PACKAGE
     min_size = INSTRUCTION_BYTES
 
-    def __init__(self):
-        self._files: dict[int, tuple[object, str]] = {}  # id(code object) -> (it, its file for nvdisasm)
-        self._folder: str | None = None
-
     def locate(self, processor: str | None = None) -> str:
         override = os.environ.get(ENV)
         found = _find(override, processor)
@@ -137,19 +132,6 @@ class Nvdisasm(Disassembler):
             # an old SM's missing release: the wheel (13.x only) cannot provide it, so it is not offered
             raise DisassemblerMissing(why) if "needs the nvdisasm" in why else self.missing(why)
         return found
-
-    def _file(self, code_object) -> str:
-        """The laid-out cubin in a file of its own (nvdisasm reads no pipes), written once per object."""
-        held = self._files.get(id(code_object))
-        if held is not None and held[0] is code_object:
-            return held[1]
-        if self._folder is None:
-            self._folder = make_temp_dir("aspace-nvdisasm-")
-        path = os.path.join(self._folder, f"{len(self._files)}.cubin")
-        with open(path, "wb") as f:
-            f.write(code_object.data)
-        self._files[id(code_object)] = (code_object, path)
-        return path
 
     def decode(self, code_object, start: int, end: int) -> list[DecodedInstruction]:
         tool = self.locate(code_object.processor)
@@ -160,7 +142,7 @@ class Nvdisasm(Disassembler):
             if index is not None:
                 argv += ["-fun", str(index)]
         try:
-            out, _ = self.run(argv + [self._file(code_object)])
+            out, _ = self.run(argv + [self.code_file(code_object, ".cubin")])  # (nvdisasm reads no pipe)
         except DisassemblerMissing:
             raise
         except AspaceError as exc:  # an nvdisasm older than the cubin's architecture refuses it

@@ -150,6 +150,27 @@ class _SymbolTable(Mapping):
     def __contains__(self, name) -> bool:
         return name in self._rows
 
+    def of_types(self, types) -> list[tuple[str, int, int, int | None]]:
+        """(name, value, size, section) of the symbols of these types, without building a Symbol for
+        each (a code object of 20,000 functions)."""
+        made = self._made
+        out = []
+        for name, (value, size, info, shndx) in self._rows.items():
+            if name in made:
+                sym = made[name]
+                if sym.type in types:
+                    out.append((name, sym.value, sym.size, sym.section))
+            elif _TYPES[info & 0xF] in types:
+                out.append((name, value, size, shndx))
+        return out
+
+
+def _symbols_of_types(symbols, types) -> list[tuple[str, int, int, int | None]]:
+    """(name, value, size, section) of a symbol table's symbols of these types."""
+    if isinstance(symbols, _SymbolTable):
+        return symbols.of_types(types)
+    return [(name, sym.value, sym.size, sym.section) for name, sym in symbols.items() if sym.type in types]
+
 
 class CodeObject:
     """A device ELF. Everything except DWARF is parsed eagerly so bad input fails at load."""
@@ -281,6 +302,11 @@ class CodeObject:
 
     FUNCTION_TYPES = ("FUNC",)  # symbol types that name code
 
+    def symbols_of_types(self, types) -> list[tuple[str, int, int, int | None]]:
+        """(name, value, size, section) of the symbols of these types (Symbol.type's words), without
+        making a Symbol of each."""
+        return _symbols_of_types(self.symbols, types)
+
     def function_symbol_at(self, address: int) -> Symbol | None:
         """The function symbol covering a code address, from the function symbols defined in the
         executable section that holds the address (the innermost where one function's range holds
@@ -291,23 +317,23 @@ class CodeObject:
             for index, section in enumerate(self.elf.iter_sections()):
                 if section["sh_flags"] & SHF_EXECINSTR and section["sh_size"]:
                     executable[index] = (section["sh_addr"], section["sh_addr"] + section["sh_size"])
-            functions = []
-            for sym in self.symbols.values():
-                held = executable.get(sym.section) if sym.section is not None else None
-                if sym.type in self.FUNCTION_TYPES and held is not None and held[0] <= sym.value < held[1]:
-                    functions.append((sym, held))
-            functions.sort(key=lambda f: (f[0].value, -f[0].size))
+            functions = []  # (value, size, name, (section start, end))
+            for name, value, size, section in self.symbols_of_types(self.FUNCTION_TYPES):
+                held = executable.get(section) if section is not None else None
+                if held is not None and held[0] <= value < held[1]:
+                    functions.append((value, size, name, held))
+            functions.sort(key=lambda f: (f[0], -f[1]))
             reach, running = [], 0  # the highest end of functions[0..i]: where walking back may stop
-            for sym, _ in functions:
-                running = max(running, sym.value + max(sym.size, 1))
+            for value, size, _, _ in functions:
+                running = max(running, value + max(size, 1))
                 reach.append(running)
-            self._functions = (functions, [f[0].value for f in functions], reach)
+            self._functions = (functions, [f[0] for f in functions], reach)
         functions, starts, reach = self._functions
         i = bisect.bisect_right(starts, address) - 1
         while i >= 0 and reach[i] > address:
-            sym, (low, high) = functions[i]
-            if low <= address < high and (sym.contains(address) if sym.size else address == sym.value):
-                return sym
+            value, size, name, (low, high) = functions[i]
+            if low <= address < high and (value <= address < value + size if size else address == value):
+                return self.symbols[name]
             i -= 1
         return None
 
@@ -422,7 +448,7 @@ class CodeObject:
         """Code object v2 kernels are STT_AMDGPU_HSA_KERNEL (10) symbols at their 256-byte amd_kernel_code_t,
         whose kernel_code_entry_byte_offset (an i64 at byte 16) says where the code starts: each becomes a
         function symbol over its code, so frames and disassembly name it."""
-        for name in [n for n in self.symbols if self.symbols[n].type in (str(STT_AMDGPU_HSA_KERNEL), "LOOS")]:
+        for name, *_ in self.symbols_of_types((str(STT_AMDGPU_HSA_KERNEL), "LOOS")):
             sym = self.symbols[name]
             header = self.read_memory(sym.value, AMD_KERNEL_CODE_T_SIZE)
             entry = struct.unpack_from("<q", header, 16)[0] if header is not None else AMD_KERNEL_CODE_T_SIZE

@@ -231,7 +231,7 @@ class Disassembly(Part):
     def _units(co) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int, bytes]]]:
         """The executable sections, cut at every function symbol's start and end (and the sections)."""
         units, sections = [], []
-        functions = sorted({(s.value, s.value + s.size) for s in co.symbols.values() if s.type == "FUNC"})
+        functions = sorted({(value, value + size) for _, value, size, _ in co.symbols_of_types(("FUNC",))})
         for section in co.elf.iter_sections():
             if not section["sh_flags"] & SHF_EXECINSTR or section["sh_type"] == "SHT_NOBITS" \
                     or not section["sh_size"]:
