@@ -158,7 +158,9 @@ def registers_dump(tmp_path: Path, workgroups: int = 40) -> tuple[Path, list[tup
 
 def test_a_big_dump_reads_every_pc_and_exec_ahead_and_gets_them_right(tmp_path):
     dump, heads = registers_dump(tmp_path)
-    state = load_state(dump)
+    with load_state(dump) as state:  # (only a debugging session asks for it: not `state validate`)
+        assert state._files._ahead is None
+    state = load_state(dump, read_ahead=True)
     ahead = state._files._ahead
     assert ahead is not None and len(ahead[0]) == len(heads)  # started while the manifest was checked
     helper = ahead[3]._proc
@@ -172,10 +174,10 @@ def test_the_helpers_listing_stands_for_the_existence_check_and_says_the_same(tm
     dump, _ = registers_dump(tmp_path)
     os.unlink(dump / "regs" / "wave-77.bin")
     with pytest.raises(StateError) as ahead:
-        load_state(dump)
+        load_state(dump, read_ahead=True)
     monkeypatch.setattr(split_read, "HELPER_FILES", 1 << 30)  # no read ahead: the folder is listed here
     with pytest.raises(StateError) as listed:
-        load_state(dump)
+        load_state(dump, read_ahead=True)
     assert str(ahead.value) == str(listed.value) == "dispatches[0].workgroups[19].waves[1].registers.file: missing"
 
 
@@ -183,14 +185,14 @@ def test_register_files_that_are_symlinks_inside_the_dump_are_read_through_them(
     dump, heads = registers_dump(tmp_path)
     os.rename(dump / "regs" / "wave-5.bin", dump / "mem" / "moved.bin")
     os.symlink("../mem/moved.bin", dump / "regs" / "wave-5.bin")
-    state = load_state(dump)
+    state = load_state(dump, read_ahead=True)
     assert state._files._ahead is not None
     assert state.wave_heads().pc.tolist() == [pc for pc, _ in heads]
 
 
 def test_closing_the_dump_stops_the_read_ahead(tmp_path):
     dump, _ = registers_dump(tmp_path)
-    state = load_state(dump)
+    state = load_state(dump, read_ahead=True)
     split = state._files._ahead[3]
     helper = split._proc
     state.close()
@@ -201,12 +203,12 @@ def test_closing_the_dump_stops_the_read_ahead(tmp_path):
 def test_threads_of_a_dump_past_a_gpus_worth_of_waves_are_named_without_reading_every_wave(tmp_path, monkeypatch):
     dump, heads = registers_dump(tmp_path, 20)
     monkeypatch.setattr(session_waves, "COUNTED_NAMES_UP_TO", 40)
-    session = Session(load_state(dump))
+    session = Session(load_state(dump, read_ahead=True))
     names = session.thread_names()
     assert session.state._file_heads is None  # no execution mask was read for them
     assert names[7] == "AMDGPU Wave 0:?:0:7 (1,0,0)/3"  # ROCgdb's name: agent:queue:dispatch:wave (x,y,z)/index
     assert all(name == session.thread_name(wave) for name, wave in zip(names, session.state.waves))
     monkeypatch.setattr(session_waves, "COUNTED_NAMES_UP_TO", 80)
-    counted = Session(load_state(dump)).thread_names()
+    counted = Session(load_state(dump, read_ahead=True)).thread_names()
     lanes = 64
     assert counted[7] == f"{names[7]} [{bin(heads[7][1]).count('1')}/{lanes} active]"

@@ -72,7 +72,7 @@ def launch(ctx, args):
         client_path(workspace, "workspaceFolder")
     pid = ctx.progress_start(f"Opening {os.path.basename(path)}")
     try:
-        st.session = Session.open(path, code_object=args.get("codeObject"), wave=args.get("wave"),
+        st.session = Session.open(path, read_ahead=True, code_object=args.get("codeObject"), wave=args.get("wave"),
                                   lane=args.get("lane"), source_map=source_map, workspace=workspace,
                                   client_is_user=ctx.client_is_user)
         if pid:

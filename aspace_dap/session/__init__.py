@@ -82,8 +82,9 @@ class Session:
                                       lambda pc: disassemble_at(self._disassembly, pc), self._lane_addresses.at)
 
     @classmethod
-    def open(cls, state_path: str, **kw) -> "Session":
-        return cls(load_state(state_path), **kw)
+    def open(cls, state_path: str, read_ahead: bool = False, **kw) -> "Session":
+        """A session over the dump at `state_path` (`read_ahead`: see load_state)."""
+        return cls(load_state(state_path, read_ahead), **kw)
 
     # ------------------------------------------------------------------ state, read where its owner keeps it
 

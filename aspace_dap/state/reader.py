@@ -431,15 +431,16 @@ class _Builder:
             files=self.files)
 
 
-def load_state(path: str | os.PathLike) -> GpuState:
+def load_state(path: str | os.PathLike, read_ahead: bool = False) -> GpuState:
     """Open a dump folder, a .zip or a GPU core dump (formats.py); raises StateError(message, json_path)
-    for the first problem."""
+    for the first problem. `read_ahead`: a big dump folder's every pc and exec start being read while it
+    is checked (a debugging session lists its threads and groups its waves next)."""
     if os.path.isfile(path) and is_core_file(path):
         return load_core_file(path)
     files = open_dump_files(Path(path))
     with _no_collection() as loaded:
         try:
-            state = _load(files)
+            state = _load(files, read_ahead)
         except BaseException:
             files.close()
             raise
@@ -475,11 +476,12 @@ def _no_collection():
             gc.enable()
 
 
-def _load(files: DumpFiles) -> GpuState:
+def _load(files: DumpFiles, read_ahead: bool = False) -> GpuState:
     manifest, problem = read_manifest(files)
     if problem is not None:
         raise StateError(problem.message, problem.path)
-    _prefetch_heads(manifest, files)
+    if read_ahead:
+        _prefetch_heads(manifest, files)
     # opening needs the register files (the waves table reads them) and the code objects and memories to
     # exist; their lengths only matter once read (short = unavailable tail); an LDS or private memory's
     # entry and file are looked at when first read
