@@ -26,6 +26,7 @@ import {
   casesWithTools, chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand,
   serverPort, sleep, setPaneExpanded, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
+import { untilValue } from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
@@ -93,16 +94,6 @@ writeFileSync(
   }),
 );
 
-/** Polls `probe` until it returns {ok: true}; the error names `what` and the last value seen. */
-async function until(what, probe, tries = 60) {
-  let last;
-  for (let i = 0; i < tries; i++) {
-    last = await probe().catch((e) => ({ ok: false, value: String(e) }));
-    if (last?.ok) return last.value;
-    await sleep(500);
-  }
-  throw new Error(`${what}: ${last?.value ?? 'nothing'}`);
-}
 
 /** The Disassembly View's rows as [{text, current, focused}] (current: VS Code's current-instruction icon). */
 async function disassemblyRows(page) {
@@ -169,13 +160,13 @@ async function check(page, c) {
   await setPaneExpanded(page, 'Call Stack', true).catch(() => {});
   await openFromCallStack(page, 'settle');
   // the stopped instruction: its row carries the current-instruction icon and the vendor's text
-  const marked = await until(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
+  const marked = await untilValue(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
     const rows = await disassemblyRows(page);
     const row = rows.find((r) => at(r, c.pc));
     return { ok: !!row && (row.current || row.focused) && row.text.includes(c.text), value: JSON.stringify(row ?? rows.slice(0, 3)) };
   });
   // the source interleaved: the stop's line is shown above its instructions
-  await until(`${c.name}: the source line "${c.source}" is not interleaved`, async () => {
+  await untilValue(`${c.name}: the source line "${c.source}" is not interleaved`, async () => {
     const rows = await disassemblyRows(page);
     return { ok: rows.some((r) => r.text.includes(c.source)), value: `${rows.length} rows` };
   });
@@ -189,7 +180,7 @@ async function check(page, c) {
   }
   // the caller frame: choosing it moves the view to its return address
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: /^divergent/ }).first().click();
-  const caller = await until(`${c.name}: choosing the caller frame does not mark ${c.ret}`, async () => {
+  const caller = await untilValue(`${c.name}: choosing the caller frame does not mark ${c.ret}`, async () => {
     const rows = await disassemblyRows(page);
     const row = rows.find((r) => at(r, c.ret));
     return { ok: !!row && (row.focused || row.current), value: JSON.stringify(row ?? rows.slice(0, 2)) };
@@ -207,13 +198,13 @@ async function checkMissingSource(page) {
   await runCommand(page, 'Debug: Select and Start Debugging');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: c.name }).first().click({ timeout: 10000 });
   const widget = page.locator('.exception-widget').first();
-  const shown = await until(`${c.name}: no exception widget with "${c.title}"`, async () => {
+  const shown = await untilValue(`${c.name}: no exception widget with "${c.title}"`, async () => {
     const text = ((await widget.textContent({ timeout: 1000 })) ?? '').replace(/\s+/g, ' ');
     return { ok: text.includes(c.title) && c.texts.every((t) => text.includes(t)), value: text || '(none)' };
   }, 120);
   // the widget stands under the frame's own line of the document that says the file is missing
   const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
-  await until(`${c.name}: the editor is not at line ${c.line}`, async () => {
+  await untilValue(`${c.name}: the editor is not at line ${c.line}`, async () => {
     const where = ((await cursor.textContent()) ?? '').trim();
     return { ok: where.startsWith(`Ln ${c.line},`), value: where };
   });
@@ -224,7 +215,7 @@ async function checkMissingSource(page) {
   await page.locator('.repl-input-wrapper').waitFor({ timeout: 10000 });
   await runCommand(page, 'View: Toggle Maximized Panel').catch(() => {});
   const places = [join(cores, 'fault.cu'), join(workspace, 'fault.cu')];
-  await until(`${c.name}: the Debug Console does not name the places looked at and the sourceMap entry`, async () => {
+  await untilValue(`${c.name}: the Debug Console does not name the places looked at and the sourceMap entry`, async () => {
     const text = ((await page.locator('.repl').first().textContent()) ?? '');
     return { ok: [...c.said, ...places].every((t) => text.includes(t)), value: text.slice(-600) || '(empty)' };
   });
@@ -244,7 +235,7 @@ async function checkMissingSource(page) {
       if (attempt >= 3) throw error;
     }
   }
-  await until(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
+  await untilValue(`${c.name}: no row at ${c.pc} marked as the current instruction`, async () => {
     const rows = await disassemblyRows(page);
     const row = rows.find((r) => at(r, c.pc));
     return { ok: !!row && (row.current || row.focused), value: JSON.stringify(row ?? rows.slice(0, 3)) };

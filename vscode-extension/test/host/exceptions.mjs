@@ -36,7 +36,7 @@ import {
   chromiumPath, codeServerCommand, need as needIn, playwrightChromium, runCommand, runHostScript, serverPort,
   setPaneExpanded, sleep, startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
-import { pane } from './workbench.mjs';
+import { pane, untilValue } from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
@@ -131,16 +131,6 @@ writeFileSync(
   }),
 );
 
-/** Polls `probe` until it returns something truthy; the error names `what` and the last value seen. */
-async function until(what, probe, tries = 60) {
-  let last;
-  for (let i = 0; i < tries; i++) {
-    last = await probe().catch(() => undefined);
-    if (last?.ok) return last.value;
-    await sleep(500);
-  }
-  throw new Error(`${what}: ${last?.value ?? 'nothing'}`);
-}
 
 let server;
 const log = join(root, 'code-server.log');
@@ -171,7 +161,7 @@ async function callStack(page) {
 async function assertFocus(page, what, wave, raised, lane) {
   let seen;
   let tries = 0;
-  await until(what, async () => {
+  await untilValue(what, async () => {
     tries += 1;
     const stack = await callStack(page);
     const lanes = ((await pane(page, 'GPU Lanes').locator('.pane-header').textContent()) ?? '').replace(/\s+/g, ' ');
@@ -197,7 +187,7 @@ async function chooseLane(page, c, lane) {
   const focusLane = async () => ((await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: '◀ focus' })
     .first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ').trim();
   await row().click();
-  await until(`${c.name}: Lane ${lane} chosen in GPU Lanes is not the focus lane`, async () => {
+  await untilValue(`${c.name}: Lane ${lane} chosen in GPU Lanes is not the focus lane`, async () => {
     const now = await focusLane();
     const ok = new RegExp(`^Lane ${lane}(?!\\d)`).test(now);
     if (!ok) await row().click().catch(() => {});
@@ -237,20 +227,20 @@ async function check(page, c) {
   await select.selectOption({ label: c.name });
   await page.locator('.start-debug-action-item .codicon-debug-start, .debug-start-action').first().click();
   const widget = page.locator('.exception-widget').first();
-  const text = await until(`${c.name}: no exception widget with "${c.title}"`, async () => {
+  const text = await untilValue(`${c.name}: no exception widget with "${c.title}"`, async () => {
     const shown = ((await widget.textContent({ timeout: 1000 })) ?? '').replace(/\s+/g, ' ');
     return { ok: shown.includes(c.title) && c.texts.every((t) => shown.includes(t)), value: shown || '(none)' };
   }, 120);
   // the editor stands on the stopped line
   const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
-  await until(`${c.name}: the editor is not at line ${c.line}`, async () => {
+  await untilValue(`${c.name}: the editor is not at line ${c.line}`, async () => {
     const where = ((await cursor.textContent()) ?? '').trim();
     return { ok: where.startsWith(`Ln ${c.line},`), value: where };
   });
   if (c.stack) {
     // the stopped thread's frames, in order, each row its function, file and line
     const rows = page.locator('.debug-call-stack .monaco-list-row');
-    await until(`${c.name}: the Call Stack does not show ${c.stack.join(', ')}`, async () => {
+    await untilValue(`${c.name}: the Call Stack does not show ${c.stack.join(', ')}`, async () => {
       const shown = (await rows.allTextContents()).map((t) => t.replace(/\s+/g, ' '));
       let at = 0;
       for (const want of c.stack) {
@@ -272,7 +262,7 @@ async function check(page, c) {
     console.log(`wrote ${join(shots, c.shot)}`);
   }
   await page.keyboard.press('Shift+F5'); // stop the session
-  await until(`${c.name}: the session does not end`, async () => {
+  await untilValue(`${c.name}: the session does not end`, async () => {
     const widgets = await page.locator('.exception-widget').count();
     return { ok: widgets === 0, value: `${widgets} widgets` };
   });

@@ -27,7 +27,7 @@ import {
   chromiumPath, codeServerCommand, runHostScript, need as needIn, playwrightChromium, runCommand, serverPort, setPaneExpanded, sleep,
   startCodeServer,
 } from '../../scripts/codeServerHost.mjs';
-import { ldsTilesItem, pane, paneValues } from './workbench.mjs';
+import { ldsTilesItem, pane, paneValues, untilValue } from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extensionDir = resolve(here, '..', '..');
@@ -76,16 +76,6 @@ writeFileSync(
   }),
 );
 
-/** Polls `probe` until it returns something truthy; the error names `what` and the last value seen. */
-async function until(what, probe, tries = 60) {
-  let last;
-  for (let i = 0; i < tries; i++) {
-    last = await probe().catch(() => undefined);
-    if (last?.ok) return last.value;
-    await sleep(500);
-  }
-  throw new Error(`${what}: ${last?.value ?? 'nothing'}`);
-}
 
 let server;
 const log = join(root, 'code-server.log');
@@ -136,7 +126,7 @@ async function main() {
     });
     const selectedWhat = 'the Call Stack does not select the chosen wave\'s frame at line 30';
     let unselected = false;
-    const callStack = await until(selectedWhat, async () => {
+    const callStack = await untilValue(selectedWhat, async () => {
       const [thread, frame] = await selection();
       const value = `thread "${thread}", frame "${frame}"`;
       return { ok: thread.includes(`Wave 0:?:0:${CHOSEN} `) && /lds_tiles\.hip\s*30:/.test(frame), value };
@@ -148,7 +138,7 @@ async function main() {
     });
     // the editor follows: its cursor is on line 30
     const cursor = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+$/ }).first();
-    await until('the editor is not at line 30', async () => {
+    await untilValue('the editor is not at line 30', async () => {
       const where = ((await cursor.textContent()) ?? '').trim();
       return { ok: /^Ln 30,/.test(where), value: where };
     });
@@ -159,7 +149,7 @@ async function main() {
     const locals = variables.locator('.monaco-list-row', { hasText: /^Locals/ }).first();
     await locals.waitFor({ timeout: 30000 });
     if ((await locals.getAttribute('aria-expanded')) === 'false') await locals.click();
-    await until('Variables shows no row_sum and k', async () => {
+    await untilValue('Variables shows no row_sum and k', async () => {
       const names = (await variables.locator('.monaco-list-row .name').allTextContents()).map((n) => n.replace(/\s*=$/, ''));
       return { ok: names.includes('row_sum') && names.includes('k'), value: names.join(', ') };
     });
@@ -167,7 +157,7 @@ async function main() {
       // wave 3998 is the third of its workgroup (4 waves each, in order)
       const lane = Number(/Lane (\d+)\//.exec((await laneItem.textContent()) ?? '')?.[1]);
       const expected = ldsTilesItem(CHOSEN % 4, lane);
-      const shown = await until(`Variables do not show wave ${CHOSEN} lane ${lane}`, async () => {
+      const shown = await untilValue(`Variables do not show wave ${CHOSEN} lane ${lane}`, async () => {
         const values = await paneValues(page, 'Variables');
         const value = `lane ${lane}: tx = ${values.tx}, ty = ${values.ty}`;
         return { ok: values.tx === expected.tx && values.ty === expected.ty, value };
@@ -176,7 +166,7 @@ async function main() {
     }
     // the lane status-bar item's hover names the focused wave
     await laneItem.hover();
-    const hover = await until('the lane status-bar item does not name the wave', async () => {
+    const hover = await untilValue('the lane status-bar item does not name the wave', async () => {
       const text = (await page.locator('.workbench-hover, .monaco-hover').allTextContents()).join(' ');
       return { ok: text.includes(`AMDGPU Wave 0:?:0:${CHOSEN} `), value: text || '(no hover)' };
     });
@@ -191,14 +181,14 @@ async function main() {
     await question.waitFor({ timeout: 10000 });
     await question.fill(SEARCH);
     await page.keyboard.press('Enter');
-    const header = await until(`GPU Waves shows no "${FOUND}" row`, async () => {
+    const header = await untilValue(`GPU Waves shows no "${FOUND}" row`, async () => {
       const text = ((await waves.locator('.monaco-list-row').first().textContent()) ?? '').trim();
       return { ok: text.startsWith(FOUND) && text.includes(FOUND_COUNTS), value: text };
     });
     const foundLane = waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first();
     await foundLane.waitFor({ timeout: 30000 });
     await foundLane.click();
-    const laneNow = await until(`choosing "${FOUND_LANE}" does not focus lane 1 of wave 3997`, async () => {
+    const laneNow = await untilValue(`choosing "${FOUND_LANE}" does not focus lane 1 of wave 3997`, async () => {
       const lane = ((await laneItem.textContent()) ?? '').trim();
       const [thread, frame] = await selection();
       const marked = ((await waves.locator('.monaco-list-row', { hasText: FOUND_LANE }).first().textContent()) ?? '');

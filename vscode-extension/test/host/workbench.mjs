@@ -60,6 +60,18 @@ export async function replLast(page) {
   return (await rows.last().textContent()).trim();
 }
 
+/** Polls `probe` until it returns {ok: true, value}, and answers the value; the error names `what` and the
+ *  last value seen (a probe that throws is seen as its error's text). */
+export async function untilValue(what, probe, tries = 60) {
+  let last;
+  for (let i = 0; i < tries; i++) {
+    last = await probe().catch((e) => ({ ok: false, value: String(e) }));
+    if (last?.ok) return last.value;
+    await sleep(500);
+  }
+  throw new Error(`${what}: ${last?.value ?? 'nothing'}`);
+}
+
 export async function until(what, probe, tries = 60) {
   let last;
   for (let i = 0; i < tries; i++) {
