@@ -98,7 +98,10 @@ def _prefetch_heads(manifest: Any, files: DumpFiles) -> None:
         layout = [(reg, parse_number(size)) for reg, size in manifest["register_layouts"][layouts.pop()]]
         rules = register_rules_for(target["vendor"])
         names = (rules.pc_register, rules.exec_register) if rules is not None else DEFAULT_REGISTER_NAMES
-        first, length, *_ = _head_place(layout, parse_number(target["lanes"]), *names)
+        lanes = parse_number(target["lanes"])
+        if lanes > 64:
+            return  # (wave_heads reads none for waves that wide)
+        first, length, *_ = _head_place(layout, lanes, *names)
         rels = list(map(_FILE, registers))
     except (KeyError, TypeError, ValueError, AttributeError):
         return
