@@ -212,3 +212,20 @@ def test_threads_of_a_dump_past_a_gpus_worth_of_waves_are_named_without_reading_
     counted = Session(load_state(dump, read_ahead=True)).thread_names()
     lanes = 64
     assert counted[7] == f"{names[7]} [{bin(heads[7][1]).count('1')}/{lanes} active]"
+
+
+def test_a_dump_of_several_dispatches_is_checked_from_one_listing(tmp_path):
+    """A node's dump: its dispatches are checked in turn, each against its run of the listing the helper
+    made of the register folder, which the server never lists itself."""
+    dump, heads = registers_dump(tmp_path)
+    manifest = json.loads((dump / "manifest.json").read_text())
+    first = manifest["dispatches"][0]
+    groups = first["workgroups"]
+    second = dict(first, id=1, workgroups=groups[25:])
+    manifest["dispatches"] = [dict(first, workgroups=groups[:25]), second]
+    (dump / "manifest.json").write_text(json.dumps(manifest))
+    state = load_state(dump, read_ahead=True)
+    assert state._files._ahead_at == len(heads)  # both runs answered by the helper's listing
+    assert not state._files._listed
+    assert [w.dispatch.id for w in (state.waves[0], state.waves[-1])] == [0, 1]
+    assert state.wave_heads().exec.tolist() == [mask for _, mask in heads]
