@@ -186,11 +186,18 @@ async function chooseLane(page, c, lane) {
   const row = () => pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: new RegExp(`^Lane ${lane}(?!\\d)`) }).first();
   const focusLane = async () => ((await pane(page, 'GPU Lanes').locator('.monaco-list-row', { hasText: '◀ focus' })
     .first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ').trim();
-  await row().click();
+  // a lane row's hover (its work-item), opened where the last click left the mouse, can lie over the next
+  // row and stays open while the mouse is on it: the mouse leaves the list before each click
+  const click = async () => {
+    await page.mouse.move(0, 0);
+    await sleep(300);
+    await row().click({ timeout: 5000 }).catch(() => {});
+  };
+  await click();
   await untilValue(`${c.name}: Lane ${lane} chosen in GPU Lanes is not the focus lane`, async () => {
     const now = await focusLane();
     const ok = new RegExp(`^Lane ${lane}(?!\\d)`).test(now);
-    if (!ok) await row().click().catch(() => {});
+    if (!ok) await click();
     return { ok, value: now || '(no focus lane)' };
   }, 20);
 }
