@@ -51,7 +51,7 @@ def _unnamed_file() -> int:
     """A file descriptor without a name, for the helper to inherit (memory where the system has memfd)."""
     if hasattr(os, "memfd_create"):
         try:
-            return os.memfd_create("aspace-ranges", 0)
+            return os.memfd_create("aspace-ranges")  # (close-on-exec: only the helper is given it)
         except OSError:
             pass
     fd, path = tempfile.mkstemp(prefix="aspace-ranges-")
