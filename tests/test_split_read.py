@@ -1,4 +1,4 @@
-"""Reading one range of many files with a helper process (state/split_read.py, state/range_reader.py), and
+"""Reading one range of many files with a helper process (state/split_read.py, run as a script for the helper), and
 a big dump's every pc and exec read ahead while its manifest is checked (FolderFiles.prefetch_ranges).
 
 What each file holds is written here and read back with plain file reads; the answers must not depend on

@@ -2,30 +2,41 @@
 every wave), read by two processes at once.
 
 Opening 100,000 small files is system calls, a few microseconds each, and threads do not share that work
-out: each call hands the interpreter lock back and forth. A helper process (range_reader.py) lists the
-folder, says which names are regular files in it, and reads the list from its start while this process
-reads it from its end, chunk by chunk, until they meet. A SplitRead starts its helper when made, so it can
+out: each call hands the interpreter lock back and forth. A helper process (this file run as a script,
+`helper_main`) lists the folder, says which names are regular files in it, and reads the list from its
+start while this process reads it from its end, chunk by chunk, until they meet. A SplitRead starts its helper when made, so it can
 be made early and read while this process checks the manifest. Whatever the helper does not read (it
 failed to start, died, or left a file alone) is read here or left to the caller, so the answer never
 depends on it.
+
+The helper is `python -I -S split_read.py FOLDER OFFSET LENGTH CHUNK NAMES_FD OUT_FD`, with two inherited
+descriptors: NAMES_FD holds the file names, one per line; OUT_FD receives first one byte per name, 1 where
+the folder's listing has it as a regular file (the server's existence check), then for each CHUNK names in
+turn their lengths (little-endian int32 each, -1: not read) and their bytes. One byte on stdout tells that
+the listing is written, then one that a chunk is whole. It runs without the package (-I -S): this file
+imports only the standard library, and at its top only what the helper needs.
 """
 
 from __future__ import annotations
 
 import os
 import select
-import subprocess
 import sys
-import tempfile
 import weakref
 from array import array
-from pathlib import Path
 
-HELPER = Path(__file__).with_name("range_reader.py")
+HELPER = os.path.abspath(__file__)
 CHUNK = 2048  # files per chunk: what either side reads between looks at the other's progress
 HELPER_FILES = 16384  # fewer files than this are read by this process alone (a helper takes ~50 ms to start)
 LISTING_WAIT_S = 30.0  # the longest wait for the helper's listing before doing without it
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def read_listed(names: list[str], regular, folder: int, offset: int, length: int) -> list[bytes | None]:
+    """read_names of the names whose byte in `regular` (the folder's listing, one per name) is 1; None for
+    the others."""
+    read = iter(read_names([name for name, ok in zip(names, regular) if ok], folder, offset, length))
+    return [next(read) if ok else None for ok in regular]
 
 
 def read_names(names: list[str], folder: int, offset: int, length: int) -> list[bytes | None]:
@@ -54,12 +65,14 @@ def _unnamed_file() -> int:
             return os.memfd_create("aspace-ranges")  # (close-on-exec: only the helper is given it)
         except OSError:
             pass
+    import tempfile
+
     fd, path = tempfile.mkstemp(prefix="aspace-ranges-")
     os.unlink(path)
     return fd
 
 
-def _stop(proc: subprocess.Popen | None, fds: list[int]) -> None:
+def _stop(proc, fds: list[int]) -> None:
     if proc is not None:
         if proc.poll() is None:
             proc.kill()
@@ -84,7 +97,7 @@ class SplitRead:
         self.folder, self.names, self.offset, self.length = folder, names, offset, length
         self._listed = names_listed
         self._chunk = CHUNK  # (the helper's too)
-        self._proc: subprocess.Popen | None = None
+        self._proc = None  # the helper's subprocess.Popen
         self._fds: list[int] = []
         self._reported = 0  # bytes of progress the helper wrote: its listing, then one per chunk
         self._regular: bytes | None = None
@@ -93,6 +106,8 @@ class SplitRead:
             self._start()
 
     def _start(self) -> None:
+        import subprocess  # (only here: the helper runs this file, and starts no process)
+
         text = "\n".join(self.names)
         if text.count("\n") != len(self.names) - 1:
             return  # a name with a newline in it: the helper's list would not line up
@@ -103,7 +118,7 @@ class SplitRead:
             out_fd = _unnamed_file()
             self._fds.append(out_fd)
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(HELPER), self.folder, str(self.offset), str(self.length),
+                [sys.executable, "-I", "-S", HELPER, self.folder, str(self.offset), str(self.length),
                  str(self._chunk), str(names_fd), str(out_fd)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(names_fd, out_fd))
         except (OSError, ValueError, UnicodeEncodeError, subprocess.SubprocessError):
@@ -160,9 +175,7 @@ class SplitRead:
                 if self._listed:
                     done[k] = read_names(names, folder, self.offset, self.length)
                 elif mask is not None:
-                    readable = [name for name, ok in zip(names, mask[k * chunk:(k + 1) * chunk]) if ok]
-                    read = iter(read_names(readable, folder, self.offset, self.length))
-                    done[k] = [next(read) if ok else None for ok in mask[k * chunk:(k + 1) * chunk]]
+                    done[k] = read_listed(names, mask[k * chunk:(k + 1) * chunk], folder, self.offset, self.length)
                 else:
                     done[k] = [None] * len(names)
                 own += 1
@@ -218,3 +231,40 @@ class SplitRead:
                 out.append(data[pos:pos + size])
                 pos += size
         return out, at + 4 * count + want
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def helper_main(argv: list[str]) -> int:
+    """The helper: list FOLDER, write the listing of the names, then every chunk's lengths and bytes (see
+    the module's docstring). Only the regular files of the listing are opened, never through a symlink."""
+    folder = argv[1]
+    offset, length, chunk, names_fd, out_fd = map(int, argv[2:7])
+    os.lseek(names_fd, 0, os.SEEK_SET)  # (the server wrote them through the same open file)
+    with os.fdopen(names_fd, "rb") as names_file:
+        names = names_file.read().decode("utf-8", "surrogateescape").split("\n")
+    at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    with os.scandir(at) as listing:
+        regular = {entry.name for entry in listing if entry.is_file(follow_symlinks=False)}
+    listed = bytes(map(regular.__contains__, names))
+    _write_all(out_fd, listed)
+    _write_all(1, b"L")
+    for start in range(0, len(names), chunk):
+        read = read_listed(names[start:start + chunk], listed[start:start + chunk], at, offset, length)
+        sizes = array("i", [-1 if data is None else len(data) for data in read])
+        if sys.byteorder != "little":
+            sizes.byteswap()
+        _write_all(out_fd, sizes.tobytes() + b"".join(data for data in read if data is not None))
+        _write_all(1, b"+")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(helper_main(sys.argv))
+    except (OSError, ValueError, KeyboardInterrupt):
+        sys.exit(1)  # the server reads what is left itself
