@@ -165,13 +165,6 @@ class _SymbolTable(Mapping):
         return out
 
 
-def _symbols_of_types(symbols, types) -> list[tuple[str, int, int, int | None]]:
-    """(name, value, size, section) of a symbol table's symbols of these types."""
-    if isinstance(symbols, _SymbolTable):
-        return symbols.of_types(types)
-    return [(name, sym.value, sym.size, sym.section) for name, sym in symbols.items() if sym.type in types]
-
-
 class CodeObject:
     """A device ELF. Everything except DWARF is parsed eagerly so bad input fails at load."""
 
@@ -305,7 +298,9 @@ class CodeObject:
     def symbols_of_types(self, types) -> list[tuple[str, int, int, int | None]]:
         """(name, value, size, section) of the symbols of these types (Symbol.type's words), without
         making a Symbol of each."""
-        return _symbols_of_types(self.symbols, types)
+        if isinstance(self.symbols, _SymbolTable):
+            return self.symbols.of_types(types)
+        return [(name, sym.value, sym.size, sym.section) for name, sym in self.symbols.items() if sym.type in types]
 
     def function_symbol_at(self, address: int) -> Symbol | None:
         """The function symbol covering a code address, from the function symbols defined in the
