@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -260,12 +259,6 @@ class JsonText:
 
     def __init__(self, data: bytes):
         self.data = data
-
-    @classmethod
-    def of_threads(cls, ids: list[int], names: list[str]) -> JsonText:
-        """A threads response's `threads`: [{"id": id, "name": name}, ...]."""
-        entry = '{"id":%d,"name":%s}'.__mod__
-        return cls(("[" + ",".join(map(entry, zip(ids, map(encode_basestring_ascii, names)))) + "]").encode("ascii"))
 
 
 _SPLICED = (Base64Bytes, JsonText)
