@@ -341,7 +341,7 @@ class FolderFiles(DumpFiles):
             return
         folder = rels[0].rpartition("/")[0]
         names = _names_in(rels, folder)
-        real = self._folder(folder) if names is not None and is_plain_path(folder or ".") else None
+        real = self._folder(folder) if names is not None and (folder == "" or is_plain_path(folder)) else None
         if real is not None and real == (f"{self._root}/{folder}" if folder else str(self._root)):
             with self._lock:
                 self._ahead, self._ahead_at = (rels, offset, length, SplitRead(real, names, offset, length)), 0
@@ -375,16 +375,12 @@ class FolderFiles(DumpFiles):
         if ahead is not None and not (ahead[1:3] == (offset, length) and ahead[0] == rels):
             ahead[3].cancel()
             ahead = None
-        try:
-            if ahead is not None:
-                out = ahead[3].result()
-                if out.count(None):  # those the helper's listing does not show as regular files
-                    return self._read_ranges(rels, offset, length, out)
-                return out  # type: ignore[return-value]
+        if ahead is None:
             return self._read_ranges(rels, offset, length)
-        finally:
-            if ahead is not None:
-                ahead[3].cancel()
+        out = ahead[3].result()  # (which stops the helper)
+        if out.count(None):  # those the helper's listing does not show as regular files
+            return self._read_ranges(rels, offset, length, out)
+        return out  # type: ignore[return-value]
 
     def _read_ranges(self, rels: list[str], offset: int, length: int,
                      out: list[bytes | None] | None = None) -> list[bytes]:
