@@ -464,7 +464,13 @@ class Disassembler(ABC):
 
     def __init__(self):
         self._code_files: dict[int, tuple[object, str]] = {}  # id(code object) -> (it, its file)
-        self._code_folder: str | None = None
+        self._folder: str | None = None
+
+    def temp_folder(self) -> str:
+        """This disassembler's temporary folder for the files its tool reads (made when first needed)."""
+        if self._folder is None:
+            self._folder = make_temp_dir(f"aspace-{self.tool}-")
+        return self._folder
 
     def code_file(self, code_object, suffix: str = ".elf") -> str:
         """A file of the code object's bytes, written once per object in a temporary folder: for tools that
@@ -472,9 +478,7 @@ class Disassembler(ABC):
         held = self._code_files.get(id(code_object))
         if held is not None and held[0] is code_object:
             return held[1]
-        if self._code_folder is None:
-            self._code_folder = make_temp_dir(f"aspace-{self.tool}-")
-        path = os.path.join(self._code_folder, f"{len(self._code_files)}{suffix}")
+        path = os.path.join(self.temp_folder(), f"{len(self._code_files)}{suffix}")
         with open(path, "wb") as f:
             f.write(code_object.data)
         self._code_files[id(code_object)] = (code_object, path)

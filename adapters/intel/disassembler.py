@@ -18,7 +18,6 @@ import os
 import re
 
 from aspace_dap.errors import AspaceError
-from aspace_dap.tempfiles import make_temp_dir
 
 from ..base import DecodedInstruction, Disassembler, find_tool
 
@@ -47,7 +46,6 @@ class Iga(Disassembler):
     def __init__(self, adapter):
         super().__init__()
         self.adapter = adapter  # the device: the code object's (ocloc's header, a zebin note) or the dump's
-        self._folder: str | None = None
         self._count = 0
 
     def locate(self) -> str:
@@ -75,9 +73,7 @@ class Iga(Disassembler):
         if section is None:
             return []
         base, data = section["sh_addr"], section.data()
-        if self._folder is None:
-            self._folder = make_temp_dir("aspace-iga-")
-        path = os.path.join(self._folder, f"{self._count}.krn")
+        path = os.path.join(self.temp_folder(), f"{self._count}.krn")
         self._count += 1
         with open(path, "wb") as f:
             f.write(data)
